@@ -1,0 +1,120 @@
+"""The one pure function: (job, cluster, overrides, run id) -> LaunchPlan. No I/O, no environment reads."""
+
+import posixpath
+import re
+from typing import Optional
+
+from launcher.errors import KitError
+from launcher.plan.env import node_env, secret_names
+from launcher.plan.model import LaunchPlan, NodePlan, Submission, World
+from launcher.plan.port import master_port
+from launcher.plan.shape import Shape, resolve_shape
+from launcher.render.accelerate import LaunchSettings, accelerate_config, distributed_type, launch_argv
+from launcher.render.deepspeed import deepspeed_config
+from launcher.render.fsdp import fsdp_config
+from launcher.render.shell import node_command, runtime_ref
+from launcher.render.slurm import MASTER_ADDR_PRELUDE, sbatch_script
+from launcher.render.text import to_json, to_yaml
+from launcher.spec.cluster import ClusterSpec
+from launcher.spec.deepspeed_json import check_user_deepspeed
+from launcher.spec.job import JobSpec
+from launcher.spec.overrides import Overrides, apply_overrides
+
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+SLURM_RUNTIME_VARS = ("SLURM_NODEID", "KIT_MASTER_ADDR")
+
+
+def _strategy_section(job: JobSpec, shape: Shape, run_dir: str, user_ds: Optional[dict]):
+    """The accelerate config section and any extra file (the DeepSpeed JSON) for the job's strategy."""
+    if job.strategy == "fsdp":
+        return ("fsdp_config", fsdp_config(job.fsdp)), {}
+    if job.strategy != "deepspeed":
+        return None, {}
+    if job.deepspeed.config_file is not None:
+        ds = check_user_deepspeed(user_ds, job, shape.world_size)
+    else:
+        ds = deepspeed_config(job, shape.world_size, shape.gradient_accumulation_steps, shape.device == "cuda")
+    path = f"{run_dir}/deepspeed.json"
+    section = {
+        "deepspeed_config_file": path,
+        "deepspeed_multinode_launcher": "standard",
+        "zero3_init_flag": job.deepspeed.zero3_init,
+    }
+    return ("deepspeed_config", section), {path: to_json(ds)}
+
+
+def _master(cluster: ClusterSpec, shape: Shape) -> str:
+    if cluster.backend == "slurm":
+        return runtime_ref("KIT_MASTER_ADDR")
+    head = shape.hosts[0]
+    return head.address or head.name
+
+
+def _settings(job, cluster, shape, python, config_file, rank, master, port) -> LaunchSettings:
+    return LaunchSettings(
+        python=python,
+        config_file=config_file,
+        distributed_type=distributed_type(job.strategy, shape.world_size),
+        use_cpu=shape.device == "cpu",
+        num_machines=shape.nodes,
+        world_size=shape.world_size,
+        machine_rank=rank,
+        master_addr=master,
+        master_port=port,
+        mixed_precision=job.mixed_precision,
+        cpu_threads_per_process=cluster.cpu_threads_per_process if shape.device == "cpu" else None,
+        dynamo_backend=job.dynamo_backend,
+        module=job.entrypoint.module,
+        script=job.entrypoint.script,
+        args=tuple(job.args),
+    )
+
+
+def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id: str,
+               default_python: str = "python", user_deepspeed: Optional[dict] = None) -> LaunchPlan:
+    if not RUN_ID_PATTERN.match(run_id):
+        raise KitError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-' only")
+    job, cluster = apply_overrides(job, cluster, overrides)
+    shape = resolve_shape(job, cluster)
+    slurm = cluster.backend == "slurm"
+    runtime_vars = SLURM_RUNTIME_VARS if slurm else ()
+    run_dir = posixpath.join(cluster.run_root, run_id)
+    port = master_port(cluster.master_port, run_id)
+    master = _master(cluster, shape)
+    python = cluster.python or default_python
+    section, files = _strategy_section(job, shape, run_dir, user_deepspeed)
+    env = node_env(job, cluster, shape, run_id)
+    secrets = secret_names(job, env)
+    nodes = []
+    for rank, host in enumerate(shape.hosts):
+        config_file = f"{run_dir}/accelerate.yaml" if slurm else f"{run_dir}/accelerate.node{rank}.yaml"
+        rank_word = runtime_ref("SLURM_NODEID") if slurm else str(rank)
+        settings = _settings(job, cluster, shape, python, config_file, rank_word, master, port)
+        files[config_file] = to_yaml(accelerate_config(settings, section))
+        argv = launch_argv(settings)
+        prelude = (MASTER_ADDR_PRELUDE,) if slurm else ()
+        command = node_command(cluster.workdir, tuple(cluster.setup), env, argv, runtime_vars, prelude)
+        node_files = tuple(sorted(p for p in files if p == config_file or not p.startswith(f"{run_dir}/accelerate")))
+        nodes.append(NodePlan(
+            machine_rank=rank, host=host.name, workdir=cluster.workdir, argv=argv, env=dict(env),
+            secret_env=secrets, setup=tuple(cluster.setup), files=node_files, command=command,
+            log=f"{run_dir}/node{rank}.log",
+        ))
+    submission = Submission(kind="processes")
+    if slurm:
+        script_path = f"{run_dir}/job.sbatch"
+        files[script_path] = sbatch_script(
+            cluster, run_id=run_id, job_name=job.name, nodes=shape.nodes, gpus=shape.gpus_per_node,
+            run_dir=run_dir, workdir=cluster.workdir, node_command=nodes[0].command,
+        )
+        submission = Submission(kind="sbatch", argv=("sbatch", "--parsable", script_path))
+    world = World(
+        num_machines=shape.nodes, procs_per_node=shape.procs_per_node, world_size=shape.world_size,
+        device=shape.device, strategy=job.strategy, mixed_precision=job.mixed_precision,
+        master_addr=master, master_port=port,
+    )
+    return LaunchPlan(
+        run_id=run_id, job_name=job.name, backend=cluster.backend, cluster_name=cluster.name,
+        run_dir=run_dir, world=world, nodes=tuple(nodes), files=dict(sorted(files.items())),
+        submission=submission, runtime_vars=runtime_vars,
+    )

@@ -1,0 +1,44 @@
+"""The environment kit adds on each node: user env, the world the job must check, device switches."""
+
+from launcher.errors import KitError
+from launcher.plan.shape import Shape
+from launcher.secrets import is_secret_name
+from launcher.spec.cluster import ClusterSpec
+from launcher.spec.job import JobSpec
+
+RESERVED_PREFIXES = ("KIT_",)
+
+
+def _user_env(job: JobSpec, cluster: ClusterSpec) -> dict[str, str]:
+    merged = {**cluster.env, **job.env}
+    for name in merged:
+        if name.startswith(RESERVED_PREFIXES):
+            raise KitError(f"env.{name}: KIT_* variables are set by kit itself; rename or remove it")
+    return merged
+
+
+def node_env(job: JobSpec, cluster: ClusterSpec, shape: Shape, run_id: str) -> dict[str, str]:
+    env = _user_env(job, cluster)
+    env.update({
+        "KIT_RUN_ID": run_id,
+        "KIT_EXPECTED_WORLD_SIZE": str(shape.world_size),
+        "KIT_EXPECTED_NUM_MACHINES": str(shape.nodes),
+        "KIT_EXPECTED_STRATEGY": job.strategy,
+        "KIT_EXPECTED_MIXED_PRECISION": job.mixed_precision,
+        "KIT_EXPECTED_DEVICE": shape.device,
+    })
+    if job.strategy != "deepspeed":
+        # accelerate's own channel for accumulation outside DeepSpeed (its launch flag only feeds DeepSpeed).
+        env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = str(shape.gradient_accumulation_steps)
+    if shape.device == "cpu" and job.strategy == "ddp":
+        # With MULTI_GPU this forms a real gloo world; `--cpu`/MULTI_CPU would train each process alone.
+        env["ACCELERATE_USE_CPU"] = "1"
+    if shape.device == "cpu" and job.strategy == "deepspeed":
+        # ACCELERATE_USE_CPU would silently drop DeepSpeed; pin DeepSpeed's accelerator instead.
+        env["DS_ACCELERATOR"] = "cpu"
+    return env
+
+
+def secret_names(job: JobSpec, env: dict[str, str]) -> tuple[str, ...]:
+    """Names delivered out of band: declared pass-throughs and literal values with secret-looking names."""
+    return tuple(sorted(set(job.secret_env) | {k for k in env if is_secret_name(k)}))

@@ -1,0 +1,78 @@
+"""The launch plan: plain, frozen data that dry-run prints and backends deliver byte for byte."""
+
+from dataclasses import asdict, dataclass, field
+
+
+
+@dataclass(frozen=True)
+class World:
+    num_machines: int
+    procs_per_node: int
+    world_size: int
+    device: str            # "cuda" or "cpu"
+    strategy: str          # ddp | deepspeed | fsdp
+    mixed_precision: str   # no | fp16 | bf16
+    master_addr: str       # a literal address, or a ${VAR} resolved inside the job (SLURM)
+    master_port: int
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    machine_rank: int
+    host: str
+    workdir: str
+    argv: tuple[str, ...]          # the launch command, one word per element
+    env: dict[str, str]            # what the node adds to its own environment
+    secret_env: tuple[str, ...]    # names passed through from the submitter; values never in the plan
+    setup: tuple[str, ...]         # shell lines run before the launch
+    files: tuple[str, ...]         # names in LaunchPlan.files this node needs
+    command: str                   # the exact shell text the node runs (bash -c)
+    log: str                       # per-node log path, relative to workdir
+
+
+@dataclass(frozen=True)
+class Submission:
+    """How the nodes are started: `processes` (one per node, by kit) or a batch script (`sbatch`)."""
+
+    kind: str
+    argv: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    run_id: str
+    job_name: str
+    backend: str
+    cluster_name: str
+    run_dir: str                    # relative to each node's workdir
+    world: World
+    nodes: tuple[NodePlan, ...]
+    files: dict[str, str]           # path (relative to workdir) -> content
+    submission: Submission
+    # Shell variables that are expanded inside each task, never at submit time.
+    runtime_vars: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def node(self, rank: int) -> NodePlan:
+        return self.nodes[rank]
+
+
+def from_dict(data: dict) -> LaunchPlan:
+    """Rebuild a plan from `to_dict` output (run records store plans as JSON)."""
+    d = dict(data)
+    d["world"] = World(**d["world"])
+    d["nodes"] = tuple(
+        NodePlan(**{**n, "argv": tuple(n["argv"]), "secret_env": tuple(n["secret_env"]),
+                    "setup": tuple(n["setup"]), "files": tuple(n["files"])})
+        for n in d["nodes"]
+    )
+    s = d["submission"]
+    d["submission"] = Submission(kind=s["kind"], argv=tuple(s["argv"]))
+    d["runtime_vars"] = tuple(d.get("runtime_vars", ()))
+    d["notes"] = tuple(d.get("notes", ()))
+    return LaunchPlan(**d)
+
+

@@ -1,0 +1,99 @@
+"""Resolve and check the shape of a run: nodes, processes, device, hosts, batch arithmetic."""
+
+from dataclasses import dataclass
+
+from launcher.errors import KitError
+from launcher.spec.cluster import ClusterSpec, Host
+from launcher.spec.job import JobSpec
+
+LOCALHOST = Host(name="localhost", address="127.0.0.1")
+
+
+@dataclass(frozen=True)
+class Shape:
+    nodes: int
+    procs_per_node: int
+    gpus_per_node: int
+    device: str                 # cuda | cpu
+    hosts: tuple[Host, ...]     # one per node; SLURM hosts are placeholders filled by the allocation
+    gradient_accumulation_steps: int
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.procs_per_node
+
+
+def _hosts(job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
+    if cluster.backend == "local":
+        return (LOCALHOST,) * job.nodes
+    if cluster.backend == "slurm":
+        return tuple(Host(name=f"slurm-node-{i}") for i in range(job.nodes))
+    if job.nodes > len(cluster.hosts):
+        raise KitError(
+            f"nodes: {job.nodes} nodes requested but cluster '{cluster.name}' lists {len(cluster.hosts)} "
+            f"hosts; lower --nodes or add hosts"
+        )
+    return tuple(cluster.hosts[: job.nodes])
+
+
+def _check_gpus(gpus: int, hosts: tuple[Host, ...], cluster: ClusterSpec) -> None:
+    for host in hosts:
+        have = host.gpus if host.gpus is not None else cluster.gpus_per_node
+        if gpus > have:
+            where = f"host {host.name}" if cluster.backend == "ssh" else f"cluster '{cluster.name}'"
+            raise KitError(
+                f"gpus_per_node: {gpus} GPUs per node requested but {where} has {have}; "
+                f"lower --gpus or fix the cluster's gpus_per_node"
+            )
+
+
+def _procs(job: JobSpec, cluster: ClusterSpec, gpus: int) -> int:
+    # On GPU nodes it is one process per GPU; procs_per_node sizes CPU nodes only.
+    if gpus:
+        return gpus
+    return job.procs_per_node if job.procs_per_node is not None else cluster.procs_per_node
+
+
+def _check_cpu(job: JobSpec) -> None:
+    if job.strategy == "fsdp":
+        raise KitError(
+            "strategy: fsdp needs GPUs (accelerate's FSDP does not engage on CPU); "
+            "use ddp or deepspeed on a CPU cluster, or set --gpus"
+        )
+    if job.mixed_precision == "fp16":
+        raise KitError("mixed_precision: fp16 needs GPUs; use bf16 or no on a CPU cluster, or set --gpus")
+
+
+def _accumulation(job: JobSpec, world: int) -> int:
+    if job.global_batch_size is None:
+        return job.gradient_accumulation_steps
+    per_step = job.batch_size_per_device * world
+    steps, rest = divmod(job.global_batch_size, per_step)
+    if rest or steps == 0:
+        raise KitError(
+            f"global_batch_size: {job.global_batch_size} is not a multiple of batch_size_per_device "
+            f"{job.batch_size_per_device} x world size {world} = {per_step}; pick a multiple of {per_step}"
+        )
+    if "gradient_accumulation_steps" in job.model_fields_set and steps != job.gradient_accumulation_steps:
+        raise KitError(
+            f"gradient_accumulation_steps: {job.gradient_accumulation_steps} but global_batch_size "
+            f"{job.global_batch_size} / ({job.batch_size_per_device} x {world}) = {steps}; set one of them"
+        )
+    return steps
+
+
+def resolve_shape(job: JobSpec, cluster: ClusterSpec) -> Shape:
+    hosts = _hosts(job, cluster)
+    gpus = job.gpus_per_node if job.gpus_per_node is not None else cluster.gpus_per_node
+    _check_gpus(gpus, hosts, cluster)
+    if gpus == 0:
+        _check_cpu(job)
+    procs = _procs(job, cluster, gpus)
+    return Shape(
+        nodes=job.nodes,
+        procs_per_node=procs,
+        gpus_per_node=gpus,
+        device="cuda" if gpus else "cpu",
+        hosts=hosts,
+        gradient_accumulation_steps=_accumulation(job, job.nodes * procs),
+    )

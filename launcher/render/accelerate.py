@@ -1,0 +1,87 @@
+"""The Accelerate config YAML and the `accelerate launch` argv for one node.
+
+`accelerate launch --config_file` fills only flags whose argparse default is None from the YAML, so every
+multi-node setting is also passed on the command line (see FACTS.md)."""
+
+from dataclasses import dataclass
+from typing import Optional
+
+_DIST_FLAGS = {"MULTI_GPU": "--multi_gpu", "DEEPSPEED": "--use_deepspeed", "FSDP": "--use_fsdp", "NO": None}
+
+
+def distributed_type(strategy: str, world_size: int) -> str:
+    if strategy == "deepspeed":
+        return "DEEPSPEED"
+    if strategy == "fsdp":
+        return "FSDP"
+    # MULTI_GPU also on CPU (with use_cpu): MULTI_CPU forms no world through `accelerate launch`.
+    return "MULTI_GPU" if world_size > 1 else "NO"
+
+
+@dataclass(frozen=True)
+class LaunchSettings:
+    python: str
+    config_file: str
+    distributed_type: str
+    use_cpu: bool
+    num_machines: int
+    world_size: int
+    machine_rank: str            # a number, or a runtime reference such as ${SLURM_NODEID}
+    master_addr: str
+    master_port: int
+    mixed_precision: str
+    cpu_threads_per_process: Optional[int]
+    dynamo_backend: Optional[str]
+    module: Optional[str]
+    script: Optional[str]
+    args: tuple[str, ...]
+
+
+def accelerate_config(s: LaunchSettings, section: Optional[tuple[str, dict]]) -> dict:
+    """The YAML content; loadable by accelerate's own ClusterConfig."""
+    cfg = {
+        "compute_environment": "LOCAL_MACHINE",
+        "debug": False,
+        "distributed_type": s.distributed_type,
+        "downcast_bf16": False,
+        "enable_cpu_affinity": False,
+        "machine_rank": int(s.machine_rank) if s.machine_rank.isdigit() else 0,
+        "main_process_port": s.master_port,
+        "main_training_function": "main",
+        "mixed_precision": s.mixed_precision,
+        "num_machines": s.num_machines,
+        "num_processes": s.world_size,
+        "rdzv_backend": "static",
+        "same_network": True,
+        "use_cpu": s.use_cpu,
+    }
+    if not s.master_addr.startswith("${"):
+        cfg["main_process_ip"] = s.master_addr
+    if section is not None:
+        cfg[section[0]] = section[1]
+    if s.dynamo_backend is not None:
+        cfg["dynamo_config"] = {"dynamo_backend": s.dynamo_backend.upper()}
+    return cfg
+
+
+def launch_argv(s: LaunchSettings) -> tuple[str, ...]:
+    argv = [s.python, "-m", "accelerate.commands.launch", "--config_file", s.config_file]
+    flag = _DIST_FLAGS[s.distributed_type]
+    if flag:
+        argv.append(flag)
+    argv += [
+        "--num_machines", str(s.num_machines),
+        "--machine_rank", s.machine_rank,
+        "--main_process_ip", s.master_addr,
+        "--main_process_port", str(s.master_port),
+        "--num_processes", str(s.world_size),
+        "--rdzv_backend", "static",
+        "--same_network",
+        "--mixed_precision", s.mixed_precision,
+    ]
+    if s.cpu_threads_per_process is not None:
+        argv += ["--num_cpu_threads_per_process", str(s.cpu_threads_per_process)]
+    if s.dynamo_backend is not None:
+        argv += ["--dynamo_backend", s.dynamo_backend]
+    argv += ["-m", s.module] if s.module else [s.script]
+    return tuple(argv) + s.args

@@ -1,0 +1,14 @@
+"""Shared pydantic base: strict, frozen, unknown keys rejected."""
+
+from pydantic import BaseModel, ConfigDict
+
+# Names usable as run/job/cluster identifiers: they end up in paths and shell words.
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+# Environment variable names, as POSIX shells accept them.
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class StrictModel(BaseModel):
+    """Unknown keys and type coercions (\"8\" for 8) are errors, not guesses."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)

@@ -1,0 +1,96 @@
+"""The cluster config: where a job runs and how to reach it (cluster_configs/*.yaml)."""
+
+from typing import Annotated, Literal, Optional, Union
+
+from pydantic import Field, StringConstraints, field_validator, model_validator
+
+from launcher.spec.base import NAME_PATTERN, StrictModel
+from launcher.spec.job import EnvName, PositiveInt
+
+Port = Annotated[int, Field(ge=1024, le=65535)]
+HostName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")]
+
+
+class Host(StrictModel):
+    name: HostName
+    # Address other nodes use to reach this host (rendezvous); defaults to name.
+    address: Optional[HostName] = None
+    gpus: Optional[Annotated[int, Field(ge=0)]] = None
+
+
+class PortPolicy(StrictModel):
+    """The rendezvous port is derived from the run id inside [base, base + span)."""
+
+    base: Port = 29500
+    span: Annotated[int, Field(ge=1, le=20000)] = 1000
+
+    @model_validator(mode="after")
+    def fits(self):
+        if self.base + self.span - 1 > 65535:
+            raise ValueError("base + span - 1 must be at most 65535")
+        return self
+
+
+class SlurmOptions(StrictModel):
+    partition: Optional[str] = None
+    account: Optional[str] = None
+    qos: Optional[str] = None
+    time: Optional[Annotated[str, StringConstraints(pattern=r"^(\d+-)?\d+(:\d{2}){0,2}$")]] = None
+    constraint: Optional[str] = None
+    cpus_per_task: Optional[PositiveInt] = None
+    mem: Optional[Annotated[str, StringConstraints(pattern=r"^\d+[KMGT]?$")]] = None
+    # Verbatim `#SBATCH` options, the escape hatch for anything not modelled: ["--exclusive", "--reservation=x"].
+    extra_sbatch: list[Annotated[str, StringConstraints(pattern=r"^--?[A-Za-z]")]] = []
+
+
+class SshOptions(StrictModel):
+    user: Optional[str] = None
+    port: Annotated[int, Field(ge=1, le=65535)] = 22
+    identity_file: Optional[str] = None
+    known_hosts: Optional[str] = None
+    connect_timeout: Annotated[float, Field(gt=0)] = 10.0
+
+
+class ClusterSpec(StrictModel):
+    name: Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+    backend: Literal["local", "ssh", "slurm"]
+    hosts: list[Union[HostName, Host]] = []
+    gpus_per_node: Annotated[int, Field(ge=0)] = 0
+    # Processes per node when the node has no GPUs.
+    procs_per_node: PositiveInt = 1
+    cpu_threads_per_process: Optional[PositiveInt] = None
+    workdir: str = "."
+    # Interpreter on the nodes; unset on a local cluster means kit's own interpreter.
+    python: Optional[str] = None
+    # Shell lines run on every node before the launch: `module load cuda`, `source venv/bin/activate`.
+    setup: list[str] = []
+    env: dict[EnvName, str] = {}
+    master_port: Union[Port, PortPolicy] = PortPolicy()
+    # Where run records and generated files go, relative to workdir.
+    run_root: str = "runs"
+    slurm: Optional[SlurmOptions] = None
+    ssh: Optional[SshOptions] = None
+
+    @field_validator("hosts", mode="after")
+    @classmethod
+    def hosts_as_objects(cls, hosts):
+        objs = [Host(name=h) if isinstance(h, str) else h for h in hosts]
+        names = [h.name for h in objs]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate host {dupes[0]}")
+        return objs
+
+    @model_validator(mode="after")
+    def backend_sections(self):
+        if self.backend == "ssh" and not self.hosts:
+            raise ValueError("an ssh cluster needs hosts: [...]")
+        if self.backend == "local" and self.hosts:
+            raise ValueError("a local cluster runs every node on this machine: remove hosts")
+        if self.backend == "slurm" and self.hosts:
+            raise ValueError("a slurm cluster takes its hosts from the allocation: remove hosts")
+        if self.slurm is not None and self.backend != "slurm":
+            raise ValueError(f"slurm: section given but backend is {self.backend}")
+        if self.ssh is not None and self.backend != "ssh":
+            raise ValueError(f"ssh: section given but backend is {self.backend}")
+        return self

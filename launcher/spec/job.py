@@ -1,0 +1,110 @@
+"""The job spec: what to run and how to distribute it (jobs/*.yaml)."""
+
+from typing import Annotated, Literal, Optional
+
+from pydantic import Field, StringConstraints, field_validator, model_validator
+
+from launcher.spec.base import ENV_NAME_PATTERN, NAME_PATTERN, StrictModel
+
+Strategy = Literal["ddp", "deepspeed", "fsdp"]
+MixedPrecision = Literal["no", "fp16", "bf16"]
+OffloadDevice = Literal["none", "cpu", "nvme"]
+EnvName = Annotated[str, StringConstraints(pattern=ENV_NAME_PATTERN)]
+PositiveInt = Annotated[int, Field(ge=1)]
+
+
+def yaml_no_to_str(value):
+    """YAML 1.1 reads a bare `no` as False; `mixed_precision: no` means the string."""
+    return "no" if value is False else value
+
+
+class Entrypoint(StrictModel):
+    module: Optional[Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][\w.]*$")]] = None
+    script: Optional[str] = None
+
+    @model_validator(mode="after")
+    def exactly_one(self):
+        if (self.module is None) == (self.script is None):
+            raise ValueError("set exactly one of entrypoint.module or entrypoint.script")
+        return self
+
+
+class DeepSpeedOptions(StrictModel):
+    zero_stage: Literal[0, 1, 2, 3] = 2
+    offload_optimizer: OffloadDevice = "none"
+    offload_param: OffloadDevice = "none"
+    nvme_path: Optional[str] = None
+    gradient_clipping: Optional[Annotated[float, Field(gt=0)]] = None
+    zero3_init: bool = False
+    zero3_save_16bit_model: bool = False
+    # A user's own DeepSpeed JSON; exclusive with the options above.
+    config_file: Optional[str] = None
+
+    @model_validator(mode="after")
+    def consistent(self):
+        if self.config_file is not None:
+            others = sorted(self.model_fields_set - {"config_file", "zero3_init"})
+            if others:
+                raise ValueError(f"config_file excludes {', '.join(others)}: put them in the JSON file")
+        if "nvme" in (self.offload_optimizer, self.offload_param) and not self.nvme_path:
+            raise ValueError("offload to nvme needs nvme_path")
+        if self.offload_param != "none" and self.zero_stage != 3:
+            raise ValueError("offload_param needs zero_stage 3")
+        if self.offload_optimizer != "none" and self.zero_stage == 0:
+            raise ValueError("offload_optimizer needs zero_stage 1, 2 or 3")
+        return self
+
+
+class FsdpOptions(StrictModel):
+    version: Literal[1, 2] = 2
+    # FSDP1: sharding strategy; FSDP2 expresses the same as reshard_after_forward.
+    sharding: Literal["FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD", "HYBRID_SHARD_ZERO2"] = "FULL_SHARD"
+    reshard_after_forward: bool = True
+    auto_wrap_policy: Literal["TRANSFORMER_BASED_WRAP", "SIZE_BASED_WRAP", "NO_WRAP"] = "TRANSFORMER_BASED_WRAP"
+    transformer_layer_cls: Optional[str] = None
+    min_num_params: Optional[PositiveInt] = None
+    state_dict_type: Literal["SHARDED_STATE_DICT", "FULL_STATE_DICT"] = "SHARDED_STATE_DICT"
+    cpu_offload: bool = False
+    activation_checkpointing: bool = False
+
+    @model_validator(mode="after")
+    def consistent(self):
+        if self.version == 2 and "sharding" in self.model_fields_set:
+            raise ValueError("sharding is for fsdp version 1; version 2 uses reshard_after_forward")
+        if self.version == 1 and "reshard_after_forward" in self.model_fields_set:
+            raise ValueError("reshard_after_forward is for fsdp version 2; version 1 uses sharding")
+        if self.min_num_params is not None and self.auto_wrap_policy != "SIZE_BASED_WRAP":
+            raise ValueError("min_num_params needs auto_wrap_policy SIZE_BASED_WRAP")
+        if self.transformer_layer_cls is not None and self.auto_wrap_policy != "TRANSFORMER_BASED_WRAP":
+            raise ValueError("transformer_layer_cls needs auto_wrap_policy TRANSFORMER_BASED_WRAP")
+        return self
+
+
+class JobSpec(StrictModel):
+    name: Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+    entrypoint: Entrypoint
+    args: list[str] = []
+    nodes: PositiveInt = 1
+    # None: take the cluster's gpus_per_node. 0: a CPU job.
+    gpus_per_node: Optional[Annotated[int, Field(ge=0)]] = None
+    # Processes per node on CPU clusters (on GPUs it is one per GPU).
+    procs_per_node: Optional[PositiveInt] = None
+    strategy: Strategy = "ddp"
+    mixed_precision: MixedPrecision = "no"
+    gradient_accumulation_steps: PositiveInt = 1
+    batch_size_per_device: Optional[PositiveInt] = None
+    global_batch_size: Optional[PositiveInt] = None
+    deepspeed: DeepSpeedOptions = DeepSpeedOptions()
+    fsdp: FsdpOptions = FsdpOptions()
+    env: dict[EnvName, str] = {}
+    # Names whose values come from the submitting shell's environment at run time, never stored or printed.
+    secret_env: list[EnvName] = []
+    dynamo_backend: Optional[Literal["no", "eager", "aot_eager", "inductor", "cudagraphs"]] = None
+
+    _no_is_string = field_validator("mixed_precision", mode="before")(yaml_no_to_str)
+
+    @model_validator(mode="after")
+    def batch_consistent(self):
+        if self.global_batch_size is not None and self.batch_size_per_device is None:
+            raise ValueError("global_batch_size needs batch_size_per_device")
+        return self

@@ -1,0 +1,100 @@
+"""Checkpoints that a crash cannot corrupt, and discovery of the latest complete one.
+
+Every rank writes into ``checkpoints/.tmp-step-N`` (accelerate's save_state is collective under DeepSpeed/FSDP);
+after a barrier the local main process of each node writes ``kit_manifest.json`` (the trainer state plus the
+size of every file) and renames the directory to ``checkpoints/step-N``.  ``--resume auto`` takes the newest
+``step-N`` whose manifest matches the files on disk, so a truncated or half-copied checkpoint is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+MANIFEST = "kit_manifest.json"
+_NAME = re.compile(r"^step-(\d+)$")
+
+
+def checkpoints_dir(output_dir: Path) -> Path:
+    return Path(output_dir) / "checkpoints"
+
+
+def _file_sizes(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_size for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name != MANIFEST}
+
+
+def save(accelerator, output_dir: Path, step: int, state: dict, keep: int) -> Path:
+    """Collective: every rank must call it at the same step."""
+    root = checkpoints_dir(output_dir)
+    tmp, final = root / f".tmp-step-{step}", root / f"step-{step}"
+    if accelerator.is_local_main_process:
+        shutil.rmtree(tmp, ignore_errors=True)  # leftovers of a crash mid-save
+        tmp.mkdir(parents=True, exist_ok=True)
+    accelerator.wait_for_everyone()
+    accelerator.save_state(str(tmp))
+    accelerator.wait_for_everyone()
+    if accelerator.is_local_main_process and tmp.is_dir():  # on a shared FS another node may have renamed it
+        manifest = {"step": step, "state": state, "files": _file_sizes(tmp)}
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
+        shutil.rmtree(final, ignore_errors=True)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            pass
+        _prune(root, keep)
+    accelerator.wait_for_everyone()
+    return final
+
+
+def _prune(root: Path, keep: int) -> None:
+    complete = [p for _, p in _candidates(root)]
+    for old in complete[:-keep] if keep > 0 else []:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _candidates(root: Path) -> list[tuple[int, Path]]:
+    if not root.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in root.iterdir() if p.is_dir() and (m := _NAME.match(p.name))]
+    return sorted(found)
+
+
+def is_complete(path: Path) -> bool:
+    try:
+        manifest = json.loads((path / MANIFEST).read_text())
+        files = manifest["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    for rel, size in files.items():
+        f = path / rel
+        if not f.is_file() or f.stat().st_size != size:
+            return False
+    return bool(files)
+
+
+def latest(output_dir: Path) -> Path | None:
+    """Newest complete checkpoint, or None."""
+    for _, path in reversed(_candidates(checkpoints_dir(output_dir))):
+        if is_complete(path):
+            return path
+    return None
+
+
+def read_state(path: Path) -> dict:
+    return json.loads((Path(path) / MANIFEST).read_text())["state"]
+
+
+def resolve_resume(resume: str, output_dir: Path) -> Path | None:
+    """The checkpoint --resume points at: 'no' -> None, 'auto' -> latest complete, else that directory."""
+    if resume in ("no", "none", "", None):
+        return None
+    if resume == "auto":
+        return latest(output_dir)
+    path = Path(resume)
+    if not is_complete(path):
+        raise ValueError(f"--resume {resume}: not a complete checkpoint (missing or mismatching {MANIFEST})")
+    return path

@@ -1,0 +1,190 @@
+"""Loading, validating and splitting labelled text data (CSV, TSV, JSONL or the built-in corpus).
+
+Every rank computes the same split: it depends only on the data and the seed.  Errors name file and line, and
+are raised before anything is trained.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from train import corpus
+
+
+class DataError(ValueError):
+    """Bad input data; the message names the file and, where it applies, the line."""
+
+
+@dataclass(frozen=True)
+class Example:
+    text: str
+    label: str  # labels are kept as strings until the label vocabulary is fixed
+    source: str  # "file:line", for error messages
+
+
+@dataclass(frozen=True)
+class Splits:
+    train: list[Example]
+    validation: list[Example]
+    test: list[Example]
+    labels: list[str]  # label id -> name
+    fingerprint: str  # identifies data + split; part of the tokenizer/cache keys
+
+    def label_ids(self, examples: list[Example]) -> list[int]:
+        index = {name: i for i, name in enumerate(self.labels)}
+        out = []
+        for ex in examples:
+            if ex.label not in index:
+                raise DataError(f"{ex.source}: label {ex.label!r} does not occur in the training split "
+                                f"(known labels: {', '.join(self.labels)})")
+            out.append(index[ex.label])
+        return out
+
+
+def _read_text(path: Path) -> list[str]:
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise DataError(f"{path}: file is empty")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DataError(f"{path}:{line}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    return text.splitlines()
+
+
+def _label_str(value, where: str) -> str:
+    if isinstance(value, bool) or value is None or isinstance(value, (list, dict, float)):
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        raise DataError(f"{where}: label must be a name or an integer, got {value!r}")
+    return str(value).strip()
+
+
+def _make(text, label, where: str) -> Example:
+    if not isinstance(text, str):
+        raise DataError(f"{where}: text must be a string, got {type(text).__name__}")
+    label = _label_str(label, where)
+    if not label:
+        raise DataError(f"{where}: empty label")
+    return Example(text=text, label=label, source=where)
+
+
+def _read_delimited(path: Path, delimiter: str, text_col: str, label_col: str) -> list[Example]:
+    lines = _read_text(path)
+    reader = csv.DictReader(lines, delimiter=delimiter)
+    header = reader.fieldnames or []
+    for col in (text_col, label_col):
+        if col not in header:
+            raise DataError(f"{path}:1: missing column {col!r} (header has: {', '.join(header)})")
+    out = []
+    for row in reader:
+        where = f"{path}:{reader.line_num}"
+        if row.get(text_col) is None or row.get(label_col) is None:
+            raise DataError(f"{where}: row has fewer fields than the header")
+        out.append(_make(row[text_col], row[label_col], where))
+    return out
+
+
+def _read_jsonl(path: Path, text_col: str, label_col: str) -> list[Example]:
+    out = []
+    for number, line in enumerate(_read_text(path), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{where}: invalid JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{where}: expected a JSON object")
+        for col in (text_col, label_col):
+            if col not in row:
+                raise DataError(f"{where}: missing column {col!r}")
+        out.append(_make(row[text_col], row[label_col], where))
+    return out
+
+
+def _read_corpus() -> list[Example]:
+    out = []
+    for label, path in corpus.corpus_files().items():
+        for number, line in enumerate(_read_text(path), start=1):
+            if line.strip():  # the files end with an empty line
+                out.append(Example(text=line.strip(), label=label, source=f"{path}:{number}"))
+    return out
+
+
+def read_examples(source: str, text_col: str, label_col: str) -> list[Example]:
+    """All examples of a data source: the built-in corpus name or a .csv/.tsv/.jsonl file."""
+    if source == corpus.CORPUS_NAME:
+        return _read_corpus()
+    path = Path(source)
+    if not path.is_file():
+        raise DataError(f"{path}: no such data file (or use --data {corpus.CORPUS_NAME})")
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        examples = _read_delimited(path, ",", text_col, label_col)
+    elif suffix == ".tsv":
+        examples = _read_delimited(path, "\t", text_col, label_col)
+    elif suffix in (".jsonl", ".json"):
+        examples = _read_jsonl(path, text_col, label_col)
+    else:
+        raise DataError(f"{path}: unknown data format {suffix!r} (use .csv, .tsv or .jsonl)")
+    if not examples:
+        raise DataError(f"{path}: no examples (header only?)")
+    return examples
+
+
+def dedupe(examples: list[Example]) -> list[Example]:
+    """Keep the first occurrence of each text: duplicates across splits would leak test data into training."""
+    seen: set[str] = set()
+    out = []
+    for ex in examples:
+        if ex.text not in seen:
+            seen.add(ex.text)
+            out.append(ex)
+    return out
+
+
+def _sorted_labels(names: set[str]) -> list[str]:
+    # Integer labels keep their numeric order so that 0..K-1 map to themselves.
+    if all(n.lstrip("-").isdigit() for n in names):
+        return sorted(names, key=int)
+    return sorted(names)
+
+
+def _fingerprint(examples: list[Example], seed: int, fractions: tuple[float, float]) -> str:
+    h = hashlib.sha256(f"{seed}|{fractions}|".encode())
+    for ex in examples:
+        h.update(ex.label.encode() + b"\t" + ex.text.encode() + b"\n")
+    return h.hexdigest()[:16]
+
+
+def split(examples: list[Example], seed: int, val_fraction: float, test_fraction: float) -> Splits:
+    """A seeded permutation cut into train/validation/test; identical on every rank."""
+    if len(examples) < 3:
+        raise DataError(f"need at least 3 examples to split, got {len(examples)}")
+    order = np.random.default_rng(seed).permutation(len(examples))
+    n_test = max(1, round(len(examples) * test_fraction))
+    n_val = max(1, round(len(examples) * val_fraction))
+    shuffled = [examples[i] for i in order]
+    test, val, train = shuffled[:n_test], shuffled[n_test:n_test + n_val], shuffled[n_test + n_val:]
+    labels = _sorted_labels({ex.label for ex in train})
+    splits = Splits(train, val, test, labels, _fingerprint(examples, seed, (val_fraction, test_fraction)))
+    splits.label_ids(val)  # fail now, before training, on labels the model could never predict
+    splits.label_ids(test)
+    return splits
+
+
+def load_splits(source: str, text_col: str, label_col: str, seed: int, val_fraction: float,
+                test_fraction: float, deduplicate: bool = True) -> Splits:
+    examples = read_examples(source, text_col, label_col)
+    if deduplicate:
+        examples = dedupe(examples)
+    return split(examples, seed, val_fraction, test_fraction)

@@ -1,0 +1,63 @@
+"""Model construction (size presets or a local pretrained directory), AdamW parameter groups, LR schedule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+# Presets follow the small BERT family of Turc et al. (2019); "tiny" is widened to 4 heads of 32 dims.
+PRESETS = {
+    "tiny": dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512),
+    "mini": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
+    "small": dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, intermediate_size=2048),
+    "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
+}
+
+
+def is_local_model(model: str) -> bool:
+    return model not in PRESETS
+
+
+def build_model(model: str, num_labels: int, vocab_size: int, max_length: int, dropout: float = 0.1):
+    """A preset built from BertConfig (random init) or a local pretrained directory (never downloaded)."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    if is_local_model(model):
+        path = Path(model)
+        if not (path / "config.json").is_file():
+            raise ValueError(f"--model {model!r}: neither a preset ({', '.join(PRESETS)}) "
+                             "nor a local model directory with config.json")
+        return BertForSequenceClassification.from_pretrained(str(path), num_labels=num_labels,
+                                                             local_files_only=True)
+    config = BertConfig(vocab_size=vocab_size, max_position_embeddings=max(512, max_length), num_labels=num_labels,
+                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout, **PRESETS[model])
+    return BertForSequenceClassification(config)
+
+
+def _no_decay(name: str) -> bool:
+    # Biases and LayerNorm weights are not regularised (as in the original BERT recipe).
+    return name.endswith(".bias") or "LayerNorm" in name or "layer_norm" in name
+
+
+def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            (no_decay if _no_decay(name) else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
+    # Plain torch AdamW: DeepSpeed wraps it as a client optimizer (no compiled cpu_adam/fused_adam ops needed).
+    return torch.optim.AdamW(param_groups(model, weight_decay), lr=lr, betas=(0.9, 0.999), eps=1e-8)
+
+
+def build_scheduler(optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int):
+    """Linear warmup to the peak LR, then linear decay to 0 at total_steps."""
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / max(1, warmup_steps)
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)

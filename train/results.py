@@ -1,0 +1,109 @@
+"""End of a run: test metrics, metrics.json, report, curves, final model and tokenizer, GPU statistics."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+import torch
+
+from train import outputs
+
+# Test hook: every rank writes its full (gathered) parameters to <dir>/rank<N>.pt after training.
+DUMP_ENV = "KIT_TRAIN_DUMP_PARAMS"
+
+
+def strategy_name(accelerator) -> str:
+    kind = str(accelerator.distributed_type).split(".")[-1]
+    if kind == "DEEPSPEED":
+        stage = accelerator.state.deepspeed_plugin.deepspeed_config.get("zero_optimization", {}).get("stage", 0)
+        return f"deepspeed_zero{stage}"
+    return {"FSDP": "fsdp", "NO": "single"}.get(kind, "ddp")
+
+
+def _zero3(model) -> bool:
+    return type(model).__name__ == "DeepSpeedEngine" and model.zero_optimization_stage() == 3
+
+
+@contextlib.contextmanager
+def gathered(model):
+    """Full parameters on every rank for the duration (ZeRO-3 partitions them)."""
+    if _zero3(model):
+        import deepspeed
+
+        with deepspeed.zero.GatheredParameters(list(model.module.parameters()), modifier_rank=None):
+            yield
+    else:
+        yield
+
+
+def full_state_dict(accelerator, model):
+    """Collective. ZeRO-3: consolidate directly (needs no stage3_gather_16bit_weights_on_model_save)."""
+    if _zero3(model):
+        return model._zero3_consolidated_16bit_state_dict()
+    return accelerator.get_state_dict(model)  # FSDP: gathers a full state dict; DDP: unwraps
+
+
+def dump_params(accelerator, model, directory: str) -> None:
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    unwrapped = accelerator.unwrap_model(model)
+    with gathered(model):
+        params = {k: v.detach().float().cpu().clone() for k, v in unwrapped.named_parameters()}
+    torch.save(params, Path(directory) / f"rank{accelerator.process_index}.pt")
+
+
+def gpu_stats(accelerator) -> list[dict] | None:
+    """Per-rank peak memory and utilisation, gathered to every rank (collective; None without CUDA)."""
+    if accelerator.device.type != "cuda":
+        return None
+    try:
+        util = float(torch.cuda.utilization(accelerator.device))
+    except Exception:  # needs pynvml / NVML; memory is still worth reporting
+        util = -1.0
+    mine = torch.tensor([[accelerator.process_index, torch.cuda.max_memory_allocated(accelerator.device) / 2**20,
+                          util]], device=accelerator.device)
+    rows = accelerator.gather(mine).cpu().tolist()
+    return [{"rank": int(r), "peak_memory_mib": round(m, 1), "utilization_pct": u} for r, m, u in rows]
+
+
+def _metrics(args, accelerator, trainer, test: dict, gpus) -> dict:
+    s = trainer.state
+    return {
+        "world_size": accelerator.num_processes, "strategy": strategy_name(accelerator),
+        "mixed_precision": str(accelerator.mixed_precision), "device": accelerator.device.type,
+        "steps": s.step, "epochs": s.epoch, "train_time_s": round(s.train_time, 3),
+        "samples_per_s": round(s.samples / s.train_time, 2) if s.train_time else None,
+        "tokens_per_s": round(s.tokens / s.train_time, 2) if s.train_time else None,
+        "evals": s.evals, "train_log": s.train_log,
+        "test": {"loss": test["loss"], "accuracy": test["accuracy"], "examples": test["examples"]},
+        "labels": trainer.labels, "gpu": gpus, "run_id": os.environ.get("KIT_RUN_ID"),
+        "args": {k: v for k, v in vars(args).items()},
+    }
+
+
+def finish(args, accelerator, trainer, tokenizer, out: Path) -> dict:
+    test = trainer.test()
+    gpus = gpu_stats(accelerator)
+    metrics = _metrics(args, accelerator, trainer, test, gpus)
+    if os.environ.get(DUMP_ENV):
+        dump_params(accelerator, trainer.model, os.environ[DUMP_ENV])
+    state_dict = full_state_dict(accelerator, trainer.model) if args.save_model else None
+    if accelerator.is_main_process:
+        text, data = outputs.classification_outputs(test["labels"], test["preds"], trainer.labels)
+        metrics["test"].update(data)
+        (out / "classification_report.txt").write_text(text)
+        outputs.write_json(out / "metrics.json", metrics)
+        outputs.plot_curves(out / "curves.png", trainer.state.train_log, trainer.state.evals)
+        if args.save_model:
+            unwrapped = accelerator.unwrap_model(trainer.model)
+            unwrapped.save_pretrained(str(out / "model"), state_dict=state_dict, safe_serialization=True)
+            tokenizer.save_pretrained(str(out / "model"))
+        print(f"test accuracy {test['accuracy']:.4f} loss {test['loss']:.4f} ({test['examples']} examples); "
+              f"{metrics['samples_per_s']} samples/s, {metrics['tokens_per_s']} tokens/s; "
+              f"world {metrics['world_size']} {metrics['strategy']} {metrics['mixed_precision']}", flush=True)
+        if gpus:
+            for row in gpus:
+                print(f"gpu rank {row['rank']}: peak {row['peak_memory_mib']} MiB, util {row['utilization_pct']}%")
+    accelerator.wait_for_everyone()
+    return metrics

@@ -1,0 +1,125 @@
+"""Tokenizers and the on-disk cache of tokenized splits.
+
+A local pretrained model directory brings its own tokenizer; otherwise a WordPiece vocabulary is trained on the
+training split (BERT normalisation: every CJK character is its own token).  Both the trained tokenizer and the
+tokenized splits are cached under a key made of the data fingerprint and the tokenizer, written atomically by
+one process per node (the others wait at a barrier) and reused by later runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from train.data import Splits
+
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+@dataclass
+class Encoded:
+    """One tokenized split: token ids stored flat with offsets (compact, fast to save and load)."""
+
+    ids: torch.Tensor  # int32, all examples concatenated
+    offsets: torch.Tensor  # int64, len = n + 1
+    labels: torch.Tensor  # int64
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def lengths(self) -> torch.Tensor:
+        return self.offsets[1:] - self.offsets[:-1]
+
+    def tokens(self, i: int) -> torch.Tensor:
+        return self.ids[self.offsets[i]:self.offsets[i + 1]]
+
+    @classmethod
+    def from_lists(cls, ids: list[list[int]], labels: list[int]) -> "Encoded":
+        lengths = torch.tensor([len(x) for x in ids], dtype=torch.int64)
+        offsets = torch.zeros(len(ids) + 1, dtype=torch.int64)
+        offsets[1:] = torch.cumsum(lengths, 0)
+        flat = torch.tensor([t for x in ids for t in x], dtype=torch.int32)
+        return cls(flat, offsets, torch.tensor(labels, dtype=torch.int64))
+
+
+def _atomic_dir(final: Path, write) -> None:
+    """Build a directory in a temp sibling and rename it into place; a concurrent builder may win the race."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    write(tmp)
+    try:
+        os.rename(tmp, final)
+    except OSError:  # another process (node on a shared file system) renamed first: its copy is identical
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def train_wordpiece(texts: list[str], vocab_size: int, out_dir: Path) -> None:
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=2, special_tokens=SPECIAL_TOKENS)
+    tok.train_from_iterator(texts, trainer=trainer)
+    cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
+    _as_transformers(tok).save_pretrained(str(out_dir))
+
+
+def _as_transformers(tok):
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]", model_max_length=512)
+
+
+def load_tokenizer(path: Path):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+
+
+def tokenizer_fingerprint(path: Path) -> str:
+    h = hashlib.sha256()
+    for name in sorted(os.listdir(path)):
+        if name in ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"):
+            h.update(name.encode() + (path / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def trained_tokenizer_dir(cache_dir: Path, splits: Splits, vocab_size: int) -> Path:
+    """Train (once) and return the directory of the WordPiece tokenizer for this data and vocabulary size."""
+    final = cache_dir / f"tokenizer-{splits.fingerprint}-v{vocab_size}"
+    if not (final / "tokenizer.json").is_file():
+        texts = [ex.text for ex in splits.train]  # training split only: validation/test stay unseen
+        _atomic_dir(final, lambda tmp: train_wordpiece(texts, vocab_size, tmp))
+    return final
+
+
+def encode_splits(cache_dir: Path, splits: Splits, tokenizer_dir: Path, max_length: int) -> dict[str, Encoded]:
+    """Tokenized train/validation/test, from the cache or built and cached now."""
+    key = f"{splits.fingerprint}-{tokenizer_fingerprint(tokenizer_dir)}-L{max_length}"
+    final = cache_dir / f"encoded-{key}"
+    if not (final / "splits.pt").is_file():
+        _atomic_dir(final, lambda tmp: _encode_to(tmp, splits, tokenizer_dir, max_length))
+    raw = torch.load(final / "splits.pt", weights_only=True)
+    return {name: Encoded(**parts) for name, parts in raw.items()}
+
+
+def _encode_to(out_dir: Path, splits: Splits, tokenizer_dir: Path, max_length: int) -> None:
+    tok = load_tokenizer(tokenizer_dir)
+    out = {}
+    for name in ("train", "validation", "test"):
+        examples = getattr(splits, name)
+        ids = tok([ex.text for ex in examples], truncation=True, max_length=max_length)["input_ids"]
+        enc = Encoded.from_lists(ids, splits.label_ids(examples))
+        out[name] = {"ids": enc.ids, "offsets": enc.offsets, "labels": enc.labels}
+    torch.save(out, out_dir / "splits.pt")

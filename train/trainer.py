@@ -1,0 +1,184 @@
+"""The training loop: one Accelerate loop, identical on every rank, for any strategy the config selects."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from train import checkpoint
+from train.preempt import Preemption
+
+
+@dataclass
+class State:
+    """Everything a resumed run needs besides accelerate's own state (model, optimizer, scheduler, RNG)."""
+
+    step: int = 0  # optimizer steps done
+    epoch: int = 0
+    batches_done: int = 0  # micro-batches of `epoch` already consumed by this rank
+    train_time: float = 0.0  # seconds spent in training steps (no eval, no checkpointing)
+    samples: int = 0  # examples trained on, all ranks
+    tokens: int = 0  # non-padding tokens trained on, all ranks
+    train_log: list = field(default_factory=list)
+    evals: list = field(default_factory=list)
+
+
+class Trainer:
+    def __init__(self, args, accelerator, model, optimizer, scheduler, loaders: dict, sampler, labels: list[str]):
+        self.args, self.accelerator = args, accelerator
+        self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
+        self.loaders, self.sampler, self.labels = loaders, sampler, labels
+        self.state = State()
+        self.preemption = Preemption()
+        self.steps_per_epoch = math.ceil(len(loaders["train"]) / args.grad_accum)
+        self.total_steps = args.max_steps or max(1, round(args.epochs * self.steps_per_epoch))
+        self.checkpoint_path = None  # last checkpoint written or resumed from
+        self._pending = (0.0, 0, 0)  # loss sum, micro-batches, tokens since the last log line (this rank)
+
+    # --- resume -----------------------------------------------------------------------------------------------
+    def resume(self, path) -> None:
+        self.accelerator.load_state(str(path))
+        self.state = State(**checkpoint.read_state(path))
+        self.checkpoint_path = path
+        self.accelerator.print(f"resumed from {path} at step {self.state.step} (epoch {self.state.epoch}, "
+                               f"{self.state.batches_done} batches in)")
+
+    def save(self):
+        self.checkpoint_path = checkpoint.save(self.accelerator, self.args.output_dir, self.state.step,
+                                               asdict(self.state), self.args.keep_checkpoints)
+        return self.checkpoint_path
+
+    # --- training ---------------------------------------------------------------------------------------------
+    def train(self) -> bool:
+        """Train to total_steps; False if stopped by preemption (a checkpoint has been saved)."""
+        self.preemption.install()
+        self.model.train()
+        bar = tqdm(total=self.total_steps, initial=self.state.step, desc="train", dynamic_ncols=True,
+                   disable=not self.accelerator.is_main_process)
+        try:
+            while self.state.step < self.total_steps:
+                if not self._run_epoch(bar):
+                    return False
+        finally:
+            bar.close()
+        return True
+
+    def _epoch_loader(self):
+        # The epoch's batch order is a function of (seed, epoch); skip what a resumed run has already seen.
+        self.sampler.set_epoch(self.state.epoch)
+        self.loaders["train"].set_epoch(self.state.epoch)
+        if self.state.batches_done:
+            return self.accelerator.skip_first_batches(self.loaders["train"], self.state.batches_done)
+        return self.loaders["train"]
+
+    def _run_epoch(self, bar) -> bool:
+        loss_sum, tokens, micro = torch.zeros((), dtype=torch.float64), torch.zeros((), dtype=torch.int64), 0
+        mark = time.perf_counter()
+        for batch in self._epoch_loader():
+            loss_sum += self._micro_step(batch)
+            tokens += batch["attention_mask"].sum().cpu()
+            micro += 1
+            self.state.batches_done += 1
+            if not self.accelerator.sync_gradients:
+                continue
+            self.state.step += 1
+            bar.update(1)
+            self.state.train_time += time.perf_counter() - mark
+            self._account(float(loss_sum), int(tokens), micro)
+            loss_sum.zero_(), tokens.zero_()
+            micro = 0
+            end_of_epoch = self.state.batches_done >= len(self.loaders["train"])
+            if not self._between_steps(end_of_epoch):
+                return False
+            mark = time.perf_counter()
+            if self.state.step >= self.total_steps:
+                break
+        if self.state.batches_done >= len(self.loaders["train"]):
+            self.state.epoch, self.state.batches_done = self.state.epoch + 1, 0
+        return True
+
+    def _micro_step(self, batch) -> torch.Tensor:
+        with self.accelerator.accumulate(self.model):
+            loss = self.model(**batch).loss
+            self.accelerator.backward(loss)
+            if self.accelerator.sync_gradients and self.args.max_grad_norm > 0:
+                self.accelerator.clip_grad_norm_(self.model.parameters(), self.args.max_grad_norm)
+            self.optimizer.step()
+            if self.accelerator.sync_gradients:  # the schedule counts optimizer steps
+                self.scheduler.step()
+            self.optimizer.zero_grad(set_to_none=True)
+        return loss.detach().double().cpu()
+
+    def _account(self, loss_sum: float, tokens: int, micro: int) -> None:
+        """Count samples/tokens; every log_every steps log the mean loss over ranks (collective)."""
+        self.state.samples += micro * self.args.batch_size * self.accelerator.num_processes
+        loss_total, n_micro, tok = self._pending
+        self._pending = (loss_total + loss_sum, n_micro + micro, tok + tokens)
+        if self.state.step % self.args.log_every == 0 or self.state.step == self.total_steps:
+            self._log_train()
+
+    def _log_train(self) -> None:
+        loss_total, n_micro, tok = self._pending
+        stats = torch.tensor([loss_total, n_micro, tok], dtype=torch.float64, device=self.accelerator.device)
+        stats = self.accelerator.reduce(stats, reduction="sum").cpu()
+        self._pending = (0.0, 0, 0)
+        self.state.tokens += int(stats[2])
+        loss = float(stats[0] / max(stats[1], 1))
+        lr = self.scheduler.get_last_lr()[0]
+        self.state.train_log.append({"step": self.state.step, "loss": loss, "lr": lr})
+        if self.accelerator.is_main_process:
+            tqdm.write(f"step {self.state.step}/{self.total_steps} epoch {self.state.epoch} loss {loss:.4f} "
+                       f"lr {lr:.2e}")
+
+    def _between_steps(self, end_of_epoch: bool) -> bool:
+        """Eval, checkpoint, preemption; False when preempted (after saving)."""
+        step, args = self.state.step, self.args
+        last = step >= self.total_steps
+        if (args.eval_every and step % args.eval_every == 0) or (not args.eval_every and end_of_epoch) or last:
+            self._record_eval()
+        if self.preemption.should_stop(self.accelerator, step):
+            if self.state.batches_done >= len(self.loaders["train"]):
+                self.state.epoch, self.state.batches_done = self.state.epoch + 1, 0
+            self.save()
+            return False
+        if (args.save_every and step % args.save_every == 0) or (not args.save_every and end_of_epoch) or last:
+            # The checkpoint is written as if the epoch were already finished, so resuming starts the next one.
+            if end_of_epoch:
+                self.state.epoch, self.state.batches_done = self.state.epoch + 1, 0
+            self.save()
+        return True
+
+    def _record_eval(self) -> None:
+        result = self.evaluate("validation")
+        entry = {"step": self.state.step, "epoch": self.state.epoch, "loss": result["loss"],
+                 "accuracy": result["accuracy"], "examples": result["examples"]}
+        self.state.evals.append(entry)
+        if self.accelerator.is_main_process:
+            tqdm.write(f"eval step {entry['step']}: loss {entry['loss']:.4f} accuracy {entry['accuracy']:.4f} "
+                       f"({entry['examples']} examples)")
+
+    # --- evaluation -------------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def evaluate(self, split: str = "validation") -> dict:
+        """Loss and accuracy over the whole split; every example counted once across ranks."""
+        self.model.eval()
+        losses, preds, labels = [], [], []
+        for batch in self.loaders[split]:
+            logits = self.model(**batch).logits.float()
+            loss = F.cross_entropy(logits, batch["labels"], reduction="none")
+            loss, pred, label = self.accelerator.gather_for_metrics((loss, logits.argmax(-1), batch["labels"]))
+            losses.append(loss.cpu())
+            preds.append(pred.cpu())
+            labels.append(label.cpu())
+        self.model.train()
+        losses, preds, labels = torch.cat(losses), torch.cat(preds), torch.cat(labels)
+        return {"loss": float(losses.mean()), "accuracy": float((preds == labels).double().mean()),
+                "examples": len(labels), "preds": preds.tolist(), "labels": labels.tolist()}
+
+    def test(self) -> dict:
+        return self.evaluate("test")
