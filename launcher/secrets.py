@@ -6,8 +6,12 @@ MASK = "****"
 _SECRET_NAME = re.compile(r"TOKEN|KEY|PASSWORD|PASSWD|SECRET|CREDENTIAL", re.IGNORECASE)
 
 
+# Names that match the pattern but are well-known switches, not secrets.
+_NOT_SECRET = frozenset({"TOKENIZERS_PARALLELISM"})
+
+
 def is_secret_name(name: str) -> bool:
-    return bool(_SECRET_NAME.search(name))
+    return name not in _NOT_SECRET and bool(_SECRET_NAME.search(name))
 
 
 def mask_env(env: dict[str, str], extra_secret: tuple[str, ...] = ()) -> dict[str, str]:

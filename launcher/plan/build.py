@@ -50,7 +50,7 @@ def _master(cluster: ClusterSpec, shape: Shape) -> str:
     return head.address or head.name
 
 
-def _settings(job, cluster, shape, python, config_file, rank, master, port) -> LaunchSettings:
+def _settings(job, cluster, shape, python, config_file, rank, master, port, run_dir) -> LaunchSettings:
     return LaunchSettings(
         python=python,
         config_file=config_file,
@@ -64,6 +64,7 @@ def _settings(job, cluster, shape, python, config_file, rank, master, port) -> L
         mixed_precision=job.mixed_precision,
         cpu_threads_per_process=cluster.cpu_threads_per_process if shape.device == "cpu" else None,
         dynamo_backend=job.dynamo_backend,
+        rank_log_dir=None if rank.startswith("$") else f"{run_dir}/node{rank}.ranks",
         module=job.entrypoint.module,
         script=job.entrypoint.script,
         args=tuple(job.args),
@@ -89,14 +90,15 @@ def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id:
     for rank, host in enumerate(shape.hosts):
         config_file = f"{run_dir}/accelerate.yaml" if slurm else f"{run_dir}/accelerate.node{rank}.yaml"
         rank_word = runtime_ref("SLURM_NODEID") if slurm else str(rank)
-        settings = _settings(job, cluster, shape, python, config_file, rank_word, master, port)
+        settings = _settings(job, cluster, shape, python, config_file, rank_word, master, port, run_dir)
         files[config_file] = to_yaml(accelerate_config(settings, section))
         argv = launch_argv(settings)
         prelude = (MASTER_ADDR_PRELUDE,) if slurm else ()
-        command = node_command(cluster.workdir, tuple(cluster.setup), env, argv, runtime_vars, prelude)
+        node_env_ = env if slurm else {**env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": f"[node{rank}/rank${{rank}}] "}
+        command = node_command(cluster.workdir, tuple(cluster.setup), node_env_, argv, runtime_vars, prelude)
         node_files = tuple(sorted(p for p in files if p == config_file or not p.startswith(f"{run_dir}/accelerate")))
         nodes.append(NodePlan(
-            machine_rank=rank, host=host.name, workdir=cluster.workdir, argv=argv, env=dict(env),
+            machine_rank=rank, host=host.name, workdir=cluster.workdir, argv=argv, env=node_env_,
             secret_env=secrets, setup=tuple(cluster.setup), files=node_files, command=command,
             log=f"{run_dir}/node{rank}.log",
         ))

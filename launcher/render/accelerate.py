@@ -32,6 +32,7 @@ class LaunchSettings:
     mixed_precision: str
     cpu_threads_per_process: Optional[int]
     dynamo_backend: Optional[str]
+    rank_log_dir: Optional[str]  # torchrun tees each rank's output here (and prefixes lines)
     module: Optional[str]
     script: Optional[str]
     args: tuple[str, ...]
@@ -83,5 +84,7 @@ def launch_argv(s: LaunchSettings) -> tuple[str, ...]:
         argv += ["--num_cpu_threads_per_process", str(s.cpu_threads_per_process)]
     if s.dynamo_backend is not None:
         argv += ["--dynamo_backend", s.dynamo_backend]
+    if s.rank_log_dir is not None:
+        argv += ["--tee", "3", "--log_dir", s.rank_log_dir]
     argv += ["-m", s.module] if s.module else [s.script]
     return tuple(argv) + s.args

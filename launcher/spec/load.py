@@ -2,6 +2,8 @@
 
 from typing import Any
 
+import json
+
 import yaml
 from pydantic import ValidationError
 
@@ -68,3 +70,11 @@ def load_model(model, path: str, what: str):
     return validate(model, parse_yaml(read_text(path, what), path), path)
 
 
+
+
+def load_json(path: str, what: str):
+    text = read_text(path, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise KitError(f"{what} {path}: line {e.lineno}: invalid JSON: {e.msg}") from None

@@ -1,0 +1,75 @@
+"""kit's command line. Imports nothing heavy: --help and --dry-run stay fast."""
+
+import argparse
+import os
+import sys
+
+from launcher.errors import KitError
+
+FORMATS = ("text", "json")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        # One line, exit code 2, like every other user error.
+        raise KitError(f"{self.prog}: {message}")
+
+
+def _submit_args(sub) -> None:
+    p = sub.add_parser("submit", help="plan a job on a cluster and run it (or print the plan with --dry-run)")
+    p.add_argument("job", help="job spec YAML, e.g. jobs/bert_cls.yaml")
+    p.add_argument("--cluster", help="cluster config YAML (default: this machine, local backend)")
+    p.add_argument("--nodes", type=int, help="number of nodes")
+    p.add_argument("--gpus", type=int, help="GPUs per node (0: a CPU job)")
+    p.add_argument("--procs-per-node", type=int, help="processes per node on CPU nodes")
+    p.add_argument("--strategy", help="ddp | deepspeed | fsdp")
+    p.add_argument("--mixed-precision", help="no | fp16 | bf16")
+    p.add_argument("--port", type=int, help="rendezvous port (default: derived from the run id)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a job field (deepspeed.zero_stage=3) or a cluster field (cluster.workdir=/x)")
+    p.add_argument("--run-id", help="run id (default: <job>-<time>-<random>)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan; start and write nothing")
+    p.add_argument("--format", choices=FORMATS, default="text", help="dry-run output format")
+
+
+def _record_args(sub) -> None:
+    for name, help_ in (("status", "show a run's state and exit codes"), ("logs", "print a run's node logs"),
+                        ("cancel", "stop every process of a run")):
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("run_id", nargs="?" if name != "cancel" else None,
+                       help="run id (default: the latest run)" if name != "cancel" else "run id")
+        p.add_argument("--run-root", default="runs", help="directory of run records (default: runs)")
+        if name == "logs":
+            p.add_argument("--node", type=int, help="only this node's log")
+    p = sub.add_parser("runs", help="list run records")
+    p.add_argument("--run-root", default="runs", help="directory of run records (default: runs)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kit", description="Plan and launch multi-node PyTorch training jobs.")
+    from launcher import __version__
+    parser.add_argument("--version", action="version", version=f"kit {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _submit_args(sub)
+    _record_args(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "submit":
+            from launcher.commands.submit import submit
+            return submit(args)
+        from launcher.commands import records
+        return records.COMMANDS[args.command](args)
+    except KitError as e:
+        print(f"kit: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except BrokenPipeError:
+        # `kit submit --dry-run | head` is fine.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+__all__ = ["main", "build_parser"]

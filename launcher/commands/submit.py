@@ -1,0 +1,47 @@
+"""`kit submit`: load, plan, then either print the plan or hand it to a backend."""
+
+import os
+import secrets
+import sys
+import time
+
+from launcher import runs
+from launcher.backends import get_backend
+from launcher.plan.build import build_plan
+from launcher.render.dryrun import render_json, render_text
+from launcher.spec import Overrides, apply_overrides, load_cluster, load_job, load_user_deepspeed
+
+
+def new_run_id(job_name: str) -> str:
+    return f"{job_name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+def overrides_from(args) -> Overrides:
+    return Overrides(
+        nodes=args.nodes, gpus=args.gpus, procs_per_node=args.procs_per_node, strategy=args.strategy,
+        mixed_precision=args.mixed_precision, master_port=args.port, sets=tuple(args.set),
+    )
+
+
+def submit(args) -> int:
+    job = load_job(args.job)
+    cluster = load_cluster(args.cluster)
+    overrides = overrides_from(args)
+    resolved_job, resolved_cluster = apply_overrides(job, cluster, overrides)
+    run_id = args.run_id or new_run_id(job.name)
+    # A local cluster with no `python:` runs kit's own interpreter, so the venv kit lives in is used.
+    default_python = sys.executable if resolved_cluster.backend == "local" else "python"
+    plan = build_plan(job, cluster, overrides, run_id, default_python=default_python,
+                      user_deepspeed=load_user_deepspeed(resolved_job))
+    if args.dry_run:
+        sys.stdout.write(render_json(plan) if args.format == "json" else render_text(plan))
+        return 0
+    backend = get_backend(plan.backend)
+    backend.check(plan)
+    base_dir = os.getcwd()
+    record = runs.create(base_dir, plan, resolved_job, resolved_cluster)
+    print(f"kit: run {plan.run_id} ({plan.world.world_size} processes on {len(plan.nodes)} node(s)); "
+          f"record in {record.path}", file=sys.stderr, flush=True)
+    code = backend.execute(plan, record, base_dir)
+    print(f"kit: run {plan.run_id} {record.read_status().get('state')} (exit code {code})", file=sys.stderr)
+    return code

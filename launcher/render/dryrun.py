@@ -1,0 +1,60 @@
+"""Print a plan for people (text) or programs (JSON); secrets masked in both."""
+
+from launcher.plan.model import LaunchPlan
+from launcher.render.text import to_json
+from launcher.secrets import MASK, mask_env
+
+
+def masked_dict(plan: LaunchPlan) -> dict:
+    data = plan.to_dict()
+    for node in data["nodes"]:
+        node["env"] = mask_env(node["env"], tuple(node["secret_env"]))
+    return data
+
+
+def render_json(plan: LaunchPlan) -> str:
+    return to_json(masked_dict(plan))
+
+
+def _indent(text: str, pad: str = "    ") -> str:
+    return "".join(pad + line + "\n" for line in text.rstrip("\n").split("\n"))
+
+
+def _world_line(plan: LaunchPlan) -> str:
+    w = plan.world
+    return (f"world: {w.num_machines} node(s) x {w.procs_per_node} process(es) = {w.world_size}, "
+            f"device {w.device}, strategy {w.strategy}, mixed precision {w.mixed_precision}, "
+            f"master {w.master_addr}:{w.master_port}")
+
+
+def _node_text(node, secret_env: dict[str, str]) -> str:
+    out = [f"node {node.machine_rank}  host {node.host}  machine_rank {node.machine_rank}  "
+           f"workdir {node.workdir}  log {node.log}"]
+    if node.env:
+        out.append("  env added:")
+        out += [f"    {k}={v}" for k, v in sorted(secret_env.items())]
+    passthrough = [n for n in node.secret_env if n not in node.env]
+    if passthrough:
+        out.append("  secret env passed from your environment: "
+                   + ", ".join(f"{n}={MASK}" for n in passthrough))
+    out.append("  command (bash -c):")
+    out.append(_indent(node.command).rstrip("\n"))
+    return "\n".join(out)
+
+
+def render_text(plan: LaunchPlan) -> str:
+    head = [
+        f"kit plan: run {plan.run_id}  job {plan.job_name}  cluster {plan.cluster_name} ({plan.backend})",
+        _world_line(plan),
+        f"run dir: {plan.run_dir}",
+        "submission: " + (" ".join(plan.submission.argv) if plan.submission.argv
+                          else "one process per node, started by kit"),
+    ]
+    if plan.runtime_vars:
+        head.append("resolved inside each task: " + ", ".join("$" + v for v in plan.runtime_vars))
+    parts = ["\n".join(head)]
+    for node in plan.nodes:
+        parts.append(_node_text(node, mask_env(node.env, node.secret_env)))
+    for path, content in plan.files.items():
+        parts.append(f"--- file {path}\n{content.rstrip(chr(10))}")
+    return "\n\n".join(parts) + "\n"

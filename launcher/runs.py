@@ -1,0 +1,91 @@
+"""Run records: runs/<run-id>/ holds the resolved specs, the plan, the generated files, logs and status."""
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+from launcher.errors import KitError
+from launcher.plan.model import LaunchPlan
+from launcher.render.dryrun import masked_dict
+from launcher.render.text import to_json, to_yaml
+from launcher.secrets import mask_env
+
+STATUS = "status.json"
+
+
+def _write(path: str, text: str) -> None:
+    """Write via a temporary file and rename, so readers never see half a file."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _masked_spec(spec) -> dict:
+    data = spec.model_dump(mode="json")
+    if "env" in data:
+        data["env"] = mask_env(data["env"])
+    return data
+
+
+@dataclass
+class RunRecord:
+    path: str          # absolute directory of the run
+
+    def file(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    def read_status(self) -> dict:
+        try:
+            with open(self.file(STATUS), encoding="utf-8") as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return {}
+
+    def update_status(self, **fields) -> dict:
+        status = {**self.read_status(), **fields}
+        _write(self.file(STATUS), to_json(status))
+        return status
+
+
+def create(base_dir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
+    """Write the record and the plan's generated files (relative to base_dir, as the nodes see them)."""
+    path = os.path.join(base_dir, plan.run_dir)
+    if os.path.exists(os.path.join(path, STATUS)):
+        raise KitError(f"run {plan.run_id} already exists at {path}; pick another --run-id")
+    record = RunRecord(path)
+    _write(record.file("job.yaml"), to_yaml(_masked_spec(job)))
+    _write(record.file("cluster.yaml"), to_yaml(_masked_spec(cluster)))
+    _write(record.file("plan.json"), to_json(masked_dict(plan)))
+    for rel, content in plan.files.items():
+        _write(os.path.join(base_dir, rel), content)
+    record.update_status(run_id=plan.run_id, job=plan.job_name, backend=plan.backend,
+                         state="starting", created_at=time.time())
+    return record
+
+
+def find(run_root: str, run_id: str) -> RunRecord:
+    path = os.path.join(run_root, run_id)
+    if not os.path.isfile(os.path.join(path, STATUS)):
+        raise KitError(f"run {run_id}: no record under {run_root}/ (see `kit runs`)")
+    return RunRecord(os.path.abspath(path))
+
+
+def list_records(run_root: str) -> list[tuple[str, dict]]:
+    if not os.path.isdir(run_root):
+        return []
+    out = []
+    for name in sorted(os.listdir(run_root)):
+        status_path = os.path.join(run_root, name, STATUS)
+        if os.path.isfile(status_path):
+            out.append((name, RunRecord(os.path.join(run_root, name)).read_status()))
+    out.sort(key=lambda item: item[1].get("created_at", 0))
+    return out
+
+
+def latest(run_root: str) -> Optional[str]:
+    records = list_records(run_root)
+    return records[-1][0] if records else None

