@@ -1,0 +1,136 @@
+"""Real local runs: two launchers on this machine form one world; failures and Ctrl-C leave nothing behind."""
+
+import json
+import os
+import signal
+
+import pytest
+
+from tests.launcher.localrun import LOCAL_CLUSTER, kit, kit_background, pids_of_run, reports, wait_for, write_job
+
+HOSTILE_ARGS = ["$(touch pwned)", "`touch pwned2`", "a; touch pwned3", "it's \"quoted\"", "two words",
+                "line\nbreak", "*", "$HOME", "--flag=x y"]
+
+
+@pytest.fixture(scope="module")
+def two_node_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("two_node")
+    out = tmp / "out"
+    out.mkdir()
+    job = write_job(tmp, args=["--out", str(out), "--", *HOSTILE_ARGS])
+    result = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "two-node", cwd=tmp)
+    return tmp, out, result
+
+
+def test_two_nodes_form_one_world(two_node_run):
+    tmp, out, result = two_node_run
+    assert result.returncode == 0, result.stderr + result.stdout
+    got = reports(out)
+    assert [r["rank"] for r in got] == [0, 1]
+    assert all(r["world_size"] == 2 and r["dist_world"] == 2 for r in got)
+    assert [r["machine_rank"] for r in got] == [0, 1]
+    assert all(r["allreduce_sum"] == 3.0 for r in got)
+    assert all("MULTI_CPU" in r["distributed_type"] for r in got)
+
+
+def test_output_is_prefixed_and_logged(two_node_run):
+    tmp, out, result = two_node_run
+    assert "[node0/rank0] probe rank 0/2 ready" in result.stdout
+    assert "[node1/rank1] probe rank 1/2 ready" in result.stdout
+    assert all(line.startswith("[node") for line in result.stdout.splitlines())
+    log1 = (tmp / "runs" / "two-node" / "node1.log").read_text()
+    assert "probe rank 1/2 ready" in log1
+
+
+def test_hostile_args_arrive_unchanged_and_run_nothing(two_node_run):
+    tmp, out, result = two_node_run
+    for r in reports(out):
+        assert r["argv"] == HOSTILE_ARGS
+    assert not any((tmp / name).exists() for name in ("pwned", "pwned2", "pwned3"))
+
+
+def test_run_record(two_node_run):
+    tmp, out, result = two_node_run
+    run_dir = tmp / "runs" / "two-node"
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["state"] == "succeeded" and status["exit_code"] == 0
+    assert status["node_exit_codes"] == [0, 0]
+    plan = json.loads((run_dir / "plan.json").read_text())
+    # The files on disk are the plan's files, byte for byte.
+    for rel, content in plan["files"].items():
+        assert (tmp / rel).read_text() == content
+    for name in ("job.yaml", "cluster.yaml", "accelerate.node0.yaml", "accelerate.node1.yaml"):
+        assert (run_dir / name).is_file()
+    listing = kit("runs", cwd=tmp)
+    assert "two-node" in listing.stdout and "succeeded" in listing.stdout
+
+
+def test_killing_one_rank_ends_the_whole_run(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    job = write_job(tmp_path, args=["--out", str(out), "--linger", "300"])
+    proc = kit_background("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "kill-one", cwd=tmp_path)
+    try:
+        assert wait_for(lambda: len(reports(out)) == 2), "ranks never reported"
+        victim = next(r for r in reports(out) if r["rank"] == 1)["pid"]
+        os.kill(victim, signal.SIGKILL)
+        proc.wait(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    assert pids_of_run("kill-one") == []
+    status = json.loads((tmp_path / "runs" / "kill-one" / "status.json").read_text())
+    assert status["state"] == "failed"
+
+
+def test_failing_rank_fails_the_run(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    job = write_job(tmp_path, args=["--out", str(out), "--linger", "300", "--fail-rank", "0"])
+    result = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "fail-one", cwd=tmp_path)
+    assert result.returncode != 0
+    assert pids_of_run("fail-one") == []
+
+
+def test_ctrl_c_leaves_no_process(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    job = write_job(tmp_path, args=["--out", str(out), "--linger", "300"])
+    proc = kit_background("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "ctrl-c", cwd=tmp_path)
+    try:
+        assert wait_for(lambda: len(reports(out)) == 2)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGINT
+    assert pids_of_run("ctrl-c") == []
+    status = json.loads((tmp_path / "runs" / "ctrl-c" / "status.json").read_text())
+    assert status["state"] == "cancelled"
+
+
+def test_cancel_stops_only_its_own_run(tmp_path):
+    outs = {}
+    procs = {}
+    for run_id in ("keep", "stop"):
+        outs[run_id] = tmp_path / f"out-{run_id}"
+        outs[run_id].mkdir()
+        job = write_job(tmp_path, name=f"job-{run_id}", nodes=1,
+                        args=["--out", str(outs[run_id]), "--linger", "300"])
+        procs[run_id] = kit_background("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", run_id,
+                                       cwd=tmp_path)
+    try:
+        assert wait_for(lambda: all(len(reports(o)) == 1 for o in outs.values()))
+        result = kit("cancel", "stop", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        procs["stop"].wait(timeout=60)
+        assert pids_of_run("stop") == []
+        assert procs["keep"].poll() is None and pids_of_run("keep")
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+                p.wait(timeout=60)
+    assert pids_of_run("keep") == []
