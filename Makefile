@@ -1,0 +1,30 @@
+# kit: `make demo` trains the reference job on this machine; `make test` runs the test suite.
+# Both create the virtualenv on first use. On this CPU machine torch is pinned to the CPU build on disk
+# (constraints.txt); GPU users install with `pip install -e .[test]` into their own CUDA environment.
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.kit-installed
+
+.PHONY: venv demo test bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	touch $(STAMP)
+
+demo: venv
+	$(VENV)/bin/kit submit jobs/bert_cls.yaml
+
+test: venv
+	$(PY) -m pytest -q -p no:cacheprovider
+
+bench: venv
+	$(PY) bench/cli_latency.py
+	$(PY) bench/train_overhead.py
+
+clean:
+	rm -rf runs outputs .pytest_cache

@@ -1,0 +1,103 @@
+"""The plan is a pure function: deterministic, no I/O, inputs untouched."""
+
+import builtins
+import copy
+import os
+import subprocess
+
+import pytest
+
+from launcher.errors import KitError
+from launcher.plan.build import build_plan
+from launcher.plan.model import from_dict
+from launcher.spec import ClusterSpec, JobSpec, Overrides
+
+JOB = JobSpec(name="j", entrypoint={"module": "train"}, args=["--lr", "1e-3"], nodes=2, strategy="deepspeed",
+              mixed_precision="bf16", env={"A": "1", "HF_TOKEN": "s3cret"})
+SSH = ClusterSpec(name="c", backend="ssh", gpus_per_node=4,
+                  hosts=[{"name": "a", "address": "10.9.0.1"}, "b", "c"], ssh={"user": "u"})
+SLURM = ClusterSpec(name="s", backend="slurm", gpus_per_node=8, slurm={"partition": "gpu"})
+
+
+def test_deterministic_and_serialisable():
+    one = build_plan(JOB, SSH, Overrides(), "run-1")
+    two = build_plan(JOB, SSH, Overrides(), "run-1")
+    assert one == two
+    assert from_dict(one.to_dict()) == one
+
+
+def test_inputs_are_not_mutated():
+    job, cluster = copy.deepcopy(JOB), copy.deepcopy(SSH)
+    build_plan(JOB, SSH, Overrides(nodes=3, sets=("deepspeed.zero_stage=3", "cluster.workdir=/w")), "r")
+    assert JOB == job and SSH == cluster
+
+
+def test_no_io_no_subprocess_no_environment(monkeypatch):
+    def forbidden(*a, **k):
+        raise AssertionError("the plan must not do I/O")
+    monkeypatch.setattr(builtins, "open", forbidden)
+    monkeypatch.setattr(subprocess, "Popen", forbidden)
+    monkeypatch.setattr(os, "getenv", forbidden)
+    monkeypatch.setattr(os, "environ", {})
+    plan = build_plan(JOB, SLURM, Overrides(), "r")
+    assert plan.files
+
+
+def test_ranks_hosts_and_master():
+    plan = build_plan(JOB, SSH, Overrides(), "r")
+    assert [(n.machine_rank, n.host) for n in plan.nodes] == [(0, "a"), (1, "b")]
+    assert plan.world.master_addr == "10.9.0.1"
+    assert plan.world.world_size == 8
+    for node in plan.nodes:
+        argv = list(node.argv)
+        assert argv[argv.index("--machine_rank") + 1] == str(node.machine_rank)
+        assert argv[argv.index("--main_process_ip") + 1] == "10.9.0.1"
+
+
+def test_port_derived_from_run_id_within_range():
+    ports = {build_plan(JOB, SSH, Overrides(), f"run-{i}").world.master_port for i in range(40)}
+    assert len(ports) > 30
+    assert all(29500 <= p < 30500 for p in ports)
+    assert build_plan(JOB, SSH, Overrides(master_port=31000), "run-1").world.master_port == 31000
+
+
+def test_slurm_rank_and_master_resolved_inside_each_task():
+    plan = build_plan(JOB, SLURM, Overrides(), "r")
+    script = plan.files["runs/r/job.sbatch"]
+    node = plan.nodes[0]
+    assert '--machine_rank "${SLURM_NODEID}"' in node.command
+    assert '--main_process_ip "${KIT_MASTER_ADDR}"' in node.command
+    assert 'scontrol show hostnames "$SLURM_JOB_NODELIST"' in node.command
+    # In the script the whole node command sits in single quotes: the batch shell expands nothing.
+    srun_line = next(line for line in script.splitlines() if line.startswith("srun "))
+    assert srun_line.split(" bash -c ", 1)[1].startswith("'")
+    assert plan.submission.argv == ("sbatch", "--parsable", "runs/r/job.sbatch")
+
+
+def test_secret_values_stay_out_of_commands_and_files():
+    for cluster in (SSH, SLURM):
+        plan = build_plan(JOB, cluster, Overrides(), "r")
+        assert all("s3cret" not in n.command and "s3cret" not in " ".join(n.argv) for n in plan.nodes)
+        assert all("s3cret" not in content for content in plan.files.values())
+        assert plan.nodes[0].secret_env == ("HF_TOKEN",)
+
+
+def test_cpu_ddp_forms_a_world_not_multi_cpu():
+    job = JobSpec(name="j", entrypoint={"module": "m"}, nodes=2, procs_per_node=2)
+    plan = build_plan(job, ClusterSpec(name="l", backend="local"), Overrides(), "r")
+    node = plan.nodes[1]
+    assert "--multi_gpu" in node.argv and "--cpu" not in node.argv
+    assert node.env["ACCELERATE_USE_CPU"] == "1"
+    assert "distributed_type: MULTI_GPU" in plan.files["runs/r/accelerate.node1.yaml"]
+    assert plan.world.world_size == 4
+
+
+def test_cpu_deepspeed_keeps_deepspeed():
+    job = JobSpec(name="j", entrypoint={"module": "m"}, nodes=1, procs_per_node=2, strategy="deepspeed")
+    node = build_plan(job, ClusterSpec(name="l", backend="local"), Overrides(), "r").nodes[0]
+    assert "ACCELERATE_USE_CPU" not in node.env and "--use_deepspeed" in node.argv
+
+
+def test_bad_run_id_rejected():
+    with pytest.raises(KitError, match="run id"):
+        build_plan(JOB, SSH, Overrides(), "../escape")
