@@ -51,9 +51,9 @@ class RunRecord:
         return status
 
 
-def create(base_dir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
-    """Write the record and the plan's generated files (relative to base_dir, as the nodes see them)."""
-    path = os.path.join(base_dir, plan.run_dir)
+def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
+    """Write the record and the plan's generated files (relative to workdir, as the nodes see them)."""
+    path = os.path.join(workdir, plan.run_dir)
     if os.path.exists(os.path.join(path, STATUS)):
         raise KitError(f"run {plan.run_id} already exists at {path}; pick another --run-id")
     record = RunRecord(path)
@@ -61,7 +61,7 @@ def create(base_dir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
     _write(record.file("cluster.yaml"), to_yaml(_masked_spec(cluster)))
     _write(record.file("plan.json"), to_json(masked_dict(plan)))
     for rel, content in plan.files.items():
-        _write(os.path.join(base_dir, rel), content)
+        _write(os.path.join(workdir, rel), content)
     record.update_status(run_id=plan.run_id, job=plan.job_name, backend=plan.backend,
                          state="starting", created_at=time.time())
     return record

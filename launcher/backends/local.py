@@ -59,7 +59,8 @@ class LocalBackend:
                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
                 )
                 procs.append(proc)
-                pumps.append(output.pump(proc.stdout, node.machine_rank, os.path.join(base_dir, node.log)))
+                log = os.path.join(base_dir, node.workdir, node.log)
+                pumps.append(output.pump(proc.stdout, node.machine_rank, log))
             record.update_status(state="running", started_at=time.time(), supervisor_pid=os.getpid(),
                                  nodes=[{"rank": n.machine_rank, "host": n.host, "pid": p.pid, "pgid": p.pid}
                                         for n, p in zip(plan.nodes, procs)])

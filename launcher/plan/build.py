@@ -71,6 +71,28 @@ def _settings(job, cluster, shape, python, config_file, rank, master, port, run_
     )
 
 
+def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan:
+    """One node's plan; adds the node's accelerate YAML to `files`."""
+    python, run_dir, master, port, section, slurm = ctx
+    runtime_vars = SLURM_RUNTIME_VARS if slurm else ()
+    config_file = f"{run_dir}/accelerate.yaml" if slurm else f"{run_dir}/accelerate.node{rank}.yaml"
+    rank_word = runtime_ref("SLURM_NODEID") if slurm else str(rank)
+    settings = _settings(job, cluster, shape, python, config_file, rank_word, master, port, run_dir)
+    files[config_file] = to_yaml(accelerate_config(settings, section))
+    argv = launch_argv(settings)
+    prelude = (MASTER_ADDR_PRELUDE,) if slurm else ()
+    if not slurm:
+        # torchrun tags each worker line; ${rank} is torch's template field, not a shell variable.
+        env = {**env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": f"[node{rank}/rank${{rank}}] "}
+    command = node_command(cluster.workdir, tuple(cluster.setup), env, argv, runtime_vars, prelude)
+    shared = tuple(p for p in files if not p.startswith(f"{run_dir}/accelerate"))
+    return NodePlan(
+        machine_rank=rank, host=host.name, workdir=cluster.workdir, argv=argv, env=env, secret_env=secrets,
+        setup=tuple(cluster.setup), files=tuple(sorted(shared + (config_file,))), command=command,
+        log=f"{run_dir}/node{rank}.log",
+    )
+
+
 def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id: str,
                default_python: str = "python", user_deepspeed: Optional[dict] = None) -> LaunchPlan:
     if not RUN_ID_PATTERN.match(run_id):
@@ -78,30 +100,14 @@ def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id:
     job, cluster = apply_overrides(job, cluster, overrides)
     shape = resolve_shape(job, cluster)
     slurm = cluster.backend == "slurm"
-    runtime_vars = SLURM_RUNTIME_VARS if slurm else ()
     run_dir = posixpath.join(cluster.run_root, run_id)
     port = master_port(cluster.master_port, run_id)
     master = _master(cluster, shape)
-    python = cluster.python or default_python
     section, files = _strategy_section(job, shape, run_dir, user_deepspeed)
     env = node_env(job, cluster, shape, run_id)
-    secrets = secret_names(job, env)
-    nodes = []
-    for rank, host in enumerate(shape.hosts):
-        config_file = f"{run_dir}/accelerate.yaml" if slurm else f"{run_dir}/accelerate.node{rank}.yaml"
-        rank_word = runtime_ref("SLURM_NODEID") if slurm else str(rank)
-        settings = _settings(job, cluster, shape, python, config_file, rank_word, master, port, run_dir)
-        files[config_file] = to_yaml(accelerate_config(settings, section))
-        argv = launch_argv(settings)
-        prelude = (MASTER_ADDR_PRELUDE,) if slurm else ()
-        node_env_ = env if slurm else {**env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": f"[node{rank}/rank${{rank}}] "}
-        command = node_command(cluster.workdir, tuple(cluster.setup), node_env_, argv, runtime_vars, prelude)
-        node_files = tuple(sorted(p for p in files if p == config_file or not p.startswith(f"{run_dir}/accelerate")))
-        nodes.append(NodePlan(
-            machine_rank=rank, host=host.name, workdir=cluster.workdir, argv=argv, env=node_env_,
-            secret_env=secrets, setup=tuple(cluster.setup), files=node_files, command=command,
-            log=f"{run_dir}/node{rank}.log",
-        ))
+    ctx = (cluster.python or default_python, run_dir, master, port, section, slurm)
+    nodes = tuple(_node(job, cluster, shape, rank, host, env, secret_names(job, env), files, ctx)
+                  for rank, host in enumerate(shape.hosts))
     submission = Submission(kind="processes")
     if slurm:
         script_path = f"{run_dir}/job.sbatch"
@@ -117,6 +123,6 @@ def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id:
     )
     return LaunchPlan(
         run_id=run_id, job_name=job.name, backend=cluster.backend, cluster_name=cluster.name,
-        run_dir=run_dir, world=world, nodes=tuple(nodes), files=dict(sorted(files.items())),
-        submission=submission, runtime_vars=runtime_vars,
+        run_dir=run_dir, world=world, nodes=nodes, files=dict(sorted(files.items())),
+        submission=submission, runtime_vars=SLURM_RUNTIME_VARS if slurm else (),
     )
