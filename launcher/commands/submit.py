@@ -40,7 +40,8 @@ def submit(args) -> int:
     backend.check(plan)
     base_dir = os.getcwd()
     # Paths in the plan are relative to the nodes' workdir; for a local run that is below this directory.
-    record = runs.create(os.path.join(base_dir, resolved_cluster.workdir), plan, resolved_job, resolved_cluster)
+    record = runs.create(os.path.normpath(os.path.join(base_dir, resolved_cluster.workdir)), plan,
+                         resolved_job, resolved_cluster)
     print(f"kit: run {plan.run_id} ({plan.world.world_size} processes on {len(plan.nodes)} node(s)); "
           f"record in {record.path}", file=sys.stderr, flush=True)
     code = backend.execute(plan, record, base_dir)

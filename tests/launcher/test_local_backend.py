@@ -134,3 +134,17 @@ def test_cancel_stops_only_its_own_run(tmp_path):
                 p.send_signal(signal.SIGINT)
                 p.wait(timeout=60)
     assert pids_of_run("keep") == []
+
+
+def test_deepspeed_plan_forms_a_deepspeed_world_on_cpu(tmp_path):
+    """kit's generated DEEPSPEED YAML + JSON (ZeRO-3, CPU offload, bf16) engage DeepSpeed across 2 nodes."""
+    out = tmp_path / "out"
+    out.mkdir()
+    job = write_job(tmp_path, args=["--out", str(out)], strategy="deepspeed", mixed_precision="bf16",
+                    deepspeed={"zero_stage": 3, "offload_optimizer": "cpu", "offload_param": "cpu"})
+    result = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "ds", cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:]
+    got = reports(out)
+    assert [r["rank"] for r in got] == [0, 1]
+    assert all("DEEPSPEED" in r["distributed_type"] and r["world_size"] == 2 for r in got)
+    assert all(r["mixed_precision"] == "bf16" and r["allreduce_sum"] == 3.0 for r in got)

@@ -17,11 +17,17 @@ import torch.distributed as dist  # noqa: E402  (after argparse: --help stays ch
 from accelerate import Accelerator  # noqa: E402
 
 # Accelerator, not PartialState: only AcceleratorState honours ACCELERATE_USE_CPU (a CPU world).
-state = Accelerator()
+kwargs = []
+if os.environ.get("KIT_EXPECTED_STRATEGY") == "deepspeed":
+    # DeepSpeed on CPU needs an explicit gloo process group (FACTS.md).
+    from accelerate.utils import InitProcessGroupKwargs
+    kwargs.append(InitProcessGroupKwargs(backend="gloo"))
+state = Accelerator(kwargs_handlers=kwargs)
 report = {
     "rank": state.process_index,
     "world_size": state.num_processes,
     "distributed_type": str(state.distributed_type),
+    "mixed_precision": str(state.mixed_precision),
     "dist_world": dist.get_world_size() if dist.is_initialized() else 1,
     "machine_rank": int(os.environ.get("GROUP_RANK", "-1")),
     "pid": os.getpid(),
