@@ -30,6 +30,8 @@ def _submit_args(sub) -> None:
     p.add_argument("--run-id", help="run id (default: <job>-<time>-<random>)")
     p.add_argument("--dry-run", action="store_true", help="print the plan; start and write nothing")
     p.add_argument("--format", choices=FORMATS, default="text", help="dry-run output format")
+    p.add_argument("--detach", action="store_true",
+                   help="return at once; the run goes on in the background (see kit status/logs/cancel)")
 
 
 def _record_args(sub) -> None:

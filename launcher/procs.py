@@ -34,6 +34,15 @@ def run_processes(run_id: str, pgids: list[int]) -> list[int]:
     return found
 
 
+def start_time(pid: int):
+    """Kernel start time of a process (clock ticks since boot): with the pid, it names one process."""
+    stat = _read(f"/proc/{pid}/stat").decode(errors="replace")
+    if not stat:
+        return None
+    # Field 22; the command name (field 2) may contain spaces, so count from its closing parenthesis.
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
 def signal_groups(pgids: list[int], sig: int) -> None:
     for pgid in pgids:
         try:

@@ -9,7 +9,7 @@ import time
 from launcher.backends.output import PrefixedOutput
 from launcher.errors import KitError
 from launcher.plan.model import LaunchPlan, NodePlan
-from launcher.procs import terminate_groups
+from launcher.procs import start_time, terminate_groups
 from launcher.runs import RunRecord
 from launcher.secrets import is_secret_name
 
@@ -62,6 +62,7 @@ class LocalBackend:
                 log = os.path.join(base_dir, node.workdir, node.log)
                 pumps.append(output.pump(proc.stdout, node.machine_rank, log))
             record.update_status(state="running", started_at=time.time(), supervisor_pid=os.getpid(),
+                                 supervisor_start=start_time(os.getpid()),
                                  nodes=[{"rank": n.machine_rank, "host": n.host, "pid": p.pid, "pgid": p.pid}
                                         for n, p in zip(plan.nodes, procs)])
             code, state = self._supervise(procs)

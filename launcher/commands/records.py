@@ -7,7 +7,7 @@ import time
 
 from launcher import runs
 from launcher.errors import KitError
-from launcher.procs import run_processes, terminate_groups
+from launcher.procs import run_processes, start_time, terminate_groups
 
 
 def _record(args) -> runs.RunRecord:
@@ -66,7 +66,7 @@ def cancel(args) -> int:
     pgids = [n["pgid"] for n in st.get("nodes", [])]
     mine = run_processes(st["run_id"], pgids)
     supervisor = st.get("supervisor_pid")
-    if supervisor and st.get("state") == "running":
+    if supervisor and st.get("state") == "running" and start_time(supervisor) == st.get("supervisor_start"):
         # The supervising `kit submit` tears down and records the outcome itself.
         try:
             os.kill(supervisor, signal.SIGTERM)

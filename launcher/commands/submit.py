@@ -44,6 +44,30 @@ def submit(args) -> int:
                          resolved_job, resolved_cluster)
     print(f"kit: run {plan.run_id} ({plan.world.world_size} processes on {len(plan.nodes)} node(s)); "
           f"record in {record.path}", file=sys.stderr, flush=True)
+    if args.detach:
+        return _detach(plan, record, backend, base_dir)
     code = backend.execute(plan, record, base_dir)
     print(f"kit: run {plan.run_id} {record.read_status().get('state')} (exit code {code})", file=sys.stderr)
     return code
+
+
+def _detach(plan, record, backend, base_dir) -> int:
+    """Supervise the run from a forked child in its own session; its output goes to the record."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.fork():
+        print(f"kit: run {plan.run_id} detached; follow it with `kit status {plan.run_id}` / "
+              f"`kit logs {plan.run_id}`, stop it with `kit cancel {plan.run_id}`", file=sys.stderr)
+        return 0
+    os.setsid()
+    console = os.open(record.file("console.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(console, 1)
+    os.dup2(console, 2)
+    code = 1
+    try:
+        code = backend.execute(plan, record, base_dir)
+    finally:
+        # Never return into the parent's CLI code path from the child.
+        os._exit(code)

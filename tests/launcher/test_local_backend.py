@@ -148,3 +148,20 @@ def test_deepspeed_plan_forms_a_deepspeed_world_on_cpu(tmp_path):
     assert [r["rank"] for r in got] == [0, 1]
     assert all("DEEPSPEED" in r["distributed_type"] and r["world_size"] == 2 for r in got)
     assert all(r["mixed_precision"] == "bf16" and r["allreduce_sum"] == 3.0 for r in got)
+
+
+def test_detached_run_is_followed_and_cancelled_by_id(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    job = write_job(tmp_path, args=["--out", str(out), "--linger", "300"])
+    result = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "bg", "--detach", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "detached" in result.stderr
+    assert wait_for(lambda: len(reports(out)) == 2)
+    status = kit("status", "bg", cwd=tmp_path)
+    assert "state running" in status.stdout
+    assert "probe rank 1/2 ready" in kit("logs", "bg", "--node", "1", cwd=tmp_path).stdout
+    assert kit("cancel", "bg", cwd=tmp_path).returncode == 0
+    assert wait_for(lambda: pids_of_run("bg") == [], timeout=30)
+    assert wait_for(lambda: json.loads((tmp_path / "runs" / "bg" / "status.json").read_text())["state"]
+                    == "cancelled", timeout=30)
