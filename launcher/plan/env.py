@@ -1,24 +1,13 @@
 """The environment kit adds on each node: user env, the world the job must check, device switches."""
 
-from launcher.errors import KitError
 from launcher.plan.shape import Shape
 from launcher.secrets import is_secret_name
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 
-RESERVED_PREFIXES = ("KIT_",)
-
-
-def _user_env(job: JobSpec, cluster: ClusterSpec) -> dict[str, str]:
-    merged = {**cluster.env, **job.env}
-    for name in merged:
-        if name.startswith(RESERVED_PREFIXES):
-            raise KitError(f"env.{name}: KIT_* variables are set by kit itself; rename or remove it")
-    return merged
-
-
 def node_env(job: JobSpec, cluster: ClusterSpec, shape: Shape, run_id: str) -> dict[str, str]:
-    env = _user_env(job, cluster)
+    # The job's env wins over the cluster's; KIT_* names are refused by the schemas.
+    env = {**cluster.env, **job.env}
     env.update({
         "KIT_RUN_ID": run_id,
         "KIT_EXPECTED_WORLD_SIZE": str(shape.world_size),

@@ -4,7 +4,7 @@ from typing import Annotated, Literal, Optional, Union
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from launcher.spec.base import NAME_PATTERN, StrictModel
+from launcher.spec.base import NAME_PATTERN, StrictModel, no_reserved_env
 from launcher.spec.job import EnvName, PositiveInt
 
 Port = Annotated[int, Field(ge=1024, le=65535)]
@@ -65,6 +65,7 @@ class ClusterSpec(StrictModel):
     # Shell lines run on every node before the launch: `module load cuda`, `source venv/bin/activate`.
     setup: list[str] = []
     env: dict[EnvName, str] = {}
+    _env_not_reserved = field_validator("env", mode="after")(no_reserved_env)
     master_port: Union[Port, PortPolicy] = PortPolicy()
     # Where run records and generated files go, relative to workdir.
     run_root: str = "runs"

@@ -3,17 +3,51 @@
 from pydantic import ValidationError
 
 
-def _loc_path(loc) -> str:
-    # pydantic puts union-branch names ("Host", "int") into loc; they mean nothing to a user.
+# Type-mismatch errors of the union branch the user did not write (a mapping where a string was allowed).
+_BRANCH_MISMATCH = {"string_type", "int_type", "float_type", "bool_type", "model_type", "dict_type",
+                    "model_attributes_type", "is_instance_of"}
+_INTERNAL_PREFIXES = ("constrained-", "function-", "lax-or-strict", "json-or-python", "tagged-union")
+_SCALAR_LABELS = {"str", "int", "float", "bool", "list", "dict"}
+
+
+def _is_label(item: str, model_names: set) -> bool:
+    """pydantic puts union-branch labels ("Host", "constrained-int") into loc; they mean nothing to a user."""
+    return item in _SCALAR_LABELS or item in model_names or item.startswith(_INTERNAL_PREFIXES)
+
+
+def _model_names(model) -> set:
+    names, todo = set(), [model]
+    while todo:
+        m = todo.pop()
+        if m.__name__ in names:
+            continue
+        names.add(m.__name__)
+        for field in m.model_fields.values():
+            for candidate in (field.annotation, *_args_deep(field.annotation)):
+                if hasattr(candidate, "model_fields"):
+                    todo.append(candidate)
+    return names
+
+
+def _args_deep(ann):
+    for arg in getattr(ann, "__args__", ()):
+        yield arg
+        yield from _args_deep(arg)
+
+
+def _loc_path(loc, model_names: set) -> str:
     parts = []
     for item in loc:
         if isinstance(item, int):
             parts.append(f"[{item}]")
-        elif item[:1].isupper() or item in ("str", "int", "constrained-str", "function-after"):
-            continue
-        else:
+        elif not _is_label(item, model_names):
             parts.append(("." if parts else "") + item)
     return "".join(parts)
+
+
+def _most_relevant(errors: list) -> dict:
+    """The error of the form the user actually wrote: other branches' type mismatches go last."""
+    return sorted(errors, key=lambda e: e["type"] in _BRANCH_MISMATCH and len(errors) > 1)[0]
 
 
 def _valid_keys(model, loc) -> list[str]:
@@ -23,7 +57,7 @@ def _valid_keys(model, loc) -> list[str]:
         if field is None:
             continue
         ann = field.annotation
-        for candidate in (ann, *getattr(ann, "__args__", ())):
+        for candidate in (ann, *_args_deep(ann)):
             if hasattr(candidate, "model_fields"):
                 model = candidate
                 break
@@ -32,9 +66,10 @@ def _valid_keys(model, loc) -> list[str]:
 
 def one_line(err: ValidationError, model, source: str) -> str:
     """The first error, as `source: field: what is wrong (the fix)`."""
-    first = err.errors(include_url=False)[0]
-    loc = first["loc"]
-    where = _loc_path(loc) or "(top level)"
+    first = _most_relevant(err.errors(include_url=False))
+    names = _model_names(model)
+    loc = tuple(item for item in first["loc"] if isinstance(item, int) or not _is_label(item, names))
+    where = _loc_path(loc, names) or "(top level)"
     if first["type"] == "extra_forbidden":
         keys = ", ".join(_valid_keys(model, loc))
         return f"{source}: unknown key '{where}'; valid keys here: {keys}"

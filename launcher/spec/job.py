@@ -4,7 +4,7 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from launcher.spec.base import ENV_NAME_PATTERN, NAME_PATTERN, StrictModel
+from launcher.spec.base import ENV_NAME_PATTERN, NAME_PATTERN, StrictModel, no_reserved_env
 
 Strategy = Literal["ddp", "deepspeed", "fsdp"]
 MixedPrecision = Literal["no", "fp16", "bf16"]
@@ -97,6 +97,7 @@ class JobSpec(StrictModel):
     deepspeed: DeepSpeedOptions = DeepSpeedOptions()
     fsdp: FsdpOptions = FsdpOptions()
     env: dict[EnvName, str] = {}
+    _env_not_reserved = field_validator("env", mode="after")(no_reserved_env)
     # Names whose values come from the submitting shell's environment at run time, never stored or printed.
     secret_env: list[EnvName] = []
     dynamo_backend: Optional[Literal["no", "eager", "aot_eager", "inductor", "cudagraphs"]] = None

@@ -27,13 +27,14 @@ def parse_set(item: str) -> tuple[str, Any]:
     key, sep, raw = item.partition("=")
     if not sep or not key or any(not part for part in key.split(".")):
         raise KitError(f"--set {item!r}: expected key=value, e.g. --set deepspeed.zero_stage=3")
+    path = key.split(".")
+    if len(path) >= 2 and path[-2] == "env":
+        # Environment values are text: `--set env.OMP_NUM_THREADS=4` means the string "4".
+        return key, raw
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError:
         value = raw
-    # Keep words YAML would turn into booleans/None as text unless they are clearly meant that way.
-    if key.split(".")[-1] in ("mixed_precision",) and value is False:
-        value = "no"
     return key, value
 
 

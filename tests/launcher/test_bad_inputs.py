@@ -1,0 +1,147 @@
+"""A corpus of bad inputs through the real CLI, without --dry-run: each gives exit code 2, one line naming the field,
+and starts and writes nothing. The fixture files are in bad_inputs/; each bad job differs from job.yaml in one place."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent / "bad_inputs"
+MARKER = "STARTED"  # written by start_marker.py, the entrypoint of every job here
+LEAKS = ("Traceback", "constrained-", "function-after", "pydantic", "ValidationError")
+
+
+def case(id_, args, *expected, xfail=None):
+    marks = [pytest.mark.xfail(reason=xfail, strict=True)] if xfail else []
+    return pytest.param(args, expected, id=id_, marks=marks)
+
+
+SSH = ["job.yaml", "--cluster", "cluster_ssh.yaml"]
+
+CASES = [
+    # malformed YAML
+    case("yaml-malformed", ["job_malformed.yaml"], "job_malformed.yaml: line ", "invalid YAML"),
+    case("yaml-malformed-cluster", ["job.yaml", "--cluster", "cluster_malformed.yaml"], "cluster_malformed.yaml",
+         "invalid YAML"),
+    case("yaml-duplicate-key", ["job_duplicate_key.yaml"], "job_duplicate_key.yaml", "duplicate key 'nodes'"),
+    case("yaml-top-level-list", ["job_list.yaml"], "job_list.yaml", "top level", "list"),
+    case("yaml-empty", ["job_empty.yaml"], "job_empty.yaml", "top level", "empty"),
+    # unknown keys at every level
+    case("unknown-job-key", ["job_unknown_key.yaml"], "job_unknown_key.yaml: unknown key 'epochs'",
+         "valid keys here:", "nodes"),
+    case("unknown-deepspeed-key", ["job_unknown_deepspeed_key.yaml"],
+         "unknown key 'deepspeed.stage3_prefetch_bucket_size'", "zero_stage"),
+    case("unknown-fsdp-key", ["job_unknown_fsdp_key.yaml"], "unknown key 'fsdp.sharding_strategy'", "version"),
+    case("unknown-entrypoint-key", ["job_unknown_entrypoint_key.yaml"], "unknown key 'entrypoint.argv'", "module"),
+    case("unknown-cluster-key", ["job.yaml", "--cluster", "cluster_unknown_key.yaml"],
+         "cluster_unknown_key.yaml: unknown key 'gpus'", "gpus_per_node"),
+    case("unknown-host-key", ["job.yaml", "--cluster", "cluster_unknown_host_key.yaml"],
+         "unknown key 'hosts[0].ip'"),
+    case("unknown-slurm-key", ["job.yaml", "--cluster", "cluster_unknown_slurm_key.yaml"],
+         "unknown key 'slurm.nodes'", "partition"),
+    case("unknown-ssh-key", ["job.yaml", "--cluster", "cluster_unknown_ssh_key.yaml"],
+         "unknown key 'ssh.password'", "identity_file"),
+    case("unknown-master-port-key", ["job.yaml", "--cluster", "cluster_unknown_master_port_key.yaml"],
+         "unknown key 'master_port.offset'"),
+    # wrong types
+    case("nodes-string", ["job_nodes_string.yaml"], "job_nodes_string.yaml: nodes:", "'2'"),
+    case("nodes-zero", ["job_nodes_zero.yaml"], "nodes:", "greater than or equal to 1"),
+    case("gpus-negative", ["job.yaml", "--cluster", "cluster_gpus_negative.yaml"], "gpus_per_node:", "-1"),
+    case("env-value-int", ["job_env_int.yaml"], "env", "valid string", "(got 4)"),
+    case("args-not-list", ["job_args_not_list.yaml"], "args:", "valid list"),
+    # wrong values
+    case("strategy-zero", ["job_strategy_zero.yaml"], "strategy:", "'zero'"),
+    case("mixed-precision-bf32", ["job_mixed_precision_bf32.yaml"], "mixed_precision:", "'bf32'"),
+    case("zero-stage-7", ["job_zero_stage_7.yaml"], "deepspeed.zero_stage:", "7"),
+    case("offload-device-gpu", ["job_offload_gpu.yaml"], "deepspeed.offload_optimizer:", "'gpu'"),
+    case("fsdp-version-3", ["job_fsdp_version_3.yaml"], "fsdp.version:", "3"),
+    case("name-with-space", ["job_bad_name.yaml"], "name:", "'my job'"),
+    case("backend-kubernetes", ["job.yaml", "--cluster", "cluster_backend_k8s.yaml"], "backend:", "'kubernetes'"),
+    case("master-port-privileged", ["job.yaml", "--cluster", "cluster_master_port_low.yaml"],
+         "master_port:", "1024"),
+    # impossible shapes
+    case("3-nodes-on-2-hosts", [*SSH, "--nodes", "3"], "nodes:", "3 nodes", "2 hosts"),
+    case("gpus-beyond-host", [*SSH, "--gpus", "8"], "gpus_per_node:", "8 GPUs", "box-a has 4"),
+    case("fsdp-on-cpu", ["job.yaml", "--strategy", "fsdp"], "strategy: fsdp needs GPUs"),
+    case("fp16-on-cpu", ["job.yaml", "--mixed-precision", "fp16"], "mixed_precision: fp16 needs GPUs"),
+    case("global-batch-indivisible", ["job_global_batch.yaml"], "global_batch_size: 10", "multiple of 8"),
+    case("offload-param-needs-stage-3", ["job_offload_param_stage2.yaml"], "deepspeed:",
+         "offload_param needs zero_stage 3"),
+    case("module-and-script", ["job_module_and_script.yaml"], "entrypoint:", "exactly one"),
+    case("ssh-cluster-without-hosts", ["job.yaml", "--cluster", "cluster_ssh_no_hosts.yaml"], "hosts"),
+    # missing files
+    case("missing-job-file", ["no_such_job.yaml"], "job no_such_job.yaml: no such file"),
+    case("missing-cluster-file", ["job.yaml", "--cluster", "no_such_cluster.yaml"],
+         "cluster no_such_cluster.yaml: no such file"),
+    case("missing-deepspeed-json", ["job_ds_missing.yaml"], "deepspeed.config_file missing_ds.json: no such file"),
+    case("job-file-is-directory", ["."], "job .: is a directory"),
+    # bad DeepSpeed JSON
+    case("deepspeed-json-invalid", ["job_ds_invalid.yaml"], "deepspeed.config_file ds_invalid.json: line 4",
+         "invalid JSON"),
+    case("deepspeed-json-unknown-key", ["job_ds_unknown_key.yaml"],
+         "ds_unknown_key.json: unknown key 'zero_optimisation'", "zero_optimization"),
+    case("deepspeed-json-batch-mismatch", ["job_ds_batch.yaml"], "ds_batch_mismatch.json: train_batch_size 16",
+         "world size 2 = 8"),
+    case("deepspeed-json-precision-mismatch", ["job_ds_precision.yaml"], "ds_bf16.json: bf16.enabled", "'no'"),
+    # bad command-line values
+    case("set-without-equals", ["job.yaml", "--set", "nodes"], "--set 'nodes'", "key=value"),
+    case("set-unknown-key", ["job.yaml", "--set", "epochs=3"], "unknown key 'epochs'"),
+    case("set-wrong-type", ["job.yaml", "--set", "deepspeed.zero_stage=three"], "deepspeed.zero_stage:", "'three'"),
+    case("set-unknown-cluster-key", ["job.yaml", "--set", "cluster.gpus=8"], "cluster (after overrides)",
+         "unknown key 'gpus'"),
+    case("nodes-abc", ["job.yaml", "--nodes", "abc"], "--nodes", "'abc'"),
+    case("strategy-flag-zero", ["job.yaml", "--strategy", "zero"], "strategy:", "'zero'"),
+    # reserved environment
+    case("reserved-env-kit-run-id", ["job_env_reserved.yaml"], "job_env_reserved.yaml: env:", "KIT_RUN_ID", "set by kit"),
+    case("reserved-env-in-cluster", ["job.yaml", "--cluster", "cluster_env_reserved.yaml"],
+         "env:", "KIT_EXPECTED_WORLD_SIZE", "set by kit"),
+    case("reserved-env-in-cluster-names-file", ["job.yaml", "--cluster", "cluster_env_reserved.yaml"],
+         "cluster_env_reserved.yaml"),
+]
+
+
+def kit(args, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "launcher", "submit", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    for path in FIXTURES.iterdir():
+        shutil.copy(path, tmp_path / path.name)
+    return tmp_path
+
+
+def listing(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+@pytest.mark.parametrize("args, expected", CASES)
+def test_bad_input_exits_2_with_one_line_and_starts_nothing(args, expected, workdir):
+    before = listing(workdir)
+    result = kit(args, workdir)
+    err = result.stderr
+    assert result.returncode == 2, err
+    assert result.stdout == ""
+    assert err.startswith("kit: error: ") and err.endswith("\n") and err.count("\n") == 1, err
+    assert not any(leak in err for leak in LEAKS), err
+    for text in expected:
+        assert text in err, err
+    assert listing(workdir) == before
+    assert not (workdir / "runs").exists() and not (workdir / MARKER).exists()
+
+
+def test_corpus_size():
+    assert len(CASES) >= 30
+
+
+@pytest.mark.parametrize("args", [["job.yaml"], SSH, ["job_ds.yaml"], ["job.yaml", "--set", "nodes=2"]],
+                         ids=["job", "ssh-cluster", "deepspeed-json", "set"])
+def test_base_inputs_are_valid(args, workdir):
+    # Each bad input is one change away from these; they plan fine, so the failures above come from that change.
+    result = kit([*args, "--dry-run", "--run-id", "r"], workdir)
+    assert result.returncode == 0, result.stderr
+    assert "kit plan: run r" in result.stdout
+    assert not (workdir / "runs").exists() and not (workdir / MARKER).exists()
