@@ -50,6 +50,13 @@ def _master(cluster: ClusterSpec, shape: Shape) -> str:
     return head.address or head.name
 
 
+def _local_gpu_ids(cluster: ClusterSpec, shape: Shape, rank: str) -> Optional[str]:
+    if cluster.backend != "local" or shape.device != "cuda":
+        return None
+    first = int(rank) * shape.gpus_per_node
+    return ",".join(str(i) for i in range(first, first + shape.gpus_per_node))
+
+
 def _settings(job, cluster, shape, python, config_file, rank, master, port, run_dir) -> LaunchSettings:
     return LaunchSettings(
         python=python,
@@ -64,6 +71,7 @@ def _settings(job, cluster, shape, python, config_file, rank, master, port, run_
         mixed_precision=job.mixed_precision,
         cpu_threads_per_process=cluster.cpu_threads_per_process if shape.device == "cpu" else None,
         dynamo_backend=job.dynamo_backend,
+        gpu_ids=_local_gpu_ids(cluster, shape, rank),
         rank_log_dir=None if rank.startswith("$") else f"{run_dir}/node{rank}.ranks",
         module=job.entrypoint.module,
         script=job.entrypoint.script,

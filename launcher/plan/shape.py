@@ -37,6 +37,15 @@ def _hosts(job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
 
 
 def _check_gpus(gpus: int, hosts: tuple[Host, ...], cluster: ClusterSpec) -> None:
+    if cluster.backend == "local" and gpus:
+        # Simulated nodes share this machine's GPUs, each taking its own slice.
+        need = gpus * len(hosts)
+        if need > cluster.gpus_per_node:
+            raise KitError(
+                f"gpus_per_node: {len(hosts)} local node(s) x {gpus} GPUs need {need} GPUs but this machine "
+                f"has {cluster.gpus_per_node}; lower --gpus or --nodes"
+            )
+        return
     for host in hosts:
         have = host.gpus if host.gpus is not None else cluster.gpus_per_node
         if gpus > have:

@@ -32,6 +32,7 @@ class LaunchSettings:
     mixed_precision: str
     cpu_threads_per_process: Optional[int]
     dynamo_backend: Optional[str]
+    gpu_ids: Optional[str]       # a local node's slice of this machine's GPUs ("2,3")
     rank_log_dir: Optional[str]  # torchrun tees each rank's output here (and prefixes lines)
     module: Optional[str]
     script: Optional[str]
@@ -56,6 +57,8 @@ def accelerate_config(s: LaunchSettings, section: Optional[tuple[str, dict]]) ->
         "same_network": True,
         "use_cpu": s.use_cpu,
     }
+    if s.gpu_ids is not None:
+        cfg["gpu_ids"] = s.gpu_ids
     if not s.master_addr.startswith("${"):
         cfg["main_process_ip"] = s.master_addr
     if section is not None:
@@ -80,6 +83,8 @@ def launch_argv(s: LaunchSettings) -> tuple[str, ...]:
         "--same_network",
         "--mixed_precision", s.mixed_precision,
     ]
+    if s.gpu_ids is not None:
+        argv += ["--gpu_ids", s.gpu_ids]
     if s.cpu_threads_per_process is not None:
         argv += ["--num_cpu_threads_per_process", str(s.cpu_threads_per_process)]
     if s.dynamo_backend is not None:

@@ -13,7 +13,11 @@ def load_job(path: str) -> JobSpec:
 
 
 def load_cluster(path) -> ClusterSpec:
-    return DEFAULT_CLUSTER if path is None else load_model(ClusterSpec, path, "cluster")
+    """The cluster file, or the embedded default: this machine, with the GPUs it has."""
+    if path is not None:
+        return load_model(ClusterSpec, path, "cluster")
+    from launcher.hostinfo import local_gpu_count
+    return DEFAULT_CLUSTER.model_copy(update={"gpus_per_node": local_gpu_count()})
 
 
 def load_user_deepspeed(resolved_job: JobSpec):

@@ -101,3 +101,12 @@ def test_cpu_deepspeed_keeps_deepspeed():
 def test_bad_run_id_rejected():
     with pytest.raises(KitError, match="run id"):
         build_plan(JOB, SSH, Overrides(), "../escape")
+
+
+def test_local_gpu_nodes_take_their_own_gpu_slice():
+    job = JobSpec(name="j", entrypoint={"module": "m"}, nodes=2, gpus_per_node=2)
+    plan = build_plan(job, ClusterSpec(name="w", backend="local", gpus_per_node=4), Overrides(), "r")
+    slices = [n.argv[n.argv.index("--gpu_ids") + 1] for n in plan.nodes]
+    assert slices == ["0,1", "2,3"]
+    with pytest.raises(KitError, match="need 6 GPUs but this machine has 4"):
+        build_plan(job, ClusterSpec(name="w", backend="local", gpus_per_node=4), Overrides(nodes=3), "r")

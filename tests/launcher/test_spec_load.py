@@ -38,9 +38,16 @@ def test_shipped_job_plans_on_shipped_cluster(job_path, cluster_path):
     assert len(p.nodes) == 2 and p.world.world_size >= 2
 
 
-def test_no_cluster_file_means_this_machine():
-    assert load_cluster(None) is DEFAULT_CLUSTER
-    assert DEFAULT_CLUSTER.backend == "local" and DEFAULT_CLUSTER.gpus_per_node == 0
+def test_no_cluster_file_means_this_machine(monkeypatch, tmp_path):
+    assert load_cluster(None).backend == "local"
+    # The embedded local cluster has the GPUs the NVIDIA driver shows, read without importing torch.
+    gpus = tmp_path / "gpus"
+    for i in range(4):
+        (gpus / f"0000:0{i}:00.0").mkdir(parents=True)
+    monkeypatch.setattr("launcher.hostinfo.NVIDIA_GPUS", str(gpus))
+    assert load_cluster(None) == DEFAULT_CLUSTER.model_copy(update={"gpus_per_node": 4})
+    monkeypatch.setattr("launcher.hostinfo.NVIDIA_GPUS", str(tmp_path / "absent"))
+    assert load_cluster(None).gpus_per_node == 0
 
 
 def _write(tmp_path, text, name="spec.yaml") -> str:
