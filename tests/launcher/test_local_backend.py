@@ -18,8 +18,18 @@ def two_node_run(tmp_path_factory):
     out = tmp / "out"
     out.mkdir()
     job = write_job(tmp, args=["--out", str(out), "--", *HOSTILE_ARGS])
-    result = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "two-node", cwd=tmp)
+    argv = ("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "two-node")
+    dry = kit(*argv, "--dry-run", "--format", "json", cwd=tmp)
+    assert dry.returncode == 0, dry.stderr
+    (tmp / "dry-run.json").write_text(dry.stdout)
+    result = kit(*argv, cwd=tmp)
     return tmp, out, result
+
+
+def test_real_run_executes_exactly_the_dry_run_plan(two_node_run):
+    tmp, out, result = two_node_run
+    recorded = json.loads((tmp / "runs" / "two-node" / "plan.json").read_text())
+    assert recorded == json.loads((tmp / "dry-run.json").read_text())
 
 
 def test_two_nodes_form_one_world(two_node_run):
