@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--val-fraction", type=_fraction, default=0.1, help="share of examples for validation")
     d.add_argument("--test-fraction", type=_fraction, default=0.1, help="share of examples for test")
     d.add_argument("--no-dedupe", dest="dedupe", action="store_false",
-                   help="keep duplicate texts (by default they are dropped so they cannot leak across splits)")
+                   help="keep duplicate texts (by default they are dropped so they cannot leak across splits)%(default).0s")
     d.add_argument("--cache-dir", default=os.environ.get("KIT_TRAIN_CACHE", os.path.expanduser("~/.cache/kit/train")),
                    help="where trained tokenizers and tokenized data are cached (env KIT_TRAIN_CACHE)")
     m = p.add_argument_group("model")
@@ -48,8 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"size preset ({', '.join(PRESETS)}) built from BertConfig, or a local pretrained directory")
     m.add_argument("--vocab-size", type=_positive(int), default=6000,
                    help="WordPiece vocabulary trained on the training split (presets only)")
-    m.add_argument("--max-length", type=_positive(int), default=128, help="max tokens per example (truncation)")
-    m.add_argument("--dropout", type=float, default=0.1, help="hidden/attention dropout (presets only)")
+    m.add_argument("--max-length", type=_positive(int), default=256, help="max tokens per example (truncation)")
+    m.add_argument("--dropout", type=float, default=0.2, help="hidden/attention dropout (presets only)")
     t = p.add_argument_group("optimisation")
     t.add_argument("--batch-size", type=_positive(int), default=32, help="examples per device per micro-step")
     t.add_argument("--eval-batch-size", type=_positive(int), default=128, help="examples per device in eval")
@@ -59,11 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay (not on bias/LayerNorm)")
     t.add_argument("--warmup", type=float, default=0.06,
                    help="warmup: a fraction of the total steps if < 1, else a number of steps")
-    t.add_argument("--epochs", type=_positive(float), default=3.0, help="epochs (fractions allowed)")
+    t.add_argument("--epochs", type=_positive(float), default=4.0, help="epochs (fractions allowed)")
     t.add_argument("--max-steps", type=int, default=0, help="optimizer steps; > 0 overrides --epochs")
     t.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping (0 disables)")
     t.add_argument("--no-bucketing", dest="bucketing", action="store_false",
-                   help="plain shuffled batches instead of length-bucketed ones (bucketing cuts padding)")
+                   help="plain shuffled batches instead of length-bucketed ones (bucketing cuts padding)%(default).0s")
     r = p.add_argument_group("run")
     r.add_argument("--eval-every", type=int, default=0, help="evaluate every N optimizer steps (0: once per epoch)")
     r.add_argument("--save-every", type=int, default=0,
@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--output-dir", default="outputs/bert_cls", help="metrics, report, curves, checkpoints, model")
     r.add_argument("--resume", default="auto",
                    help="'auto' (latest complete checkpoint in the output dir, if any), 'no', or a checkpoint dir")
-    r.add_argument("--no-save-model", dest="save_model", action="store_false", help="skip the final save_pretrained")
+    r.add_argument("--no-save-model", dest="save_model", action="store_false", help="skip the final save_pretrained%(default).0s")
     return p
 
 

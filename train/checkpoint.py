@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import uuid
 from pathlib import Path
 
 MANIFEST = "kit_manifest.json"
@@ -27,24 +28,40 @@ def _file_sizes(root: Path) -> dict[str, int]:
             if p.is_file() and p.name != MANIFEST}
 
 
-def save(accelerator, output_dir: Path, step: int, state: dict, keep: int) -> Path:
-    """Collective: every rank must call it at the same step."""
+def directory_owner(accelerator, directory: Path) -> bool:
+    """Collective.  True on exactly one process per file system holding `directory`: the main process, plus
+    the local main process of each node that does not see the main process's files (no shared file system)."""
+    from accelerate.utils import broadcast_object_list
+
+    token = [uuid.uuid4().hex]
+    broadcast_object_list(token)
+    probe = Path(directory) / f".kit-fs-probe-{token[0]}"
+    if accelerator.is_main_process:
+        probe.parent.mkdir(parents=True, exist_ok=True)
+        probe.write_text("")
+    accelerator.wait_for_everyone()
+    owner = accelerator.is_main_process or (accelerator.is_local_main_process and not probe.exists())
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        probe.unlink()
+    return owner
+
+
+def save(accelerator, output_dir: Path, step: int, state: dict, keep: int, owner: bool) -> Path:
+    """Collective: every rank must call it at the same step.  `owner`: see directory_owner."""
     root = checkpoints_dir(output_dir)
     tmp, final = root / f".tmp-step-{step}", root / f"step-{step}"
-    if accelerator.is_local_main_process:
+    if owner:
         shutil.rmtree(tmp, ignore_errors=True)  # leftovers of a crash mid-save
         tmp.mkdir(parents=True, exist_ok=True)
     accelerator.wait_for_everyone()
     accelerator.save_state(str(tmp))
     accelerator.wait_for_everyone()
-    if accelerator.is_local_main_process and tmp.is_dir():  # on a shared FS another node may have renamed it
+    if owner:
         manifest = {"step": step, "state": state, "files": _file_sizes(tmp)}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
         shutil.rmtree(final, ignore_errors=True)
-        try:
-            os.rename(tmp, final)
-        except OSError:
-            pass
+        os.rename(tmp, final)
         _prune(root, keep)
     accelerator.wait_for_everyone()
     return final

@@ -19,7 +19,8 @@ def make_accelerator(args):
     from accelerate.utils import InitProcessGroupKwargs
 
     handlers = []
-    if not torch.cuda.is_available() and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    launched = int(os.environ.get("WORLD_SIZE", "1")) > 1 and "MASTER_ADDR" in os.environ  # torchrun's env
+    if not torch.cuda.is_available() and launched:
         # accelerate + DeepSpeed on CPU only forms a world with gloo (FACTS.md); harmless for DDP on CPU.
         # Not for a lone process: accelerate would then expect a process group that nobody initialised.
         handlers.append(InitProcessGroupKwargs(backend="gloo"))

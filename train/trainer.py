@@ -38,6 +38,7 @@ class Trainer:
         self.steps_per_epoch = math.ceil(len(loaders["train"]) / args.grad_accum)
         self.total_steps = args.max_steps or max(1, round(args.epochs * self.steps_per_epoch))
         self.checkpoint_path = None  # last checkpoint written or resumed from
+        self._owner = None  # does this process manage checkpoint directories on its file system?
         self._pending = (0.0, 0, 0)  # loss sum, micro-batches, tokens since the last log line (this rank)
 
     # --- resume -----------------------------------------------------------------------------------------------
@@ -49,8 +50,10 @@ class Trainer:
                                f"{self.state.batches_done} batches in)")
 
     def save(self):
+        if self._owner is None:
+            self._owner = checkpoint.directory_owner(self.accelerator, self.args.output_dir)
         self.checkpoint_path = checkpoint.save(self.accelerator, self.args.output_dir, self.state.step,
-                                               asdict(self.state), self.args.keep_checkpoints)
+                                               asdict(self.state), self.args.keep_checkpoints, self._owner)
         return self.checkpoint_path
 
     # --- training ---------------------------------------------------------------------------------------------

@@ -53,12 +53,13 @@ def write_config(tmp: Path, strategy: str, world: int, machines: int = 1, stage:
 
 
 def launch_argv(config: Path, strategy: str, world: int, machines: int, machine_rank: int, port: int,
-                train_args: list[str], threads: int = 1) -> list[str]:
-    flag = {"ddp": "--multi_gpu", "deepspeed": "--use_deepspeed", "fsdp": "--use_fsdp"}[strategy]
+                train_args: list[str], threads: int = 1, flags: list[str] | None = None) -> list[str]:
+    if flags is None:
+        flags = [{"ddp": "--multi_gpu", "deepspeed": "--use_deepspeed", "fsdp": "--use_fsdp"}[strategy]]
     return [PYTHON, "-m", "accelerate.commands.launch", "--config_file", str(config),
             "--num_machines", str(machines), "--machine_rank", str(machine_rank),
             "--main_process_ip", "127.0.0.1", "--main_process_port", str(port), "--num_processes", str(world),
-            "--rdzv_backend", "static", "--same_network", flag, "--num_cpu_threads_per_process", str(threads),
+            "--rdzv_backend", "static", "--same_network", *flags, "--num_cpu_threads_per_process", str(threads),
             "-m", "train", *train_args]
 
 
@@ -77,13 +78,16 @@ def launch_env(strategy: str, world: int, machines: int = 1, extra: dict | None 
 
 def run_job(tmp: Path, strategy: str, train_args: list[str], world: int = 2, machines: int = 1,
             stage: int = 2, extra_env: dict | None = None, timeout: float = 600,
-            distributed_type: str | None = None) -> subprocess.CompletedProcess:
+            distributed_type: str | None = None, flags: list[str] | None = None,
+            use_cpu_env: bool | None = None) -> subprocess.CompletedProcess:
     """Launch like kit: one launcher per machine (all on this host), wait for all; returns machine 0's result
     with every launcher's output concatenated."""
     config = write_config(tmp, strategy, world, machines, stage, distributed_type=distributed_type)
     port = free_port()
     env = launch_env(strategy, world, machines, extra_env)
-    procs = [subprocess.Popen(launch_argv(config, strategy, world, machines, rank, port, train_args),
+    if use_cpu_env is False:
+        env.pop("ACCELERATE_USE_CPU", None)
+    procs = [subprocess.Popen(launch_argv(config, strategy, world, machines, rank, port, train_args, flags=flags),
                               cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for rank in range(machines)]
     outs, codes = [], []

@@ -1,6 +1,6 @@
 import pytest
 
-from conftest import synthetic_rows, write_csv, write_jsonl
+from tests.train.support import synthetic_rows, write_csv, write_jsonl
 from train import corpus, data
 
 
