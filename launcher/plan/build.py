@@ -113,8 +113,9 @@ def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id:
     master = _master(cluster, shape)
     section, files = _strategy_section(job, shape, run_dir, user_deepspeed)
     env = node_env(job, cluster, shape, run_id)
+    secrets = secret_names(job, env)
     ctx = (cluster.python or default_python, run_dir, master, port, section, slurm)
-    nodes = tuple(_node(job, cluster, shape, rank, host, env, secret_names(job, env), files, ctx)
+    nodes = tuple(_node(job, cluster, shape, rank, host, env, secrets, files, ctx)
                   for rank, host in enumerate(shape.hosts))
     submission = Submission(kind="processes")
     if slurm:

@@ -1,8 +1,7 @@
 """Read job and cluster YAML files strictly: no duplicate keys, no unknown keys, no tracebacks."""
 
-from typing import Any
-
 import json
+from typing import Any
 
 import yaml
 from pydantic import ValidationError

@@ -75,11 +75,17 @@ def test_run_record(two_node_run):
     assert "two-node" in listing.stdout and "succeeded" in listing.stdout
 
 
-def test_killing_one_rank_ends_the_whole_run(tmp_path):
+def start_lingering_run(tmp_path, run_id):
+    """A 2-node run whose ranks stay alive after reporting; returns (kit process, report dir)."""
     out = tmp_path / "out"
     out.mkdir()
     job = write_job(tmp_path, args=["--out", str(out), "--linger", "300"])
-    proc = kit_background("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "kill-one", cwd=tmp_path)
+    proc = kit_background("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", run_id, cwd=tmp_path)
+    return proc, out
+
+
+def test_killing_one_rank_ends_the_whole_run(tmp_path):
+    proc, out = start_lingering_run(tmp_path, "kill-one")
     try:
         assert wait_for(lambda: len(reports(out)) == 2), "ranks never reported"
         victim = next(r for r in reports(out) if r["rank"] == 1)["pid"]
@@ -104,10 +110,7 @@ def test_failing_rank_fails_the_run(tmp_path):
 
 
 def test_ctrl_c_leaves_no_process(tmp_path):
-    out = tmp_path / "out"
-    out.mkdir()
-    job = write_job(tmp_path, args=["--out", str(out), "--linger", "300"])
-    proc = kit_background("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "ctrl-c", cwd=tmp_path)
+    proc, out = start_lingering_run(tmp_path, "ctrl-c")
     try:
         assert wait_for(lambda: len(reports(out)) == 2)
         proc.send_signal(signal.SIGINT)
