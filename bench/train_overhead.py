@@ -101,9 +101,7 @@ def scaling(steps: int, cache: str) -> None:
             out = Path(tmp) / "out"
             args = ["--max-steps", str(steps), "--eval-every", str(10**9), "--save-every", str(10**9),
                     "--output-dir", str(out), "--cache-dir", cache, "--resume", "no", "--no-save-model"]
-            # One process: accelerate refuses --multi_gpu, so it is a plain launch (distributed type NO).
-            single = dict(distributed_type="NO", flags=[]) if world == 1 else {}
-            result = run_job(Path(tmp), "ddp", args, world=world, **single)
+            result = run_job(Path(tmp), "ddp", args, world=world)
             if result.returncode != 0:
                 print(result.stdout[-3000:])
                 raise SystemExit(f"{world}-process run failed")

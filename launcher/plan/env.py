@@ -6,7 +6,7 @@ from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 
 def node_env(job: JobSpec, cluster: ClusterSpec, shape: Shape, run_id: str) -> dict[str, str]:
-    # The job's env wins over the cluster's; KIT_* names are refused by the schemas.
+    # The job's env wins over the cluster's; the names kit reserves (base.RESERVED_ENV) are refused by the schemas.
     env = {**cluster.env, **job.env}
     env.update({
         "KIT_RUN_ID": run_id,

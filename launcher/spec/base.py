@@ -14,9 +14,14 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+# Variables kit sets on every node to carry the planned world and the run's identity (train/ and cancel read them).
+RESERVED_ENV = ("KIT_RUN_ID", "KIT_MASTER_ADDR")
+RESERVED_ENV_PREFIX = "KIT_EXPECTED_"
+
+
 def no_reserved_env(env: dict) -> dict:
-    """KIT_* variables carry the planned world to the job; users may not set them."""
+    """Users may not set the variables kit uses to pass the planned world; other KIT_* names are theirs."""
     for name in env:
-        if name.startswith("KIT_"):
-            raise ValueError(f"{name} is set by kit itself (KIT_* carry the planned world); rename or remove it")
+        if name in RESERVED_ENV or name.startswith(RESERVED_ENV_PREFIX):
+            raise ValueError(f"{name} is set by kit itself (it carries the planned world); rename or remove it")
     return env

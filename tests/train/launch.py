@@ -1,14 +1,18 @@
-"""A small stand-in for `kit`: writes the Accelerate YAML / DeepSpeed JSON kit generates and launches
-`python -m train` exactly as kit does (see the launcher contract in train/__init__.py)."""
+"""Launching `python -m train` for the tests.
+
+`run_job` goes through `kit submit` itself (job YAML -> plan -> local backend), so the tests exercise exactly the
+configs and commands kit generates.  `run_misconfigured` hand-writes launches kit never generates (the CPU traps
+that train every process alone) to show that the world check catches them."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
+
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -20,94 +24,55 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def deepspeed_json(stage: int, offload: bool, clip: float = 1.0) -> dict:
-    zero: dict = {"stage": stage}
-    if offload:
-        zero["offload_optimizer"] = {"device": "cpu"}
-        if stage == 3:
-            zero["offload_param"] = {"device": "cpu"}
-    return {"train_micro_batch_size_per_gpu": "auto", "train_batch_size": "auto",
-            "gradient_accumulation_steps": "auto", "gradient_clipping": clip,
-            "zero_optimization": zero, "zero_force_ds_cpu_optimizer": False,
-            "bf16": {"enabled": False}, "fp16": {"enabled": False}}
-
-
-def write_config(tmp: Path, strategy: str, world: int, machines: int = 1, stage: int = 2,
-                 offload: bool = True, distributed_type: str | None = None) -> Path:
-    lines = ["compute_environment: LOCAL_MACHINE", f"num_machines: {machines}",
-             f"num_processes: {world}", "machine_rank: 0", "main_training_function: main"]
-    if strategy == "ddp":
-        lines += ["mixed_precision: 'no'", f"distributed_type: {distributed_type or 'MULTI_GPU'}", "use_cpu: true"]
-    elif strategy == "deepspeed":
-        ds = tmp / "deepspeed.json"
-        ds.write_text(json.dumps(deepspeed_json(stage, offload), indent=1))
-        # No top-level mixed_precision next to a deepspeed_config_file: accelerate rejects it (precision is
-        # the JSON's bf16/fp16 sections).
-        lines += ["distributed_type: DEEPSPEED", "deepspeed_config:", f"  deepspeed_config_file: {ds}",
-                  "  deepspeed_multinode_launcher: standard", f"  zero3_init_flag: {str(stage == 3).lower()}"]
-    else:
-        raise ValueError(strategy)
-    path = tmp / f"accelerate_{strategy}.yaml"
-    path.write_text("\n".join(lines) + "\n")
+def _misconfigured_yaml(tmp: Path, world: int, distributed_type: str) -> Path:
+    path = tmp / "accelerate_by_hand.yaml"
+    path.write_text("\n".join(["compute_environment: LOCAL_MACHINE", "num_machines: 1", f"num_processes: {world}",
+                               "machine_rank: 0", "main_training_function: main", "mixed_precision: 'no'",
+                               f"distributed_type: {distributed_type}", "use_cpu: true"]) + "\n")
     return path
 
 
-def launch_argv(config: Path, strategy: str, world: int, machines: int, machine_rank: int, port: int,
-                train_args: list[str], threads: int = 1, flags: list[str] | None = None) -> list[str]:
-    if flags is None:
-        flags = [{"ddp": "--multi_gpu", "deepspeed": "--use_deepspeed", "fsdp": "--use_fsdp"}[strategy]]
-    return [PYTHON, "-m", "accelerate.commands.launch", "--config_file", str(config),
-            "--num_machines", str(machines), "--machine_rank", str(machine_rank),
-            "--main_process_ip", "127.0.0.1", "--main_process_port", str(port), "--num_processes", str(world),
-            "--rdzv_backend", "static", "--same_network", *flags, "--num_cpu_threads_per_process", str(threads),
-            "-m", "train", *train_args]
-
-
-def launch_env(strategy: str, world: int, machines: int = 1, extra: dict | None = None,
-               expected_strategy: str | None = None) -> dict:
-    env = dict(os.environ)
-    env.pop("ACCELERATE_USE_CPU", None)
-    if strategy == "ddp":
-        env["ACCELERATE_USE_CPU"] = "1"  # what forms a real gloo world on CPU (FACTS.md)
-    env.update({"KIT_EXPECTED_WORLD_SIZE": str(world), "KIT_EXPECTED_NUM_MACHINES": str(machines),
-                "KIT_EXPECTED_STRATEGY": expected_strategy or strategy, "KIT_EXPECTED_MIXED_PRECISION": "no",
-                "KIT_EXPECTED_DEVICE": "cpu", "KIT_RUN_ID": "test", "PYTHONUNBUFFERED": "1"})
-    env.update(extra or {})
-    return env
+def job_spec(strategy: str, train_args: list[str], world: int, machines: int, stage: int,
+             env: dict | None) -> dict:
+    """The job YAML for a CPU run of the training module (DeepSpeed offloads to CPU, as on a GPU-less node)."""
+    job = {"name": "train-test", "entrypoint": {"module": "train"}, "args": list(train_args), "nodes": machines,
+           "gpus_per_node": 0, "procs_per_node": world // machines, "strategy": strategy,
+           "env": {"PYTHONUNBUFFERED": "1", **(env or {})}}
+    if strategy == "deepspeed":
+        job["deepspeed"] = {"zero_stage": stage, "offload_optimizer": "cpu", "gradient_clipping": 1.0,
+                            **({"offload_param": "cpu", "zero3_init": True} if stage == 3 else {})}
+    return job
 
 
 def run_job(tmp: Path, strategy: str, train_args: list[str], world: int = 2, machines: int = 1,
-            stage: int = 2, extra_env: dict | None = None, timeout: float = 600,
-            distributed_type: str | None = None, flags: list[str] | None = None,
-            use_cpu_env: bool | None = None) -> subprocess.CompletedProcess:
-    """Launch like kit: one launcher per machine (all on this host), wait for all; returns machine 0's result
-    with every launcher's output concatenated."""
-    config = write_config(tmp, strategy, world, machines, stage, distributed_type=distributed_type)
-    port = free_port()
-    env = launch_env(strategy, world, machines, extra_env)
-    if use_cpu_env is False:
-        env.pop("ACCELERATE_USE_CPU", None)
-    procs = [subprocess.Popen(launch_argv(config, strategy, world, machines, rank, port, train_args, flags=flags),
-                              cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for rank in range(machines)]
-    outs, codes = [], []
-    for p in procs:
-        try:
-            out, _ = p.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            out, _ = p.communicate()
-        outs.append(out)
-        codes.append(p.returncode)
-    return subprocess.CompletedProcess(procs[0].args, max(codes, key=abs), "\n".join(outs), "")
+            stage: int = 2, extra_env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`kit submit` the job on the local cluster (one launcher per simulated node) and wait for it."""
+    spec = tmp / f"job-{strategy}-{len(list(tmp.glob('job-*.yaml')))}.yaml"
+    spec.write_text(yaml.safe_dump(job_spec(strategy, train_args, world, machines, stage, extra_env)))
+    argv = [PYTHON, "-m", "launcher", "submit", str(spec), "--cluster", str(REPO / "cluster_configs" / "local.yaml")]
+    try:
+        return subprocess.run(argv, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired as exc:  # kit tears the run down when it is killed
+        return subprocess.CompletedProcess(argv, -9, exc.stdout or "", "")
 
 
-if __name__ == "__main__":  # manual use: python tests/train/launch.py ddp 2 OUTDIR -- <train args>
-    import tempfile
-
-    strategy, world = sys.argv[1], int(sys.argv[2])
-    rest = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
-    with tempfile.TemporaryDirectory() as d:
-        cfg = write_config(Path(d), strategy, world)
-        argv = launch_argv(cfg, strategy, world, 1, 0, free_port(), rest)
-        sys.exit(subprocess.call(argv, cwd=REPO, env=launch_env(strategy, world)))
+def run_misconfigured(tmp: Path, train_args: list[str], world: int = 2, distributed_type: str = "MULTI_GPU",
+                      flags: tuple[str, ...] = ("--multi_gpu",), use_cpu_env: bool = True,
+                      timeout: float = 300) -> subprocess.CompletedProcess:
+    """A hand-written single-machine launch with one of the CPU traps kit avoids (see FACTS.md)."""
+    env = {k: v for k, v in os.environ.items() if k != "ACCELERATE_USE_CPU"}
+    if use_cpu_env:
+        env["ACCELERATE_USE_CPU"] = "1"
+    env.update({"KIT_EXPECTED_WORLD_SIZE": str(world), "KIT_EXPECTED_NUM_MACHINES": "1",
+                "KIT_EXPECTED_STRATEGY": "ddp", "KIT_EXPECTED_MIXED_PRECISION": "no", "KIT_EXPECTED_DEVICE": "cpu",
+                "KIT_RUN_ID": "by-hand", "PYTHONUNBUFFERED": "1"})
+    argv = [PYTHON, "-m", "accelerate.commands.launch", "--config_file",
+            str(_misconfigured_yaml(tmp, world, distributed_type)), "--num_processes", str(world),
+            "--main_process_port", str(free_port()), *flags, "--num_cpu_threads_per_process", "1",
+            "-m", "train", *train_args]
+    try:
+        return subprocess.run(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        return subprocess.CompletedProcess(argv, -9, exc.stdout or "", "")

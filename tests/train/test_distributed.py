@@ -1,4 +1,4 @@
-"""Real multi-process runs on CPU (gloo), launched the way kit launches them (tests/train/launch.py)."""
+"""Real multi-process runs on CPU (gloo), launched by `kit submit` (tests/train/launch.py)."""
 
 import json
 import shutil
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tests.train.support import synthetic_rows, tiny_args, write_csv
-from tests.train.launch import run_job
+from tests.train.launch import run_job, run_misconfigured
 from train import EXIT_PREEMPTED, checkpoint, preempt
 from train.results import DUMP_ENV
 
@@ -90,10 +90,10 @@ def test_resume_after_sigterm_matches_uninterrupted_run(tmp_path):
 def test_world_that_would_train_alone_fails_the_world_check(tmp_path, variant):
     data, out, cache = _setup(tmp_path)
     if variant == "multi_cpu_yaml":  # MULTI_CPU without mpirun: one process per launch, no rendezvous
-        kw = dict(distributed_type="MULTI_CPU", flags=[])
+        kw = dict(distributed_type="MULTI_CPU", flags=())
     else:  # torch.distributed forms, but accelerate reports distributed type NO
         kw = dict(use_cpu_env=False)
-    result = run_job(tmp_path, "ddp", tiny_args(data, out, cache, "--max-steps", "3"), **kw, timeout=300)
+    result = run_misconfigured(tmp_path, tiny_args(data, out, cache, "--max-steps", "3"), **kw)
     assert result.returncode != 0
     assert "world check failed: " in result.stdout, result.stdout[-4000:]
     needle = "world size 1 but 2 planned" if variant == "multi_cpu_yaml" else "distributed type NO"
