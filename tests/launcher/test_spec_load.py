@@ -156,3 +156,12 @@ def test_set_env_number_stays_a_string():
 def test_error_names_the_env_variable(tmp_path):
     with pytest.raises(KitError, match=r"env\.OMP_NUM_THREADS"):
         load_job(_write(tmp_path, "name: t\nentrypoint: {module: train}\nenv: {OMP_NUM_THREADS: 4}\n"))
+
+
+def test_only_the_names_kit_sets_are_reserved(tmp_path):
+    # KIT_TRAIN_CACHE is the training module's own knob: a job may set it.
+    spec = load_job(_write(tmp_path, "name: t\nentrypoint: {module: train}\nenv: {KIT_TRAIN_CACHE: /data/cache}\n"))
+    assert spec.env == {"KIT_TRAIN_CACHE": "/data/cache"}
+    for name in ("KIT_RUN_ID", "KIT_MASTER_ADDR", "KIT_EXPECTED_STRATEGY"):
+        with pytest.raises(KitError, match=f"{name} is set by kit itself"):
+            load_job(_write(tmp_path, f"name: t\nentrypoint: {{module: train}}\nenv: {{{name}: x}}\n"))
