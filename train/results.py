@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from train import outputs
+from train import flops, outputs
 
 # Test hook: every rank writes its full (gathered) parameters to <dir>/rank<N>.pt after training.
 DUMP_ENV = "KIT_TRAIN_DUMP_PARAMS"
@@ -67,6 +67,19 @@ def gpu_stats(accelerator) -> list[dict] | None:
     return [{"rank": int(r), "peak_memory_mib": round(m, 1), "utilization_pct": u} for r, m, u in rows]
 
 
+def _efficiency(accelerator, trainer) -> dict:
+    """FLOPs per trained token and, on GPUs, MFU against the 16-bit peak of the device."""
+    s, config = trainer.state, accelerator.unwrap_model(trainer.model).config
+    if not (s.samples and s.train_time):
+        return {"model_flops_per_token": None, "mfu": None}
+    per_token = flops.train_flops_per_token(config.hidden_size, config.num_hidden_layers, config.intermediate_size,
+                                            s.tokens / s.samples, config.num_labels)
+    device = torch.cuda.get_device_name(accelerator.device) if accelerator.device.type == "cuda" else None
+    util = flops.mfu(per_token, s.tokens / s.train_time, accelerator.num_processes, device)
+    return {"model_flops_per_token": round(per_token), "mfu": None if util is None else round(util, 4),
+            "device_name": device}
+
+
 def _metrics(args, accelerator, trainer, test: dict, gpus) -> dict:
     s = trainer.state
     return {
@@ -75,7 +88,7 @@ def _metrics(args, accelerator, trainer, test: dict, gpus) -> dict:
         "steps": s.step, "epochs": s.epoch, "train_time_s": round(s.train_time, 3),
         "samples_per_s": round(s.samples / s.train_time, 2) if s.train_time else None,
         "tokens_per_s": round(s.tokens / s.train_time, 2) if s.train_time else None,
-        "evals": s.evals, "train_log": s.train_log,
+        **_efficiency(accelerator, trainer), "evals": s.evals, "train_log": s.train_log,
         "test": {"loss": test["loss"], "accuracy": test["accuracy"], "examples": test["examples"]},
         "labels": trainer.labels, "gpu": gpus, "run_id": os.environ.get("KIT_RUN_ID"),
         "args": {k: v for k, v in vars(args).items()},
@@ -102,6 +115,9 @@ def finish(args, accelerator, trainer, tokenizer, out: Path) -> dict:
         print(f"test accuracy {test['accuracy']:.4f} loss {test['loss']:.4f} ({test['examples']} examples); "
               f"{metrics['samples_per_s']} samples/s, {metrics['tokens_per_s']} tokens/s; "
               f"world {metrics['world_size']} {metrics['strategy']} {metrics['mixed_precision']}", flush=True)
+        if metrics["mfu"] is not None:
+            print(f"model FLOPs utilisation {100 * metrics['mfu']:.1f}% of {metrics['device_name']}'s 16-bit peak "
+                  f"({metrics['model_flops_per_token'] / 1e6:.1f} MFLOPs per token)", flush=True)
         if gpus:
             for row in gpus:
                 print(f"gpu rank {row['rank']}: peak {row['peak_memory_mib']} MiB, util {row['utilization_pct']}%")

