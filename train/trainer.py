@@ -12,6 +12,7 @@ from tqdm.auto import tqdm
 
 from train import checkpoint
 from train.preempt import Preemption
+from train.progress import progress_bar
 
 
 @dataclass
@@ -61,8 +62,7 @@ class Trainer:
         """Train to total_steps; False if stopped by preemption (a checkpoint has been saved)."""
         self.preemption.install()
         self.model.train()
-        bar = tqdm(total=self.total_steps, initial=self.state.step, desc="train", dynamic_ncols=True,
-                   disable=not self.accelerator.is_main_process)
+        bar = progress_bar(self.total_steps, self.state.step, disable=not self.accelerator.is_main_process)
         try:
             while self.state.step < self.total_steps:
                 if not self._run_epoch(bar):

@@ -48,6 +48,8 @@ def test_output_is_prefixed_and_logged(two_node_run):
     assert "[node0/rank0] probe rank 0/2 ready" in result.stdout
     assert "[node1/rank1] probe rank 1/2 ready" in result.stdout
     assert all(line.startswith("[node") for line in result.stdout.splitlines())
+    # One tag a line: worker lines keep torchrun's [nodeN/rankR], only the launcher's own lines get [nodeN].
+    assert "] [node" not in result.stdout
     log1 = (tmp / "runs" / "two-node" / "node1.log").read_text()
     assert "probe rank 1/2 ready" in log1
 

@@ -1,0 +1,41 @@
+"""The main process's tqdm bar, readable in a terminal and in launcher logs alike.
+
+Under `accelerate launch` (and so under kit) stderr is a pipe, not a terminal: tqdm's carriage-return redraws
+turn into one garbled log line per refresh, glued to the next message.  Off a terminal the bar therefore
+writes whole lines, at most every `LOG_INTERVAL_S` seconds.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from tqdm.auto import tqdm
+
+LOG_INTERVAL_S = 30.0
+
+
+class LineWriter:
+    """A file for tqdm that turns each redraw into one plain line and drops tqdm's line clearing."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self._last = None
+
+    def write(self, text: str) -> int:
+        for piece in text.replace("\r", "\n").split("\n"):
+            piece = piece.rstrip()
+            if piece and piece != self._last:
+                self.stream.write(piece + "\n")
+                self._last = piece
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def progress_bar(total: int, initial: int, disable: bool, desc: str = "train", stream=None):
+    stream = stream or sys.stderr
+    if hasattr(stream, "isatty") and stream.isatty():
+        return tqdm(total=total, initial=initial, desc=desc, dynamic_ncols=True, disable=disable, file=stream)
+    return tqdm(total=total, initial=initial, desc=desc, ncols=100, disable=disable, file=LineWriter(stream),
+                mininterval=LOG_INTERVAL_S, maxinterval=LOG_INTERVAL_S)
