@@ -10,6 +10,7 @@ import torch
 
 from train import EXIT_BAD_DATA, EXIT_PREEMPTED, EXIT_WORLD_CHECK, checkpoint, data, model as model_lib
 from train import outputs, preempt, results, tokenize, world_check
+from train.progress import quiet_library_bars
 from train.batching import eval_loader, train_loader
 from train.trainer import Trainer
 
@@ -79,6 +80,7 @@ def build_trainer(args, accelerator, splits, tokenizer, encoded) -> Trainer:
 
 def run(args) -> int:
     torch.manual_seed(args.seed)  # same initial weights on every rank, before any model is built
+    quiet_library_bars()
     accelerator = make_accelerator(args)
     try:
         world_check.check(accelerator)
