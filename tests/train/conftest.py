@@ -1,4 +1,4 @@
-"""Fixtures for tests/train (helpers live in support.py, the kit-like launcher in launch.py)."""
+"""Fixtures for tests/train (helpers live in support.py; launch.py runs jobs through `kit submit`)."""
 
 import pytest
 
