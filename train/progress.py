@@ -33,9 +33,13 @@ class LineWriter:
         self.stream.flush()
 
 
+def _is_terminal(stream) -> bool:
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
 def progress_bar(total: int, initial: int, disable: bool, desc: str = "train", stream=None):
     stream = stream or sys.stderr
-    if hasattr(stream, "isatty") and stream.isatty():
+    if _is_terminal(stream):
         return tqdm(total=total, initial=initial, desc=desc, dynamic_ncols=True, disable=disable, file=stream)
     return tqdm(total=total, initial=initial, desc=desc, ncols=100, disable=disable, file=LineWriter(stream),
                 mininterval=LOG_INTERVAL_S, maxinterval=LOG_INTERVAL_S)
@@ -43,8 +47,7 @@ def progress_bar(total: int, initial: int, disable: bool, desc: str = "train", s
 
 def quiet_library_bars(stream=None) -> None:
     """Off a terminal, drop transformers' own bars (e.g. "Writing model shards"): they only add log noise."""
-    stream = stream or sys.stderr
-    if not (hasattr(stream, "isatty") and stream.isatty()):
+    if not _is_terminal(stream or sys.stderr):
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()

@@ -67,28 +67,29 @@ def gpu_stats(accelerator) -> list[dict] | None:
     return [{"rank": int(r), "peak_memory_mib": round(m, 1), "utilization_pct": u} for r, m, u in rows]
 
 
-def _efficiency(accelerator, trainer) -> dict:
+def _efficiency(accelerator, trainer, tokens_per_s: float | None) -> dict:
     """FLOPs per trained token and, on GPUs, MFU against the 16-bit peak of the device."""
     s, config = trainer.state, accelerator.unwrap_model(trainer.model).config
-    if not (s.samples and s.train_time):
+    if not (s.samples and tokens_per_s):
         return {"model_flops_per_token": None, "mfu": None}
     per_token = flops.train_flops_per_token(config.hidden_size, config.num_hidden_layers, config.intermediate_size,
                                             s.tokens / s.samples, config.num_labels)
     device = torch.cuda.get_device_name(accelerator.device) if accelerator.device.type == "cuda" else None
-    util = flops.mfu(per_token, s.tokens / s.train_time, accelerator.num_processes, device)
+    util = flops.mfu(per_token, tokens_per_s, accelerator.num_processes, device)
     return {"model_flops_per_token": round(per_token), "mfu": None if util is None else round(util, 4),
             "device_name": device}
 
 
 def _metrics(args, accelerator, trainer, test: dict, gpus) -> dict:
     s = trainer.state
+    tokens_per_s = s.tokens / s.train_time if s.train_time else None
     return {
         "world_size": accelerator.num_processes, "strategy": strategy_name(accelerator),
         "mixed_precision": str(accelerator.mixed_precision), "device": accelerator.device.type,
         "steps": s.step, "epochs": s.epoch, "train_time_s": round(s.train_time, 3),
         "samples_per_s": round(s.samples / s.train_time, 2) if s.train_time else None,
-        "tokens_per_s": round(s.tokens / s.train_time, 2) if s.train_time else None,
-        **_efficiency(accelerator, trainer), "evals": s.evals, "train_log": s.train_log,
+        "tokens_per_s": None if tokens_per_s is None else round(tokens_per_s, 2),
+        **_efficiency(accelerator, trainer, tokens_per_s), "evals": s.evals, "train_log": s.train_log,
         "test": {"loss": test["loss"], "accuracy": test["accuracy"], "examples": test["examples"]},
         "labels": trainer.labels, "gpu": gpus, "run_id": os.environ.get("KIT_RUN_ID"),
         "args": {k: v for k, v in vars(args).items()},

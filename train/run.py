@@ -10,8 +10,8 @@ import torch
 
 from train import EXIT_BAD_DATA, EXIT_PREEMPTED, EXIT_WORLD_CHECK, checkpoint, data, model as model_lib
 from train import outputs, preempt, results, tokenize, world_check
-from train.progress import quiet_library_bars
 from train.batching import eval_loader, train_loader
+from train.progress import quiet_library_bars
 from train.trainer import Trainer
 
 

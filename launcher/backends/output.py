@@ -2,6 +2,8 @@
 
 import threading
 
+from launcher.plan.tags import is_tagged, node_tag
+
 
 class PrefixedOutput:
     def __init__(self, out):
@@ -14,15 +16,13 @@ class PrefixedOutput:
         return thread
 
     def _copy(self, stream, rank: int, log_path: str) -> None:
-        prefix = f"[node{rank}]"
-        worker_tag = f"[node{rank}/rank"
         with open(log_path, "ab", buffering=0) as log:
             for raw in iter(stream.readline, b""):
                 log.write(raw)
                 line = raw.decode("utf-8", errors="replace").rstrip("\n")
                 # torchrun already tags worker lines as [nodeN/rankR]; tag the launcher's own lines.
-                if not line.startswith((prefix, worker_tag)):
-                    line = f"{prefix} {line}"
+                if not is_tagged(line, rank):
+                    line = f"{node_tag(rank)} {line}"
                 with self._lock:
                     self._out.write(line + "\n")
                     self._out.flush()

@@ -9,6 +9,7 @@ from launcher.plan.env import node_env, secret_names
 from launcher.plan.model import LaunchPlan, NodePlan, Submission, World
 from launcher.plan.port import master_port
 from launcher.plan.shape import Shape, resolve_shape
+from launcher.plan.tags import worker_tag_template
 from launcher.render.accelerate import LaunchSettings, accelerate_config, distributed_type, launch_argv
 from launcher.render.deepspeed import deepspeed_config
 from launcher.render.fsdp import fsdp_config
@@ -90,8 +91,7 @@ def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan
     argv = launch_argv(settings)
     prelude = (MASTER_ADDR_PRELUDE,) if slurm else ()
     if not slurm:
-        # torchrun tags each worker line; ${rank} is torch's template field, not a shell variable.
-        env = {**env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": f"[node{rank}/rank${{rank}}] "}
+        env = {**env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": worker_tag_template(rank)}
     command = node_command(cluster.workdir, tuple(cluster.setup), env, argv, runtime_vars, prelude)
     shared = tuple(p for p in files if not p.startswith(f"{run_dir}/accelerate"))
     return NodePlan(
