@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,16 +48,21 @@ class Splits:
         return out
 
 
-def _read_text(path: Path) -> list[str]:
+def _read_text(path: Path) -> str:
     raw = path.read_bytes()
     if not raw.strip():
         raise DataError(f"{path}: file is empty")
     try:
-        text = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise DataError(f"{path}:{line}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-    return text.splitlines()
+
+
+def _lines(text: str) -> list[str]:
+    # Records end at "\n" only: str.splitlines would also cut at form feeds, U+0085, U+2028 and U+2029, which
+    # are valid inside a JSON string written with ensure_ascii=False (and inside review text).
+    return [line.removesuffix("\r") for line in text.split("\n")]
 
 
 def _label_str(value, where: str) -> str:
@@ -77,24 +83,36 @@ def _make(text, label, where: str) -> Example:
 
 
 def _read_delimited(path: Path, delimiter: str, text_col: str, label_col: str) -> list[Example]:
-    lines = _read_text(path)
-    reader = csv.DictReader(lines, delimiter=delimiter)
-    header = reader.fieldnames or []
-    for col in (text_col, label_col):
-        if col not in header:
-            raise DataError(f"{path}:1: missing column {col!r} (header has: {', '.join(header)})")
+    # The csv module does its own record splitting: it must see the raw line endings (newline=""), so that a
+    # quoted field keeps its newlines and may hold any other character.
+    reader = csv.reader(io.StringIO(_read_text(path), newline=""), delimiter=delimiter)
+    try:
+        header = next(reader, [])
+        for col in (text_col, label_col):
+            if col not in header:
+                raise DataError(f"{path}:1: missing column {col!r} (header has: {', '.join(header)})")
+        return _delimited_rows(path, reader, header.index(text_col), header.index(label_col))
+    except csv.Error as exc:
+        raise DataError(f"{path}:{reader.line_num}: {exc}") from None
+
+
+def _delimited_rows(path: Path, reader, text_at: int, label_at: int) -> list[Example]:
     out = []
+    start = reader.line_num + 1  # physical line where the next record begins (a record may span lines)
     for row in reader:
-        where = f"{path}:{reader.line_num}"
-        if row.get(text_col) is None or row.get(label_col) is None:
+        where = f"{path}:{start}"
+        start = reader.line_num + 1
+        if not row:
+            continue  # a blank line
+        if len(row) <= max(text_at, label_at):
             raise DataError(f"{where}: row has fewer fields than the header")
-        out.append(_make(row[text_col], row[label_col], where))
+        out.append(_make(row[text_at], row[label_at], where))
     return out
 
 
 def _read_jsonl(path: Path, text_col: str, label_col: str) -> list[Example]:
     out = []
-    for number, line in enumerate(_read_text(path), start=1):
+    for number, line in enumerate(_lines(_read_text(path)), start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
@@ -114,7 +132,7 @@ def _read_jsonl(path: Path, text_col: str, label_col: str) -> list[Example]:
 def _read_corpus() -> list[Example]:
     out = []
     for label, path in corpus.corpus_files().items():
-        for number, line in enumerate(_read_text(path), start=1):
+        for number, line in enumerate(_lines(_read_text(path)), start=1):
             if line.strip():  # the files end with an empty line
                 out.append(Example(text=line.strip(), label=label, source=f"{path}:{number}"))
     return out

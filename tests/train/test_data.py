@@ -92,3 +92,39 @@ def test_bad_label_values(tmp_path):
     path.write_text('{"text": "a", "label": [1]}\n')
     with pytest.raises(data.DataError, match=rf"{path}:1: label must be a name or an integer"):
         data.read_examples(str(path), "text", "label")
+
+
+# --- records split as the formats define them, not by str.splitlines -------------------------------------------
+ODD = ["两行\n的评论", "form\x0cfeed", "next\x85line", "line\u2028separator", "para\u2029graph", "tab\there"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv"])
+def test_quoted_fields_keep_newlines_and_odd_characters(tmp_path, fmt):
+    rows = [(text, "pos" if i % 2 else "neg") for i, text in enumerate(ODD)]
+    path = write_csv(tmp_path / f"d.{fmt}", rows, delimiter="\t" if fmt == "tsv" else ",")
+    examples = data.read_examples(str(path), "text", "label")
+    assert [(e.text, e.label) for e in examples] == rows
+    # The multi-line record starts on line 2 and ends on line 3: the next record starts on line 4.
+    assert [e.source.rsplit(":", 1)[1] for e in examples[:3]] == ["2", "4", "5"]
+
+
+def test_crlf_csv_and_errors_after_a_multiline_record_name_the_right_line(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_bytes(b'text,label\r\n"a\r\nb",pos\r\nc,neg\r\nlonely\r\n')
+    with pytest.raises(data.DataError, match=rf"{path}:5: row has fewer fields than the header"):
+        data.read_examples(str(path), "text", "label")
+    path.write_bytes(b'text,label\r\n"a\r\nb",pos\r\nc,neg\r\n')
+    assert [(e.text, e.source) for e in data.read_examples(str(path), "text", "label")] == [
+        ("a\r\nb", f"{path}:2"), ("c", f"{path}:4")]
+
+
+def test_jsonl_with_unicode_line_separators_is_valid(tmp_path):
+    rows = [(text, "pos" if i % 2 else "neg") for i, text in enumerate(ODD)]
+    path = write_jsonl(tmp_path / "d.jsonl", rows)  # ensure_ascii=False: U+2028 etc. stay raw in the file
+    assert "\u2028" in path.read_text(encoding="utf-8")
+    examples = data.read_examples(str(path), "text", "label")
+    assert [(e.text, e.label) for e in examples] == rows
+    assert examples[-1].source == f"{path}:{len(rows)}"
+    path.write_text(path.read_text(encoding="utf-8") + "{broken\n", encoding="utf-8")
+    with pytest.raises(data.DataError, match=rf"{path}:{len(rows) + 1}: invalid JSON"):
+        data.read_examples(str(path), "text", "label")
