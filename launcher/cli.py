@@ -7,12 +7,30 @@ import sys
 from launcher.errors import KitError
 
 FORMATS = ("text", "json")
+COMMANDS = ("submit", "status", "logs", "cancel", "runs")
+
+
+class UsageError(KitError):
+    """A command-line mistake; at the top level the usage is shown above the one error line."""
+
+    def __init__(self, message: str, usage: str = ""):
+        super().__init__(message)
+        self.usage = usage
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        # `--node 2` must not silently mean `--nodes 2`.
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):
-        # One line, exit code 2, like every other user error.
-        raise KitError(f"{self.prog}: {message}")
+        if self.prog == "kit":
+            if "required: command" in message:
+                message = f"no command given; choose one of {', '.join(COMMANDS)} (kit --help)"
+            raise UsageError(message, self.format_usage())
+        # A subcommand's mistake stays one line, exit code 2, like every other user error.
+        raise UsageError(f"{message} (see {self.prog} --help)")
 
 
 def _submit_args(sub) -> None:
@@ -29,7 +47,8 @@ def _submit_args(sub) -> None:
                    help="override a job field (deepspeed.zero_stage=3) or a cluster field (cluster.workdir=/x)")
     p.add_argument("--run-id", help="run id (default: <job>-<time>-<random>)")
     p.add_argument("--dry-run", action="store_true", help="print the plan; start and write nothing")
-    p.add_argument("--format", choices=FORMATS, default="text", help="dry-run output format")
+    # No default: a --format given without --dry-run is an error, not a real run.
+    p.add_argument("--format", choices=FORMATS, help="dry-run output format (default: text); needs --dry-run")
     p.add_argument("--detach", action="store_true",
                    help="return at once; the run goes on in the background (see kit status/logs/cancel)")
 
@@ -43,6 +62,7 @@ def _record_args(sub) -> None:
         p.add_argument("--run-root", default="runs", help="directory of run records (default: runs)")
         if name == "logs":
             p.add_argument("--node", type=int, help="only this node's log")
+            p.add_argument("--follow", action="store_true", help="keep printing new lines until the run ends")
     p = sub.add_parser("runs", help="list run records")
     p.add_argument("--run-root", default="runs", help="directory of run records (default: runs)")
 
@@ -57,16 +77,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse(argv=None):
+    """Parsed arguments; a mistake after the command names that command, in one line."""
+    args, extra = build_parser().parse_known_args(argv)
+    if extra:
+        raise UsageError(f"unrecognized arguments: {' '.join(extra)} (see kit {args.command} --help)")
+    if args.command == "submit" and args.format is not None and not args.dry_run:
+        raise UsageError(f"--format {args.format} prints a plan and needs --dry-run; add --dry-run, "
+                         f"or drop --format to start the run")
+    return args
+
+
 def main(argv=None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = parse(argv)
         if args.command == "submit":
             from launcher.commands.submit import submit
             return submit(args)
         from launcher.commands import records
         return records.COMMANDS[args.command](args)
     except KitError as e:
-        print(f"kit: error: {e}", file=sys.stderr)
+        print(f"{getattr(e, 'usage', '')}kit: error: {e}", file=sys.stderr)
         return e.exit_code
     except BrokenPipeError:
         # `kit submit --dry-run | head` is fine.

@@ -11,3 +11,11 @@ def local_gpu_count() -> int:
         return len(os.listdir(NVIDIA_GPUS))
     except OSError:
         return 0
+
+
+def local_cpu_count() -> int:
+    """Cores this process may run on (its affinity: taskset, cgroup cpusets), not every core of the machine."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)

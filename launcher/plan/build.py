@@ -70,7 +70,7 @@ def _settings(job, cluster, shape, python, config_file, rank, master, port, run_
         master_addr=master,
         master_port=port,
         mixed_precision=job.mixed_precision,
-        cpu_threads_per_process=cluster.cpu_threads_per_process if shape.device == "cpu" else None,
+        cpu_threads_per_process=shape.cpu_threads,
         dynamo_backend=job.dynamo_backend,
         gpu_ids=_local_gpu_ids(cluster, shape, rank),
         rank_log_dir=None if rank.startswith("$") else f"{run_dir}/node{rank}.ranks",
@@ -103,7 +103,7 @@ def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan
 
 def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id: str,
                default_python: str = "python", user_deepspeed: Optional[dict] = None) -> LaunchPlan:
-    if not RUN_ID_PATTERN.match(run_id):
+    if not RUN_ID_PATTERN.fullmatch(run_id):
         raise KitError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-' only")
     job, cluster = apply_overrides(job, cluster, overrides)
     shape = resolve_shape(job, cluster)

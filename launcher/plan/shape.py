@@ -1,6 +1,7 @@
 """Resolve and check the shape of a run: nodes, processes, device, hosts, batch arithmetic."""
 
 from dataclasses import dataclass
+from typing import Optional
 
 from launcher.errors import KitError
 from launcher.spec.cluster import ClusterSpec, Host
@@ -17,6 +18,8 @@ class Shape:
     device: str                 # cuda | cpu
     hosts: tuple[Host, ...]     # one per node; SLURM hosts are placeholders filled by the allocation
     gradient_accumulation_steps: int
+    # --num_cpu_threads_per_process on CPU nodes; None leaves accelerate's own default.
+    cpu_threads: Optional[int] = None
 
     @property
     def world_size(self) -> int:
@@ -91,6 +94,21 @@ def _accumulation(job: JobSpec, world: int) -> int:
     return steps
 
 
+def _cpu_threads(cluster: ClusterSpec, nodes: int, procs: int) -> Optional[int]:
+    """Threads per process on CPU nodes; `auto` splits the node's cores among the processes that share them."""
+    wanted = cluster.cpu_threads_per_process
+    if wanted != "auto":
+        return wanted
+    if cluster.cpus is None:
+        raise KitError(
+            f"cpu_threads_per_process: auto needs the cores per node; set cpus: N in cluster '{cluster.name}' "
+            f"or give a number of threads"
+        )
+    # The simulated nodes of a local cluster all share this one machine's cores.
+    sharing = nodes * procs if cluster.backend == "local" else procs
+    return max(1, cluster.cpus // sharing)
+
+
 def resolve_shape(job: JobSpec, cluster: ClusterSpec) -> Shape:
     hosts = _hosts(job, cluster)
     gpus = job.gpus_per_node if job.gpus_per_node is not None else cluster.gpus_per_node
@@ -105,4 +123,5 @@ def resolve_shape(job: JobSpec, cluster: ClusterSpec) -> Shape:
         device="cuda" if gpus else "cpu",
         hosts=hosts,
         gradient_accumulation_steps=_accumulation(job, job.nodes * procs),
+        cpu_threads=None if gpus else _cpu_threads(cluster, job.nodes, procs),
     )

@@ -1,7 +1,8 @@
 """The Accelerate config YAML and the `accelerate launch` argv for one node.
 
-`accelerate launch --config_file` fills only flags whose argparse default is None from the YAML, so every
-multi-node setting is also passed on the command line (see FACTS.md)."""
+`accelerate launch --config_file` fills only flags whose argparse default is None from the YAML: settings such as
+`rdzv_backend` and `same_network` in the YAML are silently ignored. So every multi-node setting is also passed
+on the command line."""
 
 from dataclasses import dataclass
 from typing import Optional

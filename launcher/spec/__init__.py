@@ -1,29 +1,43 @@
 """Job and cluster specs: strict schemas at the edge, loaded from YAML."""
 
+import os
+
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 from launcher.spec.load import load_json, load_model
 from launcher.spec.overrides import Overrides, apply_overrides
 
-DEFAULT_CLUSTER = ClusterSpec(name="local", backend="local")
+DEFAULT_CLUSTER = ClusterSpec(name="local", backend="local", cpu_threads_per_process="auto")
 
 
 def load_job(path: str) -> JobSpec:
-    return load_model(JobSpec, path, "job")
+    """The job file; a relative `deepspeed.config_file` is taken from the job file's own directory."""
+    spec = load_model(JobSpec, path, "job")
+    ds_file = spec.deepspeed.config_file
+    if ds_file is None or os.path.isabs(ds_file):
+        return spec
+    rebased = os.path.join(os.path.dirname(os.path.abspath(path)), ds_file)
+    deepspeed = spec.deepspeed.model_copy(update={"config_file": os.path.normpath(rebased)})
+    return spec.model_copy(update={"deepspeed": deepspeed})
 
 
 def load_cluster(path) -> ClusterSpec:
-    """The cluster file, or the embedded default: this machine, with the GPUs it has."""
-    if path is not None:
-        return load_model(ClusterSpec, path, "cluster")
-    from launcher.hostinfo import local_gpu_count
-    return DEFAULT_CLUSTER.model_copy(update={"gpus_per_node": local_gpu_count()})
+    """The cluster file, or the embedded default: this machine, with the GPUs and cores it has."""
+    from launcher.hostinfo import local_cpu_count, local_gpu_count
+    if path is None:
+        return DEFAULT_CLUSTER.model_copy(update={"gpus_per_node": local_gpu_count(), "cpus": local_cpu_count()})
+    spec = load_model(ClusterSpec, path, "cluster")
+    if spec.backend == "local" and spec.cpus is None:
+        # A local cluster is this machine: its cores are read here, at the edge, never in the plan.
+        return spec.model_copy(update={"cpus": local_cpu_count()})
+    return spec
 
 
 def load_user_deepspeed(resolved_job: JobSpec):
-    """The user's own DeepSpeed JSON, if the job names one: read here, at the edge, never in the plan."""
+    """The user's own DeepSpeed JSON, if the job names one: read here, at the edge, never in the plan.
+    A path from `--set` is relative to the current directory; errors show the absolute path tried."""
     path = resolved_job.deepspeed.config_file
-    return None if path is None else load_json(path, "deepspeed.config_file")
+    return None if path is None else load_json(os.path.abspath(path), "deepspeed.config_file")
 
 
 __all__ = ["ClusterSpec", "JobSpec", "Overrides", "apply_overrides", "load_job", "load_cluster",

@@ -58,7 +58,10 @@ class ClusterSpec(StrictModel):
     gpus_per_node: Annotated[int, Field(ge=0)] = 0
     # Processes per node when the node has no GPUs.
     procs_per_node: PositiveInt = 1
-    cpu_threads_per_process: Optional[PositiveInt] = None
+    # `--num_cpu_threads_per_process` on CPU nodes: a number, or `auto` = cpus / processes sharing the machine.
+    cpu_threads_per_process: Optional[Union[PositiveInt, Literal["auto"]]] = None
+    # Usable cores per node; a local cluster gets this machine's (read at submit time, not in the plan).
+    cpus: Optional[PositiveInt] = None
     workdir: str = "."
     # Interpreter on the nodes; unset on a local cluster means kit's own interpreter.
     python: Optional[str] = None

@@ -52,23 +52,39 @@ def _with(data: dict, dotted: str, value) -> dict:
     return out
 
 
-def _flag_sets(ov: Overrides) -> list[tuple[str, Any]]:
-    flags = [
-        ("nodes", ov.nodes), ("gpus_per_node", ov.gpus), ("procs_per_node", ov.procs_per_node),
-        ("strategy", ov.strategy), ("mixed_precision", ov.mixed_precision),
-        ("cluster.master_port", ov.master_port),
-    ]
-    return [(k, v) for k, v in flags if v is not None]
+_FLAGS = (("nodes", "--nodes", "nodes"), ("gpus", "--gpus", "gpus_per_node"),
+          ("procs_per_node", "--procs-per-node", "procs_per_node"), ("strategy", "--strategy", "strategy"),
+          ("mixed_precision", "--mixed-precision", "mixed_precision"), ("master_port", "--port", "cluster.master_port"))
+
+
+def _pairs(ov: Overrides) -> list[tuple[str, Any, str]]:
+    """(dotted key, value, how the user wrote it) for every flag given and every --set."""
+    flags = [(key, getattr(ov, attr), f"{flag} {getattr(ov, attr)}") for attr, flag, key in _FLAGS
+             if getattr(ov, attr) is not None]
+    return flags + [(*parse_set(s), f"--set {s}") for s in ov.sets]
+
+
+def _overlap(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def check_conflicts(pairs: list[tuple[str, Any, str]]) -> None:
+    """Two overrides of one field (or of a field and its section) must agree; the last must not silently win."""
+    for i, (key, value, said) in enumerate(pairs):
+        for other_key, other_value, other_said in pairs[:i]:
+            if _overlap(key, other_key) and (key != other_key or value != other_value):
+                raise KitError(f"{key}: {other_said} conflicts with {said}; give one value")
 
 
 def apply_overrides(job: JobSpec, cluster: ClusterSpec, ov: Overrides) -> tuple[JobSpec, ClusterSpec]:
     """New specs with every override applied and re-validated; the inputs are left untouched."""
-    pairs = _flag_sets(ov) + [parse_set(s) for s in ov.sets]
+    pairs = _pairs(ov)
     if not pairs:
         return job, cluster
+    check_conflicts(pairs)
     job_data = job.model_dump(exclude_unset=True)
     cluster_data = cluster.model_dump(exclude_unset=True)
-    for key, value in pairs:
+    for key, value, _ in pairs:
         if key.startswith("cluster."):
             cluster_data = _with(cluster_data, key.removeprefix("cluster."), value)
         else:

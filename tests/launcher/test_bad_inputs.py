@@ -75,10 +75,11 @@ CASES = [
     case("missing-job-file", ["no_such_job.yaml"], "job no_such_job.yaml: no such file"),
     case("missing-cluster-file", ["job.yaml", "--cluster", "no_such_cluster.yaml"],
          "cluster no_such_cluster.yaml: no such file"),
-    case("missing-deepspeed-json", ["job_ds_missing.yaml"], "deepspeed.config_file missing_ds.json: no such file"),
+    case("missing-deepspeed-json", ["job_ds_missing.yaml"],
+         "deepspeed.config_file <workdir>/missing_ds.json: no such file"),
     case("job-file-is-directory", ["."], "job .: is a directory"),
     # bad DeepSpeed JSON
-    case("deepspeed-json-invalid", ["job_ds_invalid.yaml"], "deepspeed.config_file ds_invalid.json: line 4",
+    case("deepspeed-json-invalid", ["job_ds_invalid.yaml"], "deepspeed.config_file <workdir>/ds_invalid.json: line 4",
          "invalid JSON"),
     case("deepspeed-json-unknown-key", ["job_ds_unknown_key.yaml"],
          "ds_unknown_key.json: unknown key 'zero_optimisation'", "zero_optimization"),
@@ -128,7 +129,8 @@ def test_bad_input_exits_2_with_one_line_and_starts_nothing(args, expected, work
     assert err.startswith("kit: error: ") and err.endswith("\n") and err.count("\n") == 1, err
     assert not any(leak in err for leak in LEAKS), err
     for text in expected:
-        assert text in err, err
+        # <workdir>: errors about files show the absolute path tried.
+        assert text.replace("<workdir>", str(workdir)) in err, err
     assert listing(workdir) == before
     assert not (workdir / "runs").exists() and not (workdir / MARKER).exists()
 

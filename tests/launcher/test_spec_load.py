@@ -45,7 +45,8 @@ def test_no_cluster_file_means_this_machine(monkeypatch, tmp_path):
     for i in range(4):
         (gpus / f"0000:0{i}:00.0").mkdir(parents=True)
     monkeypatch.setattr("launcher.hostinfo.NVIDIA_GPUS", str(gpus))
-    assert load_cluster(None) == DEFAULT_CLUSTER.model_copy(update={"gpus_per_node": 4})
+    monkeypatch.setattr("launcher.hostinfo.os.sched_getaffinity", lambda pid: {0, 1, 2})
+    assert load_cluster(None) == DEFAULT_CLUSTER.model_copy(update={"gpus_per_node": 4, "cpus": 3})
     monkeypatch.setattr("launcher.hostinfo.NVIDIA_GPUS", str(tmp_path / "absent"))
     assert load_cluster(None).gpus_per_node == 0
 
@@ -118,9 +119,12 @@ def test_set_overrides_nested_and_cluster_fields():
     assert (j.model_dump(), c.model_dump()) == before
 
 
-def test_set_is_applied_after_flags():
-    j, _ = apply_overrides(job(), cluster(LOCAL_CPU), Overrides(nodes=2, sets=("nodes=3",)))
-    assert j.nodes == 3
+def test_flag_and_set_of_one_field_must_agree():
+    # `--nodes 2 --set nodes=3` used to give 3 silently; now it names both. Agreeing values are fine.
+    with pytest.raises(KitError, match=r"^nodes: --nodes 2 conflicts with --set nodes=3; give one value$"):
+        apply_overrides(job(), cluster(LOCAL_CPU), Overrides(nodes=2, sets=("nodes=3",)))
+    j, _ = apply_overrides(job(), cluster(LOCAL_CPU), Overrides(nodes=2, sets=("nodes=2",)))
+    assert j.nodes == 2
 
 
 def test_overrides_are_revalidated():

@@ -19,7 +19,8 @@ from accelerate import Accelerator  # noqa: E402
 # Accelerator, not PartialState: only AcceleratorState honours ACCELERATE_USE_CPU (a CPU world).
 kwargs = []
 if os.environ.get("KIT_EXPECTED_STRATEGY") == "deepspeed":
-    # DeepSpeed on CPU needs an explicit gloo process group (FACTS.md).
+    # accelerate + DeepSpeed on CPU works only when the script asks for a gloo process group itself
+    # (ACCELERATE_USE_CPU=1 is no way out: it silently drops DeepSpeed for plain DDP).
     from accelerate.utils import InitProcessGroupKwargs
     kwargs.append(InitProcessGroupKwargs(backend="gloo"))
 state = Accelerator(kwargs_handlers=kwargs)
