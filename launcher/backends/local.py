@@ -1,25 +1,21 @@
-"""Run a plan on this machine: one launcher process group per (simulated) node, torn down together."""
+"""Run a plan on this machine: one watchdog-supervised process tree per (simulated) node, torn down together."""
 
 import os
-import signal
-import subprocess
 import sys
 import time
 
-from launcher.backends.output import PrefixedOutput
 from launcher.errors import KitError
 from launcher.plan.model import LaunchPlan, NodePlan
-from launcher.procs import start_time, terminate_groups
 from launcher.runs import RunRecord
 from launcher.secrets import is_secret_name
+from launcher.supervise import tree
+from launcher.supervise.console import Console, follow_node
+from launcher.supervise.failure import TRAIN_EXIT_CODES, TRAIN_MODULE, summarize
+from launcher.supervise.local_node import LocalNode
+from launcher.supervise.supervisor import Cancel, finalize, supervise
+from launcher.supervise.watchdog import become_subreaper
 
-POLL_SECONDS = 0.2
-TEARDOWN_GRACE = 10.0
-
-
-def exit_code(returncode: int) -> int:
-    """Popen reports death by signal N as -N; shells report it as 128+N."""
-    return 128 - returncode if returncode < 0 else returncode
+DEFAULT_GRACE = 40.0
 
 
 def node_environment(node: NodePlan, environ: dict[str, str]) -> dict[str, str]:
@@ -30,13 +26,8 @@ def node_environment(node: NodePlan, environ: dict[str, str]) -> dict[str, str]:
     return {**environ, **{k: v for k, v in node.env.items() if is_secret_name(k) or k in node.secret_env}}
 
 
-class _Interrupted(Exception):
-    def __init__(self, signum):
-        self.signum = signum
-
-
-def _raise_interrupt(signum, _frame):
-    raise _Interrupted(signum)
+def _grace(plan: LaunchPlan) -> float:
+    return getattr(plan, "teardown_grace", None) or DEFAULT_GRACE
 
 
 class LocalBackend:
@@ -47,47 +38,56 @@ class LocalBackend:
         for node in plan.nodes:
             node_environment(node, dict(os.environ))
 
-    def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, out=sys.stdout) -> int:
+    def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> int:
+        console = console or Console(sys.stdout, sys.stderr)
+        # Orphans of a node (a rank whose watchdog died) are re-parented to us, never to init, so the final
+        # sweep below still finds them.
+        become_subreaper()
         envs = [node_environment(n, dict(os.environ)) for n in plan.nodes]
-        output = PrefixedOutput(out)
-        procs, pumps = [], []
-        previous = {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-        try:
-            for node, env in zip(plan.nodes, envs):
-                proc = subprocess.Popen(
-                    ["bash", "-c", node.command], cwd=base_dir, env=env, stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                )
-                procs.append(proc)
-                log = os.path.join(base_dir, node.workdir, node.log)
-                pumps.append(output.pump(proc.stdout, node.machine_rank, log))
+        with Cancel(on_hangup=console.hang_up) as cancel:
+            nodes, threads = self._start(plan, envs, base_dir, console)
             record.update_status(state="running", started_at=time.time(), supervisor_pid=os.getpid(),
-                                 supervisor_start=start_time(os.getpid()),
-                                 nodes=[{"rank": n.machine_rank, "host": n.host, "pid": p.pid, "pgid": p.pid}
-                                        for n, p in zip(plan.nodes, procs)])
-            code, state = self._supervise(procs)
-        except _Interrupted as e:
-            code, state = 128 + e.signum, "cancelled"
-        finally:
-            terminate_groups([p.pid for p in procs], TEARDOWN_GRACE)
-            for p in procs:
-                p.wait()
-            for t in pumps:
-                t.join(timeout=5)
-            for s, handler in previous.items():
-                signal.signal(s, handler)
-        record.update_status(state=state, exit_code=code, finished_at=time.time(),
-                             node_exit_codes=[exit_code(p.returncode) for p in procs])
-        return code
+                                 supervisor_start=tree.same_process(os.getpid(), None).create_time(),
+                                 nodes=[n.record() for n in nodes])
+            outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
+                f"kit: stopping run {plan.run_id}: SIGTERM to every process, SIGKILL after {_grace(plan):.0f} s"
+                " (Ctrl-C again to shorten)"))
+            for t in threads:
+                t.join(timeout=10)
+            leftovers = tree.live_descendants()
+            if leftovers:
+                tree.terminate(leftovers, grace=_grace(plan))
+        failure = None
+        if outcome.first_failed is not None:
+            node = plan.nodes[outcome.first_failed]
+            failure = summarize(node.machine_rank, node.host, outcome.node_codes[outcome.first_failed],
+                                _read(os.path.join(base_dir, node.workdir, node.log)), _known_codes(node))
+        outcome = finalize(outcome, failure)
+        record.update_status(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
+                             node_exit_codes=outcome.node_codes,
+                             failure=None if failure is None else failure.__dict__)
+        return outcome.code, outcome.state, failure
 
-    @staticmethod
-    def _supervise(procs) -> tuple[int, str]:
-        """Wait until all nodes succeed, or the first one fails (its code is the run's)."""
-        while True:
-            codes = [p.poll() for p in procs]
-            failed = [c for c in codes if c not in (None, 0)]
-            if failed:
-                return exit_code(failed[0]), "failed"
-            if all(c == 0 for c in codes):
-                return 0, "succeeded"
-            time.sleep(POLL_SECONDS)
+    def _start(self, plan: LaunchPlan, envs, base_dir: str, console: Console):
+        nodes, threads = [], []
+        for node, env in zip(plan.nodes, envs):
+            log = os.path.join(base_dir, node.workdir, node.log)
+            handle = LocalNode.start(node.machine_rank, node.host, node.command, env=env, cwd=base_dir,
+                                     log=log, grace=_grace(plan))
+            nodes.append(handle)
+            threads.append(follow_node(handle.output_fd(), node.machine_rank, console))
+        return nodes, threads
+
+
+def _known_codes(node: NodePlan) -> dict:
+    """The training module's exit codes mean something; another program's are just numbers."""
+    modules = [node.argv[i + 1] for i, w in enumerate(node.argv[:-1]) if w == "-m"]
+    return TRAIN_EXIT_CODES if modules[-1:] == [TRAIN_MODULE] and len(modules) > 1 else {}
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""

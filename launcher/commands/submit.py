@@ -8,6 +8,7 @@ import time
 from launcher import runs
 from launcher.backends import get_backend
 from launcher.plan.build import build_plan
+from launcher.commands.outcome import outcome_line
 from launcher.render.dryrun import render_json, render_text
 from launcher.spec import Overrides, apply_overrides, load_cluster, load_job, load_user_deepspeed
 
@@ -46,8 +47,8 @@ def submit(args) -> int:
           f"record in {record.path}", file=sys.stderr, flush=True)
     if args.detach:
         return _detach(plan, record, backend, base_dir)
-    code = backend.execute(plan, record, base_dir)
-    print(f"kit: run {plan.run_id} {record.read_status().get('state')} (exit code {code})", file=sys.stderr)
+    code, state, failure = backend.execute(plan, record, base_dir)
+    print(outcome_line(plan.run_id, state, code, failure), file=sys.stderr, flush=True)
     return code
 
 
@@ -67,7 +68,8 @@ def _detach(plan, record, backend, base_dir) -> int:
     os.dup2(console, 2)
     code = 1
     try:
-        code = backend.execute(plan, record, base_dir)
+        code, state, failure = backend.execute(plan, record, base_dir)
+        print(outcome_line(plan.run_id, state, code, failure), file=sys.stderr, flush=True)
     finally:
         # Never return into the parent's CLI code path from the child.
         os._exit(code)

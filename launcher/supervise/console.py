@@ -1,0 +1,119 @@
+"""kit's terminal: every node's output, tagged, with the launcher's noise held back and progress drawn live.
+
+The node's log file is written by its watchdog, so nothing here can lose or stall a log: a closed terminal or
+pipe (`kit submit ... | head`) only stops the copy to the terminal, while the node's output keeps being read.
+"""
+
+import os
+import threading
+import time
+
+from launcher.plan.tags import is_tagged, node_tag
+from launcher.supervise.noise import NoiseFilter
+
+PROGRESS_INTERVAL_OFF_TTY = 30.0
+_CLEAR = "\r\x1b[K"
+
+
+class Console:
+    """Thread-safe writer for the node streams (stdout) and kit's own notes (stderr)."""
+
+    def __init__(self, out, err, tty=None):
+        self.out, self.err = out, err
+        self.tty = _isatty(out) if tty is None else tty
+        self._lock = threading.Lock()
+        self._bar = False          # a progress line is drawn on the terminal's last row
+        self._last_progress = {}   # node -> monotonic time of the last progress line printed off a tty
+        self.alive = True
+
+    def _write(self, stream, text: str) -> None:
+        if not self.alive:
+            return
+        try:
+            stream.write(text)
+            stream.flush()
+        except (OSError, ValueError):  # EPIPE/EIO/closed: the reader went away; the run does not care
+            self.alive = False
+
+    def line(self, text: str) -> None:
+        with self._lock:
+            self._write(self.out, (_CLEAR if self._bar else "") + text + "\n")
+            self._bar = False
+
+    def progress(self, node: int, text: str) -> None:
+        with self._lock:
+            if self.tty:
+                self._write(self.out, _CLEAR + text)
+                self._bar = True
+                return
+            now = time.monotonic()
+            if now - self._last_progress.get(node, -1e9) >= PROGRESS_INTERVAL_OFF_TTY:
+                self._last_progress[node] = now
+                self._write(self.out, text + "\n")
+
+    def note(self, text: str) -> None:
+        """kit's own message, on stderr."""
+        with self._lock:
+            if self._bar:
+                self._write(self.out, _CLEAR)
+                self._bar = False
+            self._write(self.err, text + "\n")
+
+    def hang_up(self) -> None:
+        """The terminal is gone (SIGHUP): stop writing to it, keep the run."""
+        self.alive = False
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _split_progress(line: str):
+    """(tag, text) when the line is a progress redraw: its text after the tag starts with a carriage return."""
+    tag, sep, rest = line.partition("] ")
+    if sep and line.startswith("[node") and rest.startswith("\r"):
+        return tag + sep, rest.lstrip("\r")
+    return None
+
+
+def follow_node(fd: int, node: int, console: Console) -> threading.Thread:
+    """Copy one node's output (its watchdog's stdout) to the console, in a daemon thread, until EOF."""
+    thread = threading.Thread(target=_copy, args=(fd, node, console), daemon=True, name=f"node{node}-output")
+    thread.start()
+    return thread
+
+
+def _copy(fd: int, node: int, console: Console) -> None:
+    noise = NoiseFilter()
+    pending = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for raw in lines:
+            _show(raw.decode("utf-8", errors="replace"), node, console, noise)
+    if pending:
+        _show(pending.decode("utf-8", errors="replace"), node, console, noise)
+    for line in noise.finish():
+        console.line(line)
+    os.close(fd)
+
+
+def _show(line: str, node: int, console: Console, noise: NoiseFilter) -> None:
+    # torchrun already tags worker lines as [nodeN/rankR]; tag the launcher's own lines [nodeN].
+    if not is_tagged(line, node):
+        line = f"{node_tag(node)} {line}"
+    progress = _split_progress(line)
+    if progress is not None:
+        console.progress(node, progress[0] + progress[1])
+        return
+    for shown in noise.feed(line):
+        console.line(shown)

@@ -1,0 +1,111 @@
+"""Why a run failed, in one line: the first failing node and rank, the rank's own exit code and its last words.
+
+torchrun (under `accelerate launch`) exits 1 whatever its worker's code was, and prints the real one in its
+ChildFailedError table ("Root Cause ... rank : R ... exitcode : C"); a single-process launch raises
+CalledProcessError ("returned non-zero exit status C"). Both are read back from the node's log, which keeps
+every line; pure functions over text, so every backend (local, ssh, slurm) summarises the same way.
+"""
+
+import re
+import signal
+from dataclasses import dataclass
+from typing import Optional
+
+from launcher.supervise.noise import is_launcher_noise, is_launcher_traceback, strip_tag
+
+# The training module's own exit codes (train/__init__.py: EXIT_*; tests check the two agree). 75 (EX_TEMPFAIL)
+# means "preempted, requeue me" whatever the program: a run ending so is preempted, not failed.
+TRAIN_MODULE = "train"
+TRAIN_EXIT_CODES = {
+    3: "world check failed",
+    4: "bad data",
+}
+PREEMPTED = 75
+SETUP_FAILED = "kit: node setup failed"
+
+_ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):")
+_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)")
+_EXITCODE = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)")
+_CALLED = re.compile(r"returned non-zero exit status (-?\d+)")
+
+
+@dataclass(frozen=True)
+class Failure:
+    node: int
+    host: str
+    rank: Optional[int]     # global rank, when the launcher named it
+    code: int               # the rank's own exit code (or the node's, when no rank is named)
+    meaning: str
+    last_line: str
+
+    @property
+    def preempted(self) -> bool:
+        return self.code == PREEMPTED
+
+
+def meaning(code: int, known: dict) -> str:
+    if code > 128 and code - 128 in signal.Signals._value2member_map_:
+        return f"killed by {signal.Signals(code - 128).name}"
+    if code == PREEMPTED:
+        return "preempted, requeue me"
+    return known.get(code, f"exit code {code}")
+
+
+def _as_exit(code: int) -> int:
+    """torchrun reports death by signal N as -N; shells say 128+N."""
+    return 128 - code if code < 0 else code
+
+
+def rank_exit(lines: list[str]) -> tuple[Optional[int], Optional[int]]:
+    """(global rank, exit code) of the root cause the launcher reported, or (None, None)."""
+    rank = code = None
+    in_root = False
+    for line in map(strip_tag, lines):
+        if _ROOT_CAUSE.search(line):
+            in_root, rank, code = True, None, None
+        elif in_root and _RANK.match(line) and rank is None:
+            rank = int(_RANK.match(line).group(1))
+        elif in_root and _EXITCODE.match(line) and code is None:
+            code = _as_exit(int(_EXITCODE.match(line).group(1)))
+        elif _CALLED.search(line):
+            code = _as_exit(int(_CALLED.search(line).group(1)))
+    return rank, code
+
+
+def _before_launcher_traceback(lines: list[str]) -> list[str]:
+    """The node's lines up to the launcher's own traceback (a rank's traceback, untagged on 1 process, stays)."""
+    starts = [i for i, ln in enumerate(lines) if strip_tag(ln).startswith("Traceback (most recent call last):")]
+    for i in reversed(starts):
+        if is_launcher_traceback(lines[i:]):
+            return lines[:i]
+    return lines
+
+
+def last_words(lines: list[str], node: int, rank: Optional[int]) -> str:
+    """The last meaningful line the failing rank (or, failing that, the node) wrote."""
+    own = f"[node{node}/rank{rank}] " if rank is not None else None
+    for line in reversed(lines):
+        if own and line.startswith(own) and line[len(own):].strip():
+            return line[len(own):].strip()
+    for line in reversed(_before_launcher_traceback(lines)):
+        text = strip_tag(line).strip()
+        if text and not is_launcher_noise(text) and not text.startswith("Traceback"):
+            return text
+    return ""
+
+
+def summarize(node: int, host: str, node_code: int, log_text: str, known: dict = TRAIN_EXIT_CODES) -> Failure:
+    """`known`: what the entrypoint's exit codes mean (the training module's, or none for another program)."""
+    lines = [ln for ln in log_text.splitlines() if ln.strip()]
+    setup = [ln for ln in lines if SETUP_FAILED in ln]
+    if setup:
+        return Failure(node, host, None, node_code, "setup failed", strip_tag(setup[-1]).strip())
+    rank, code = rank_exit(lines)
+    code = node_code if code is None else code
+    return Failure(node, host, rank, code, meaning(code, known), last_words(lines, node, rank))
+
+
+def summary_line(run_id: str, state: str, f: Failure) -> str:
+    who = f"node {f.node} ({f.host})" + (f" rank {f.rank}" if f.rank is not None else "")
+    tail = f": {f.last_line}" if f.last_line else ""
+    return f"kit: run {run_id} {state}: {who} exited {f.code} ({f.meaning}){tail}"

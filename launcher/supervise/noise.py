@@ -1,0 +1,70 @@
+"""Which node output lines are the launcher's noise: kept in the logs, kept off the terminal.
+
+When a rank fails, torchrun's agent prints its own traceback and a ChildFailedError table (about 40 lines per
+node), and its glog-style warnings ("Sending process N closing signal SIGTERM"). The rank's own lines carry
+torchrun's `[nodeN/rankR]` tag and are never noise; kit prints one summary line of the failure instead.
+"""
+
+import re
+
+_TAG = re.compile(r"^\[node\d+(?:/rank\d+)?\] ")
+_WORKER_TAG = re.compile(r"^\[node\d+/rank\d+\] ")
+# glog-style lines from torch.distributed (elastic agent, rendezvous): "W1203 12:17:08.089000 5910 torch/...".
+_TORCH_LOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ torch/distributed/")
+_TABLE = re.compile(r"^(=+|-+|Failures:|Root Cause \(first observed failure\):|\[\d+\]:|\s*<NO_OTHER_FAILURES>|"
+                    r"\s+(time|host|rank|exitcode|error_file|traceback)\s*:)")
+
+
+def strip_tag(line: str) -> str:
+    return _TAG.sub("", line, count=1)
+
+
+def is_worker_line(line: str) -> bool:
+    return bool(_WORKER_TAG.match(line))
+
+
+def is_launcher_noise(text: str) -> bool:
+    """One untagged launcher line, judged alone."""
+    return bool(_TORCH_LOG.match(text) or _TABLE.match(text) or "ChildFailedError" in text
+                or "CalledProcessError" in text)
+
+
+_LAUNCHER_FRAMES = ("accelerate/commands/launch.py", "torch/distributed/run.py", "torch/distributed/launcher/")
+
+
+def is_launcher_traceback(lines: list[str]) -> bool:
+    return any(frame in line for line in lines for frame in _LAUNCHER_FRAMES)
+
+
+class NoiseFilter:
+    """Per node, streaming: `feed(line)` returns the lines to show now, `finish()` what is left at the end.
+
+    An untagged traceback is held until it ends: the launcher's own (frames in accelerate's launch or
+    torch.distributed) is dropped, and the rest of the launcher's output after it is its death rattle; any other
+    traceback (a single-process job's own, which torchrun does not tag) is shown whole."""
+
+    def __init__(self):
+        self._dying = False
+        self._held: list[str] = []
+
+    def feed(self, line: str) -> list[str]:
+        if is_worker_line(line):
+            return [line]
+        text = strip_tag(line)
+        if self._held:
+            self._held.append(line)
+            if text.startswith((" ", "\t")) or not text.strip() or text.startswith(("During handling", "The above")):
+                return []
+            held, self._held = self._held, []
+            if is_launcher_traceback(held):
+                self._dying = True
+                return []
+            return held
+        if text.startswith("Traceback (most recent call last):"):
+            self._held = [line]
+            return []
+        return [] if self._dying or is_launcher_noise(text) else [line]
+
+    def finish(self) -> list[str]:
+        held, self._held = self._held, []
+        return [] if is_launcher_traceback(held) else held

@@ -1,0 +1,111 @@
+"""The supervising loop every backend that starts node processes itself shares (local now, SSH next).
+
+Nodes are handles with `poll() -> exit code | None` and `send("stop" | "hurry" | "kill")`; each one's watchdog
+does the actual killing. The loop waits until every node succeeds, one fails, or a cancel arrives, then stops
+the rest and waits until every watchdog has exited, which they do only once nothing of their node is left.
+Signals never raise here: a second Ctrl-C shortens the grace period, a third kills at once.
+"""
+
+import signal
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+from launcher.supervise.failure import Failure, PREEMPTED
+
+POLL_SECONDS = 0.1
+_ESCALATION = ("stop", "hurry", "kill")
+
+
+@dataclass
+class Outcome:
+    state: str                 # succeeded | failed | preempted | cancelled
+    code: int
+    node_codes: list
+    first_failed: Optional[int] = None    # index of the first node seen failing
+    failure: Optional[Failure] = None     # filled by the caller, which can read the logs
+
+
+class Cancel:
+    """Counts cancel requests (SIGINT, SIGTERM) without raising into the loop; SIGHUP only drops the console."""
+
+    def __init__(self, on_hangup=None):
+        self.count = 0
+        self.signum = None
+        self._on_hangup = on_hangup
+        self._previous = {}
+
+    def __enter__(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._request)
+        self._previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, self._hangup)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _request(self, signum, _frame):
+        self.count += 1
+        self.signum = self.signum or signum
+
+    def _hangup(self, _signum, _frame):
+        if self._on_hangup:
+            self._on_hangup()
+
+
+def _poll_all(nodes, codes: list, order: list) -> None:
+    for i, node in enumerate(nodes):
+        if codes[i] is None:
+            codes[i] = node.poll()
+            if codes[i] is not None:
+                order.append(i)
+
+
+def supervise(nodes, cancel: Cancel, on_stop=None) -> Outcome:
+    codes = [None] * len(nodes)
+    order = []  # node indexes in the order they exited
+    while True:
+        _poll_all(nodes, codes, order)
+        failed = [i for i in order if codes[i] != 0]
+        if failed or cancel.count or all(c is not None for c in codes):
+            break
+        time.sleep(POLL_SECONDS)
+    # Nodes stopped by a cancel exit non-zero too: what ended the loop decides the state.
+    cancelled = bool(cancel.count) and not failed
+    if not all(c is not None for c in codes):
+        if on_stop:
+            on_stop()
+        _stop_all(nodes, codes, order, cancel)
+    return _outcome(codes, order, cancel if cancelled else None)
+
+
+def _stop_all(nodes, codes, order, cancel: Cancel) -> None:
+    sent = 0
+    while not all(c is not None for c in codes):
+        want = min(max(cancel.count, 1), len(_ESCALATION))
+        while sent < want:
+            for i, node in enumerate(nodes):
+                if codes[i] is None:
+                    node.send(_ESCALATION[sent])
+            sent += 1
+        time.sleep(POLL_SECONDS)
+        _poll_all(nodes, codes, order)
+
+
+def _outcome(codes, order, cancel: Optional[Cancel]) -> Outcome:
+    failed = [i for i in order if codes[i] != 0]
+    if cancel is not None:
+        return Outcome("cancelled", 128 + (cancel.signum or signal.SIGINT), codes)
+    if not failed:
+        return Outcome("succeeded", 0, codes)
+    first = failed[0]
+    return Outcome("failed", codes[first], codes, first_failed=first)
+
+
+def finalize(outcome: Outcome, failure: Optional[Failure]) -> Outcome:
+    """Attach the failure read from the logs: the rank's own code becomes the run's, 75 makes it preempted."""
+    if outcome.state != "failed" or failure is None:
+        return outcome
+    state = "preempted" if failure.code == PREEMPTED else "failed"
+    return Outcome(state, failure.code, outcome.node_codes, outcome.first_failed, failure)

@@ -1,0 +1,72 @@
+"""Process trees on this machine, through psutil: find exactly one run's processes and stop them.
+
+A process is identified by (pid, create time), never by pid alone, so a recycled pid is never signalled; a
+run's processes are found by the KIT_RUN_ID=<run> that kit puts in every node's environment, so processes of
+other runs and other users are never touched (no `pkill -f`, no matching by name).
+"""
+
+import time
+from typing import Iterable, Optional
+
+import psutil
+
+
+def same_process(pid: Optional[int], created: Optional[float]) -> Optional[psutil.Process]:
+    """The process `pid` if it is still the one created at `created`, else None."""
+    if not pid:
+        return None
+    try:
+        proc = psutil.Process(pid)
+        if created is not None and abs(proc.create_time() - created) > 0.01:
+            return None
+        return None if proc.status() == psutil.STATUS_ZOMBIE else proc
+    except psutil.Error:
+        return None
+
+
+def run_processes(run_id: str) -> list[psutil.Process]:
+    """Every live process on this machine whose environment carries KIT_RUN_ID=run_id."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("KIT_RUN_ID") == run_id and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def live_descendants() -> list[psutil.Process]:
+    try:
+        children = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return []
+    out = []
+    for proc in children:
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                out.append(proc)
+        except psutil.Error:
+            continue
+    return out
+
+
+def terminate(procs: Iterable[psutil.Process], grace: float, poll: float = 0.1) -> None:
+    """SIGTERM each, SIGKILL whatever is still alive after `grace` seconds; returns as soon as all are gone."""
+    procs = list(procs)
+    for proc in procs:
+        try:
+            proc.terminate()
+        except psutil.Error:
+            pass
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        _, procs = psutil.wait_procs(procs, timeout=poll)
+        if not procs:
+            return
+    for proc in procs:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(procs, timeout=5)

@@ -1,0 +1,232 @@
+"""The node watchdog: runs one node's command and makes sure nothing it started outlives the node.
+
+    python watchdog.py [--log FILE] [--grace S] [--env-from-stdin] -- bash -c COMMAND
+
+One watchdog per node, in its own session. It is the child subreaper of everything below it, so ranks that
+torchrun starts in sessions of their own, and anything that daemonizes, are re-parented to it and stay
+visible to `psutil.Process().children(recursive=True)` whatever their process group.
+
+Control, from the supervisor (kit) or the remote side of an SSH channel:
+* stdin lines: `stop` (SIGTERM to every descendant, SIGKILL after the grace period), `hurry` (shorten the
+  grace period to a few seconds), `kill` (SIGKILL now). **EOF on stdin means the supervisor is gone**: the node
+  is stopped as for `stop`. That ties the run to its supervisor even after `kill -9` of kit.
+* signals: SIGTERM or SIGHUP = `stop`; SIGINT = `hurry` (a second one = `kill`).
+
+Output: the command's stdout and stderr are copied to `--log` (if given; it keeps being written when the
+supervisor is gone) and to our stdout, whose loss (EPIPE) never stalls the node. Progress lines (their text
+after the `[nodeN/rankR] ` tag starts with a carriage return) go to stdout as they come but into the log at
+most once per PROGRESS_LOG_INTERVAL seconds, without the carriage return.
+
+Exit status: the command's own (128+N if a signal killed it), once no descendant is left.
+
+Self-contained (stdlib + psutil, which accelerate requires) so that it can be shipped to a remote host as is.
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+
+PR_SET_CHILD_SUBREAPER = 36
+DEFAULT_GRACE = 40.0
+HURRY_GRACE = 3.0
+POLL = 0.05
+PROGRESS_LOG_INTERVAL = 30.0
+_TAG = re.compile(rb"^\[node\d+(?:/rank\d+)?\] ")
+
+
+def become_subreaper() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+def split_progress(line: bytes):
+    """(tag, text) if `line` is a progress line, else None."""
+    m = _TAG.match(line)
+    tag = m.group(0) if m else b""
+    rest = line[len(tag):]
+    return (tag, rest.lstrip(b"\r")) if rest.startswith(b"\r") else None
+
+
+class Output:
+    """Copy the command's output to the log and to our stdout; a closed stdout only stops the copy there."""
+
+    def __init__(self, log_path):
+        self.log = open(log_path, "ab", buffering=0) if log_path else None
+        self.stdout_ok = True
+        self._last_progress_log = 0.0
+
+    def _to_stdout(self, data: bytes) -> None:
+        if not self.stdout_ok:
+            return
+        try:
+            os.write(1, data)
+        except OSError:  # EPIPE: the supervisor or its terminal is gone; the node goes on
+            self.stdout_ok = False
+
+    def _to_log(self, line: bytes) -> None:
+        if self.log is None:
+            return
+        progress = split_progress(line)
+        if progress is not None:
+            now = time.monotonic()
+            if now - self._last_progress_log < PROGRESS_LOG_INTERVAL:
+                return
+            self._last_progress_log = now
+            line = progress[0] + progress[1]
+        self.log.write(line)
+
+    def pump(self, fd: int) -> None:
+        pending = b""
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            self._to_stdout(chunk)
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                self._to_log(line + b"\n")
+        if pending:
+            self._to_log(pending)
+        os.close(fd)
+
+
+class Watchdog:
+    def __init__(self, argv, grace: float, env: dict, log_path):
+        self.argv, self.grace, self.env = argv, grace, env
+        self.output = Output(log_path)
+        self.code = None            # the command's exit status, once reaped
+        self.deadline = None        # set when stopping: SIGKILL whatever is left after it
+        self._lock = threading.RLock()  # re-entered when a signal lands during stop()
+
+    # -- requests (from stdin, signals) ------------------------------------------------------------
+    def stop(self, grace=None) -> None:
+        with self._lock:
+            limit = time.monotonic() + (self.grace if grace is None else grace)
+            self.deadline = limit if self.deadline is None else min(self.deadline, limit)
+
+    def hurry(self) -> None:
+        self.stop(0.0 if self.deadline is not None and self.deadline - time.monotonic() <= HURRY_GRACE
+                  else HURRY_GRACE)
+
+    def control(self) -> None:
+        for raw in sys.stdin.buffer:
+            word = raw.strip().decode(errors="replace")
+            {"stop": self.stop, "hurry": self.hurry, "kill": lambda: self.stop(0.0)}.get(word, lambda: None)()
+        self.stop()  # EOF: whoever supervised this node is gone
+
+    # -- the node ------------------------------------------------------------------------------
+    def start(self) -> None:
+        read_fd, write_fd = os.pipe()
+        # Its own process group (not session): a terminal's signals never reach it, only ours do.
+        group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+        self.child = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=write_fd, stderr=write_fd,
+                                      env=self.env, **group)
+        os.close(write_fd)
+        self.pump = threading.Thread(target=self.output.pump, args=(read_fd,), daemon=True)
+        self.pump.start()
+
+    def _reap(self) -> None:
+        """Collect every exited descendant (we are their subreaper); remember the command's status."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.child.pid:
+                code = os.waitstatus_to_exitcode(status)
+                self.code = 128 - code if code < 0 else code
+
+    def _descendants(self) -> list:
+        try:
+            procs = psutil.Process().children(recursive=True)
+        except psutil.Error:
+            return []
+        alive = []
+        for p in procs:
+            try:
+                if p.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(p)
+            except psutil.Error:
+                continue
+        return alive
+
+    def _signal_all(self, procs, sig, already) -> None:
+        for p in procs:
+            if sig == signal.SIGTERM and p in already:
+                continue
+            try:
+                p.send_signal(sig)
+            except psutil.Error:
+                pass
+            already.add(p)
+
+    def run(self) -> int:
+        termed = set()
+        while True:
+            self._reap()
+            if self.code is not None and self.deadline is None:
+                self.stop()  # the command ended: stop whatever it left behind (normally nothing)
+            if self.deadline is None:
+                time.sleep(POLL)
+                continue
+            left = self._descendants()
+            if not left and self.code is not None:
+                break
+            if time.monotonic() >= self.deadline:
+                self._signal_all(left, signal.SIGKILL, set())
+            else:
+                self._signal_all(left, signal.SIGTERM, termed)
+            time.sleep(POLL)
+        self.pump.join(timeout=5)
+        return self.code
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="kit-watchdog", allow_abbrev=False)
+    p.add_argument("--grace", type=float, default=DEFAULT_GRACE)
+    p.add_argument("--log")
+    p.add_argument("--env-from-stdin", action="store_true",
+                   help="first stdin line: a JSON object of variables to add (secrets travel this way, not in argv)")
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    args = p.parse_args(argv)
+    if args.command[:1] == ["--"]:
+        args.command = args.command[1:]
+    if not args.command:
+        p.error("no command given")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    env = dict(os.environ)
+    if args.env_from_stdin:
+        env.update(json.loads(sys.stdin.buffer.readline() or b"{}"))
+    become_subreaper()
+    dog = Watchdog(args.command, args.grace, env, args.log)
+    signal.signal(signal.SIGTERM, lambda *_: dog.stop())
+    signal.signal(signal.SIGHUP, lambda *_: dog.stop())
+    signal.signal(signal.SIGINT, lambda *_: dog.hurry())
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    dog.start()
+    threading.Thread(target=dog.control, daemon=True).start()
+    return dog.run()
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    # Not sys.exit: the control thread may still block on stdin, and interpreter shutdown would wait on it.
+    os._exit(code)
