@@ -14,5 +14,10 @@ def is_secret_name(name: str) -> bool:
     return name not in _NOT_SECRET and bool(_SECRET_NAME.search(name))
 
 
-def mask_env(env: dict[str, str], extra_secret: tuple[str, ...] = ()) -> dict[str, str]:
-    return {k: (MASK if is_secret_name(k) or k in extra_secret else v) for k, v in env.items()}
+def is_secret(name: str, declared: tuple[str, ...] = ()) -> bool:
+    """Secret by its name, or because the job lists it in `secret_env` (`DB_URL` looks harmless but is not)."""
+    return is_secret_name(name) or name in declared
+
+
+def mask_env(env: dict[str, str], declared: tuple[str, ...] = ()) -> dict[str, str]:
+    return {k: (MASK if is_secret(k, declared) else v) for k, v in env.items()}

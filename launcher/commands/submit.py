@@ -7,7 +7,9 @@ import time
 
 from launcher import runs
 from launcher.backends import get_backend
+from launcher.backends.environment import dropped_warning
 from launcher.plan.build import build_plan
+from launcher.preflight import preflight
 from launcher.commands.outcome import outcome_line
 from launcher.render.dryrun import render_json, render_text
 from launcher.spec import Overrides, apply_overrides, load_cluster, load_job, load_user_deepspeed
@@ -34,10 +36,13 @@ def submit(args) -> int:
     default_python = sys.executable if resolved_cluster.backend == "local" else "python"
     plan = build_plan(job, cluster, overrides, run_id, default_python=default_python,
                       user_deepspeed=load_user_deepspeed(resolved_job))
+    if warning := dropped_warning(plan, os.environ):
+        print(warning, file=sys.stderr)
     if args.dry_run:
         sys.stdout.write(render_json(plan) if args.format == "json" else render_text(plan))
         return 0
     backend = get_backend(plan.backend)
+    preflight(plan, resolved_job, resolved_cluster, os.getcwd())
     backend.check(plan)
     base_dir = os.getcwd()
     # Paths in the plan are relative to the nodes' workdir; for a local run that is below this directory.

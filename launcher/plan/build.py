@@ -5,7 +5,7 @@ import re
 from typing import Optional
 
 from launcher.errors import KitError
-from launcher.plan.env import node_env, secret_names
+from launcher.plan.env import INHERIT, node_env, secret_names
 from launcher.plan.model import LaunchPlan, NodePlan, Submission, World
 from launcher.plan.port import master_port
 from launcher.plan.shape import Shape, resolve_shape
@@ -54,8 +54,13 @@ def _master(cluster: ClusterSpec, shape: Shape) -> str:
 def _local_gpu_ids(cluster: ClusterSpec, shape: Shape, rank: str) -> Optional[str]:
     if cluster.backend != "local" or shape.device != "cuda":
         return None
-    first = int(rank) * shape.gpus_per_node
-    return ",".join(str(i) for i in range(first, first + shape.gpus_per_node))
+    # Slices of the ids kit may use (cluster data, from CUDA_VISIBLE_DEVICES at submit time), else 0..N-1.
+    ids = cluster.gpu_ids if cluster.gpu_ids is not None else [str(i) for i in range(cluster.gpus_per_node)]
+    first, need = int(rank) * shape.gpus_per_node, shape.nodes * shape.gpus_per_node
+    if need > len(ids):
+        raise KitError(f"gpu_ids: {shape.nodes} local node(s) x {shape.gpus_per_node} GPUs need {need} GPUs but "
+                       f"only {len(ids)} are visible ({','.join(ids) or 'none'}); lower --gpus or --nodes")
+    return ",".join(ids[first:first + shape.gpus_per_node])
 
 
 def _settings(job, cluster, shape, python, config_file, rank, master, port, run_dir) -> LaunchSettings:
@@ -92,7 +97,7 @@ def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan
     prelude = (MASTER_ADDR_PRELUDE,) if slurm else ()
     if not slurm:
         env = {**env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": worker_tag_template(rank)}
-    command = node_command(cluster.workdir, tuple(cluster.setup), env, argv, runtime_vars, prelude)
+    command = node_command(cluster.workdir, tuple(cluster.setup), env, argv, runtime_vars, prelude, secrets)
     shared = tuple(p for p in files if not p.startswith(f"{run_dir}/accelerate"))
     return NodePlan(
         machine_rank=rank, host=host.name, workdir=cluster.workdir, argv=argv, env=env, secret_env=secrets,
@@ -133,5 +138,5 @@ def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id:
     return LaunchPlan(
         run_id=run_id, job_name=job.name, backend=cluster.backend, cluster_name=cluster.name,
         run_dir=run_dir, world=world, nodes=nodes, files=dict(sorted(files.items())),
-        submission=submission, runtime_vars=SLURM_RUNTIME_VARS if slurm else (),
+        submission=submission, runtime_vars=SLURM_RUNTIME_VARS if slurm else (), inherit=INHERIT,
     )

@@ -1,9 +1,23 @@
 """The environment kit adds on each node: user env, the world the job must check, device switches."""
 
+from launcher.plan.model import InheritPolicy
 from launcher.plan.shape import Shape
 from launcher.secrets import is_secret_name
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
+
+# Variables that accelerate, torchrun, DeepSpeed or an MPI launcher read to decide the world or the strategy.
+# A stray one in the submitter's shell (left over from another launch) would change the run without appearing
+# in the plan, so nodes never inherit them; a job that needs one sets it in its `env`, where the plan shows it.
+INHERIT = InheritPolicy(
+    drop_prefixes=("ACCELERATE_", "DEEPSPEED_", "DS_", "FSDP_", "KIT_EXPECTED_", "MEGATRON_LM_",
+                   "MV2_COMM_WORLD_", "OMPI_COMM_WORLD_", "PARALLELISM_CONFIG_", "PET_", "TORCHELASTIC_"),
+    drop_names=("CROSS_RANK", "CROSS_SIZE", "FORK_LAUNCHED", "GROUP_RANK", "GROUP_WORLD_SIZE", "KIT_MASTER_ADDR",
+                "KIT_RUN_ID", "LOCAL_RANK", "LOCAL_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                "MPI_LOCALNRANKS", "MPI_LOCALRANKID", "NODE_RANK", "PMI_RANK", "PMI_SIZE", "RANK", "ROLE_NAME",
+                "ROLE_RANK", "ROLE_WORLD_SIZE", "WORLD_SIZE"),
+)
+
 
 def node_env(job: JobSpec, cluster: ClusterSpec, shape: Shape, run_id: str) -> dict[str, str]:
     # The job's env wins over the cluster's; the names kit reserves (base.RESERVED_ENV) are refused by the schemas.

@@ -3,6 +3,17 @@
 from dataclasses import asdict, dataclass, field
 
 
+@dataclass(frozen=True)
+class InheritPolicy:
+    """What a node takes from the environment it is started in (the submitter's, on the local backend):
+    everything except these launcher and rendezvous variables, which would silently change the world."""
+
+    drop_prefixes: tuple[str, ...] = ()
+    drop_names: tuple[str, ...] = ()
+
+    def drops(self, name: str) -> bool:
+        return name in self.drop_names or name.startswith(self.drop_prefixes)
+
 
 @dataclass(frozen=True)
 class World:
@@ -52,6 +63,8 @@ class LaunchPlan:
     # Shell variables that are expanded inside each task, never at submit time.
     runtime_vars: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    # Records written before the policy existed read back as "drop nothing", which is what those runs did.
+    inherit: InheritPolicy = InheritPolicy()
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -73,6 +86,6 @@ def from_dict(data: dict) -> LaunchPlan:
     d["submission"] = Submission(kind=s["kind"], argv=tuple(s["argv"]))
     d["runtime_vars"] = tuple(d.get("runtime_vars", ()))
     d["notes"] = tuple(d.get("notes", ()))
+    inherit = d.get("inherit") or {}
+    d["inherit"] = InheritPolicy(**{k: tuple(v) for k, v in inherit.items()})
     return LaunchPlan(**d)
-
-

@@ -42,6 +42,15 @@ def _node_text(node, secret_env: dict[str, str]) -> str:
     return "\n".join(out)
 
 
+def _inherit_line(plan: LaunchPlan) -> str:
+    policy = plan.inherit
+    dropped = [p + "*" for p in policy.drop_prefixes] + list(policy.drop_names)
+    if not dropped:
+        return "inherits: the environment the node is started in"
+    return ("inherits: the environment the node is started in, except " + ", ".join(dropped)
+            + " (a job that needs one sets it in env)")
+
+
 def render_text(plan: LaunchPlan) -> str:
     head = [
         f"kit plan: run {plan.run_id}  job {plan.job_name}  cluster {plan.cluster_name} ({plan.backend})",
@@ -49,6 +58,7 @@ def render_text(plan: LaunchPlan) -> str:
         f"run dir: {plan.run_dir}",
         "submission: " + (" ".join(plan.submission.argv) if plan.submission.argv
                           else "one process per node, started by kit"),
+        _inherit_line(plan),
     ]
     if plan.runtime_vars:
         head.append("resolved inside each task: " + ", ".join("$" + v for v in plan.runtime_vars))

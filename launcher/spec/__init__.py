@@ -23,10 +23,16 @@ def load_job(path: str) -> JobSpec:
 
 def load_cluster(path) -> ClusterSpec:
     """The cluster file, or the embedded default: this machine, with the GPUs and cores it has."""
-    from launcher.hostinfo import local_cpu_count, local_gpu_count
+    from launcher.hostinfo import local_cpu_count, local_gpu_count, visible_gpu_ids
+    # GPUs this process may use: CUDA_VISIBLE_DEVICES (user or scheduler) narrows the driver's list.
+    visible = list(visible_gpu_ids(os.environ, local_gpu_count()))
+    restricted = {"gpu_ids": visible} if "CUDA_VISIBLE_DEVICES" in os.environ else {}
     if path is None:
-        return DEFAULT_CLUSTER.model_copy(update={"gpus_per_node": local_gpu_count(), "cpus": local_cpu_count()})
+        return DEFAULT_CLUSTER.model_copy(update={"gpus_per_node": len(visible), "cpus": local_cpu_count(),
+                                                  **restricted})
     spec = load_model(ClusterSpec, path, "cluster")
+    if spec.backend == "local" and spec.gpu_ids is None:
+        spec = spec.model_copy(update=restricted)
     if spec.backend == "local" and spec.cpus is None:
         # A local cluster is this machine: its cores are read here, at the edge, never in the plan.
         return spec.model_copy(update={"cpus": local_cpu_count()})

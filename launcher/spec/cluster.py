@@ -9,6 +9,8 @@ from launcher.spec.job import EnvName, PositiveInt
 
 Port = Annotated[int, Field(ge=1024, le=65535)]
 HostName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")]
+# An index, a UUID (GPU-...) or a MIG id, as CUDA_VISIBLE_DEVICES accepts them.
+GpuId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_./:-]*$")]
 
 
 class Host(StrictModel):
@@ -62,6 +64,9 @@ class ClusterSpec(StrictModel):
     cpu_threads_per_process: Optional[Union[PositiveInt, Literal["auto"]]] = None
     # Usable cores per node; a local cluster gets this machine's (read at submit time, not in the plan).
     cpus: Optional[PositiveInt] = None
+    # Local clusters: the GPU ids the nodes' `--gpu_ids` slices come from (default 0..gpus_per_node-1). kit fills it
+    # from CUDA_VISIBLE_DEVICES at submit time, so a restriction set by the user or a scheduler is honoured.
+    gpu_ids: Optional[list[GpuId]] = None
     workdir: str = "."
     # Interpreter on the nodes; unset on a local cluster means kit's own interpreter.
     python: Optional[str] = None
@@ -97,4 +102,12 @@ class ClusterSpec(StrictModel):
             raise ValueError(f"slurm: section given but backend is {self.backend}")
         if self.ssh is not None and self.backend != "ssh":
             raise ValueError(f"ssh: section given but backend is {self.backend}")
+        return self
+
+    @model_validator(mode="after")
+    def gpu_ids_only_local(self):
+        if self.gpu_ids is not None and self.backend != "local":
+            raise ValueError(f"gpu_ids: only a local cluster picks GPU ids, not a {self.backend} cluster; remove it")
+        if self.gpu_ids is not None and len(set(self.gpu_ids)) != len(self.gpu_ids):
+            raise ValueError("gpu_ids: each GPU id may appear only once")
         return self

@@ -1,0 +1,80 @@
+"""Is the entrypoint there, as the node will see it? One check command (shell text) and one function that reads
+its result, so the local backend runs it here and a remote backend can run the same text on each host."""
+
+import shlex
+from dataclasses import dataclass
+from typing import Optional
+
+from launcher.plan.model import NodePlan
+from launcher.render.shell import join_argv
+
+MARKER = "kit-preflight:"
+
+# Runs under the node's own interpreter in its workdir. Finds modules without importing them (no torch import
+# from a package __init__): the top level through the interpreter's finders, submodules through the parent's path.
+CHECK_SOURCE = f"""\
+import importlib.machinery, importlib.util, os, sys
+def find(name):
+    parts = name.split(".")
+    try:
+        spec = importlib.util.find_spec(parts[0])
+    except (ImportError, ValueError):
+        return None
+    for part in parts[1:]:
+        if spec is None or spec.submodule_search_locations is None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(part, list(spec.submodule_search_locations))
+    return spec
+def module_state(name):
+    spec = find(name)
+    if spec is None:
+        return "missing"
+    if spec.submodule_search_locations is not None and find(name + ".__main__") is None:
+        return "no-main"
+    return "found"
+kind, target = sys.argv[1], sys.argv[2]
+state = ("found" if os.path.isfile(target) else "missing") if kind == "script" else module_state(target)
+print("{MARKER}" + state)
+"""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _target(entrypoint) -> tuple[str, str]:
+    return ("module", entrypoint.module) if entrypoint.module is not None else ("script", entrypoint.script)
+
+
+def entrypoint_check_command(node: NodePlan, entrypoint) -> str:
+    """The node's own command with its launch line swapped for the check: same cd, setup lines, exported env
+    and interpreter (the plan's python), so a failing setup line shows up here too."""
+    preamble = node.command.rstrip("\n").rpartition("\n")[0]
+    kind, target = _target(entrypoint)
+    return f"{preamble}\nexec {join_argv((node.argv[0], '-c', CHECK_SOURCE, kind, target))}\n"
+
+
+def interpret_entrypoint_check(entrypoint, node: NodePlan, result: CheckResult, where: str) -> Optional[str]:
+    """None when the entrypoint is there; else one line saying what is wrong. `where` names the node's workdir
+    as seen from the node (an absolute path for a local run, host:workdir for a remote one)."""
+    kind, target = _target(entrypoint)
+    states = [line[len(MARKER):] for line in result.stdout.splitlines() if line.startswith(MARKER)]
+    if states == ["found"]:
+        return None
+    if states == ["missing"] and kind == "script":
+        return (f"entrypoint.script {target}: no such file in the node's workdir {where}; "
+                f"a relative script path is taken from the workdir")
+    if states == ["missing"]:
+        return (f"entrypoint.module {target}: not importable by {node.argv[0]} in {where} (no such module); "
+                f"check the name, or install it / add it to PYTHONPATH")
+    if states == ["no-main"]:
+        return f"entrypoint.module {target}: a package without __main__.py cannot be run with -m; name a module"
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    setup = [line for line in lines if line.startswith("kit: node setup failed")]
+    if setup:
+        return f"{setup[-1].removeprefix('kit: ')} (in the node's workdir {where})"
+    last = lines[-1] if lines else "no output"
+    return f"preflight: checking the entrypoint with {shlex.quote(node.argv[0])} failed (exit {result.returncode}): {last}"
