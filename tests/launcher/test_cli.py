@@ -1,0 +1,129 @@
+"""The command line behaves like a careful one: no guessed abbreviations, no run started by a dry-run flag,
+no silently lost override, usage when no command is given, strict run ids, spec-relative paths."""
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from launcher.cli import build_parser, parse
+from launcher.errors import KitError
+from tests.launcher.planning import LOCAL_CPU, cluster, job, plan
+
+ROOT = Path(__file__).resolve().parents[2]
+JOB = str(ROOT / "jobs" / "bert_cls.yaml")
+
+
+def kit(*args, cwd=ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "launcher", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=60)
+
+
+def _parsers(parser: argparse.ArgumentParser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_no_parser_guesses_abbreviations():
+    parsers = list(_parsers(build_parser()))
+    assert len(parsers) == 6
+    assert all(p.allow_abbrev is False for p in parsers)
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["submit", JOB, "--node", "2", "--dry-run"], "--node 2"),
+    (["submit", JOB, "--dry", "--run-id", "r"], "--dry"),
+    (["logs", "r", "--nod", "1"], "--nod 1"),
+    (["runs", "--run-r", "x"], "--run-r x"),
+])
+def test_abbreviation_is_an_error(argv, word):
+    with pytest.raises(KitError, match=f"unrecognized arguments: {word} "):
+        parse(argv)
+
+
+def test_node_abbreviation_is_one_line_exit_2():
+    result = kit("submit", JOB, "--node", "2", "--dry-run", "--run-id", "r")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == "kit: error: unrecognized arguments: --node 2 (see kit submit --help)\n"
+
+
+def test_format_without_dry_run_is_an_error(tmp_path):
+    # It used to start a real run; now nothing is written and nothing starts.
+    result = kit("submit", JOB, "--format", "json", "--run-id", "r", cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "--format json" in result.stderr and "--dry-run" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_format_json_with_dry_run_prints_the_plan():
+    result = kit("submit", JOB, "--dry-run", "--format", "json", "--run-id", "r")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["run_id"] == "r"
+    assert parse(["submit", JOB, "--dry-run"]).format is None  # text, the default
+
+
+def test_plain_kit_prints_usage_and_one_error_line():
+    result = kit()
+    assert result.returncode == 2 and result.stdout == ""
+    usage, error = result.stderr.splitlines()
+    assert usage.startswith("usage: kit ")
+    assert error.startswith("kit: error: no command given; choose one of submit, status, logs, cancel, runs")
+    assert "kit: error: kit:" not in result.stderr
+
+
+def test_unknown_command_prints_usage_and_one_error_line():
+    result = kit("sumbit")
+    lines = result.stderr.splitlines()
+    assert result.returncode == 2 and len(lines) == 2 and lines[0].startswith("usage: kit ")
+    assert lines[1].startswith("kit: error: argument command: invalid choice: 'sumbit'")
+
+
+def test_subcommand_error_is_one_line_without_doubled_prefix():
+    result = kit("submit")
+    assert result.returncode == 2
+    assert result.stderr == "kit: error: the following arguments are required: job (see kit submit --help)\n"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--nodes", "2", "--set", "nodes=3"], "nodes: --nodes 2 conflicts with --set nodes=3; give one value"),
+    (["--set", "nodes=2", "--set", "nodes=3"], "nodes: --set nodes=2 conflicts with --set nodes=3"),
+    (["--port", "30000", "--set", "cluster.master_port=30001"],
+     "cluster.master_port: --port 30000 conflicts with --set cluster.master_port=30001"),
+    (["--gpus", "0", "--set", "gpus_per_node=1"], "gpus_per_node: --gpus 0 conflicts with --set gpus_per_node=1"),
+    (["--set", "deepspeed.zero_stage=2", "--set", "deepspeed={zero_stage: 3}"],
+     "deepspeed: --set deepspeed.zero_stage=2 conflicts with --set deepspeed={zero_stage: 3}"),
+])
+def test_conflicting_overrides_name_both(argv, message):
+    result = kit("submit", JOB, "--dry-run", "--run-id", "r", *argv)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"kit: error: {message}") and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_agreeing_overrides_are_fine():
+    result = kit("submit", JOB, "--dry-run", "--run-id", "r", "--nodes", "2", "--set", "nodes=2",
+                 "--set", "env.A=1", "--set", "env.B=2")
+    assert result.returncode == 0, result.stderr
+    assert "world: 2 node(s)" in result.stdout
+
+
+@pytest.mark.parametrize("run_id", ["r\n", "r\nx", "-r", "r/x", "r" * 129, ""])
+def test_bad_run_ids_are_rejected(run_id):
+    with pytest.raises(KitError, match="run id"):
+        plan(job(), cluster(LOCAL_CPU), run_id=run_id)
+
+
+def test_run_id_with_trailing_newline_is_rejected_by_the_cli():
+    result = kit("submit", JOB, "--dry-run", "--run-id", "r\n")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == "kit: error: run id 'r\\n': use letters, digits, '.', '_' and '-' only\n"
+
+
+def test_logs_takes_follow():
+    assert parse(["logs", "--follow"]).follow is True
+    assert parse(["logs", "r", "--node", "1"]).follow is False
