@@ -41,12 +41,21 @@ class RunRecord:
     def file(self, name: str) -> str:
         return os.path.join(self.path, name)
 
-    def read_status(self) -> dict:
+    def read_status(self, strict: bool = False) -> dict:
+        """The record's status; a damaged file reads as state "corrupt" (or, with strict, a one-line error)."""
         try:
             with open(self.file(STATUS), encoding="utf-8") as f:
-                return json.load(f)
+                data = json.load(f)
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            return data
         except FileNotFoundError:
             return {}
+        except (ValueError, UnicodeDecodeError, OSError) as e:
+            if strict:
+                raise KitError(f"run record {self.path}: {STATUS} is unreadable ({e}); "
+                               "inspect or remove that directory") from None
+            return {"run_id": os.path.basename(self.path), "state": "corrupt"}
 
     def update_status(self, **fields) -> dict:
         status = {**self.read_status(), **fields}

@@ -48,7 +48,7 @@ class LocalBackend:
             nodes, threads = self._start(plan, envs, base_dir, console)
             record.update_status(state="running", started_at=time.time(), supervisor_pid=os.getpid(),
                                  supervisor_start=tree.same_process(os.getpid(), None).create_time(),
-                                 nodes=[n.record() for n in nodes])
+                                 teardown_grace=_grace(plan), nodes=[n.record() for n in nodes])
             outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
                 f"kit: stopping run {plan.run_id}: SIGTERM to every process, SIGKILL after {_grace(plan):.0f} s"
                 " (Ctrl-C again to shorten)"))
@@ -70,12 +70,17 @@ class LocalBackend:
 
     def _start(self, plan: LaunchPlan, envs, base_dir: str, console: Console):
         nodes, threads = [], []
-        for node, env in zip(plan.nodes, envs):
-            log = os.path.join(base_dir, node.workdir, node.log)
-            handle = LocalNode.start(node.machine_rank, node.host, node.command, env=env, cwd=base_dir,
-                                     log=log, grace=_grace(plan))
-            nodes.append(handle)
-            threads.append(follow_node(handle.output_fd(), node.machine_rank, console))
+        try:
+            for node, env in zip(plan.nodes, envs):
+                log = os.path.join(base_dir, node.workdir, node.log)
+                handle = LocalNode.start(node.machine_rank, node.host, node.command, env=env, cwd=base_dir,
+                                         log=log, grace=_grace(plan))
+                nodes.append(handle)
+                threads.append(follow_node(handle.output_fd(), node.machine_rank, console))
+        except OSError as e:
+            for handle in nodes:
+                handle.send("kill")
+            raise KitError(f"could not start node {len(nodes)} on this machine: {e}") from None
         return nodes, threads
 
 

@@ -1,13 +1,13 @@
-"""`kit runs / status / logs / cancel`: read and act on run records."""
+"""`kit runs / status / cancel`: read and act on run records (`kit logs` lives in logs.py)."""
 
-import os
-import signal
-import sys
 import time
 
 from launcher import runs
+from launcher.commands.logs import logs
 from launcher.errors import KitError
-from launcher.procs import run_processes, start_time, terminate_groups
+from launcher.supervise import liveness, tree
+
+CANCEL_MARGIN = 30.0  # on top of the grace period: the supervisor's own shutdown and the log flush
 
 
 def _record(args) -> runs.RunRecord:
@@ -29,64 +29,71 @@ def runs_cmd(args) -> int:
     print(f"{'RUN':<44} {'BACKEND':<8} {'STATE':<10} {'EXIT':>4}  CREATED")
     for run_id, st in records:
         code = st.get("exit_code")
-        print(f"{run_id:<44} {st.get('backend', '?'):<8} {st.get('state', '?'):<10} "
+        state, _ = liveness.current_state(st)
+        print(f"{run_id:<44} {st.get('backend', '?'):<8} {state:<10} "
               f"{'' if code is None else code:>4}  {_when(st.get('created_at'))}")
     return 0
 
 
 def status(args) -> int:
     record = _record(args)
-    st = record.read_status()
-    print(f"run {st.get('run_id')}  job {st.get('job')}  backend {st.get('backend')}  state {st.get('state')}")
+    st = record.read_status(strict=True)
+    state, note = liveness.current_state(st)
+    print(f"run {st.get('run_id')}  job {st.get('job')}  backend {st.get('backend')}  state {state}")
+    if note:
+        print(f"  {note}")
     codes = st.get("node_exit_codes") or []
     for i, node in enumerate(st.get("nodes", [])):
         code = codes[i] if i < len(codes) else "-"
         print(f"  node {node['rank']}  host {node['host']}  pid {node['pid']}  exit {code}")
+    failure = st.get("failure")
+    if failure:
+        rank = f" rank {failure['rank']}" if failure.get("rank") is not None else ""
+        print(f"  first failure: node {failure['node']} ({failure['host']}){rank} exited {failure['code']} "
+              f"({failure['meaning']}): {failure['last_line']}")
     if st.get("exit_code") is not None:
         print(f"exit code {st['exit_code']}")
     return 0
 
 
-def logs(args) -> int:
-    record = _record(args)
-    names = sorted(n for n in os.listdir(record.path) if n.startswith("node") and n.endswith(".log"))
-    if args.node is not None:
-        names = [n for n in names if n == f"node{args.node}.log"]
-        if not names:
-            raise KitError(f"--node {args.node}: no such node log in {record.path}")
-    for name in names:
-        with open(os.path.join(record.path, name), encoding="utf-8", errors="replace") as f:
-            sys.stdout.write(f"==> {name} <==\n{f.read()}")
-    return 0
+def _wait_gone(procs, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        procs = [p for p in procs if p.is_running() and p.status() != "zombie"]
+        if not procs:
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def cancel(args) -> int:
     record = runs.find(args.run_root, args.run_id)
-    st = record.read_status()
-    pgids = [n["pgid"] for n in st.get("nodes", [])]
-    mine = run_processes(st["run_id"], pgids)
-    supervisor = st.get("supervisor_pid")
-    if supervisor and st.get("state") == "running" and start_time(supervisor) == st.get("supervisor_start"):
-        # The supervising `kit submit` tears down and records the outcome itself.
-        try:
-            os.kill(supervisor, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    if mine:
-        terminate_groups(sorted({g for g in map(_pgid, mine) if g is not None}), grace=10.0)
-    if st.get("state") in ("starting", "running"):
-        time.sleep(0.5)
-        if record.read_status().get("state") in ("starting", "running"):
-            record.update_status(state="cancelled", finished_at=time.time())
-    print(f"run {st['run_id']}: cancelled ({len(mine)} process(es) stopped)")
+    st = record.read_status(strict=True)
+    run_id = st.get("run_id", args.run_id)
+    state, _ = liveness.current_state(st)
+    grace = float(st.get("teardown_grace") or 40.0)
+    if state not in liveness.ACTIVE + ("lost",):
+        code = st.get("exit_code")
+        print(f"run {run_id}: already finished ({state}{'' if code is None else f', exit code {code}'}); "
+              "nothing to cancel")
+        return 0
+    boss = liveness.supervisor(st)
+    if boss is not None:
+        # The supervisor tears its nodes down (ranks get their grace period) and records the outcome.
+        print(f"run {run_id}: stopping (ranks get up to {grace:.0f} s to save)")
+        boss.terminate()
+        _wait_gone([boss], grace + CANCEL_MARGIN)
+    dogs = liveness.live_watchdogs(st)
+    for dog in dogs:
+        dog.terminate()  # a watchdog stops its node on SIGTERM, with the grace period
+    _wait_gone(dogs, grace + CANCEL_MARGIN)
+    left = tree.run_processes(run_id)  # last resort: anything still carrying this run's id
+    if left:
+        tree.terminate(left, grace=grace)
+    if record.read_status().get("state") in liveness.ACTIVE:
+        record.update_status(state="cancelled", finished_at=time.time())
+    print(f"run {run_id}: cancelled; no process of it is left")
     return 0
-
-
-def _pgid(pid: int):
-    try:
-        return os.getpgid(pid)
-    except ProcessLookupError:
-        return None
 
 
 COMMANDS = {"runs": runs_cmd, "status": status, "logs": logs, "cancel": cancel}

@@ -1,0 +1,64 @@
+"""`kit logs RUN [--node N] [--follow]`: print a run's node logs, and with --follow keep printing until it ends."""
+
+import os
+import sys
+import time
+
+from launcher import runs
+from launcher.errors import KitError
+from launcher.plan.tags import is_tagged, node_tag
+from launcher.supervise import liveness
+
+FOLLOW_POLL = 0.3
+
+
+def _node_logs(record: runs.RunRecord, node) -> list[tuple[int, str]]:
+    names = sorted((int(n[4:-4]), n) for n in os.listdir(record.path)
+                   if n.startswith("node") and n.endswith(".log") and n[4:-4].isdigit())
+    if node is not None:
+        names = [(r, n) for r, n in names if r == node]
+        if not names:
+            raise KitError(f"--node {node}: no such node log in {record.path}")
+    return [(r, os.path.join(record.path, n)) for r, n in names]
+
+
+def _print_whole(paths) -> None:
+    for rank, path in paths:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            sys.stdout.write(f"==> {os.path.basename(path)} <==\n{f.read()}")
+
+
+def _still_running(record: runs.RunRecord) -> bool:
+    state, _ = liveness.current_state(record.read_status())
+    return state in liveness.ACTIVE
+
+
+def _follow(record: runs.RunRecord, node) -> None:
+    """Every node's lines as they come, tagged like the live console, until the run ends and the logs drain."""
+    offsets, pending = {}, {}
+    while True:
+        running = _still_running(record)
+        for rank, path in _node_logs(record, node) if os.path.isdir(record.path) else []:
+            with open(path, "rb") as f:
+                f.seek(offsets.get(path, 0))
+                data = pending.get(path, b"") + f.read()
+                offsets[path] = f.tell()
+            *lines, pending[path] = data.split(b"\n")
+            for raw in lines:
+                line = raw.decode("utf-8", errors="replace")
+                sys.stdout.write((line if is_tagged(line, rank) else f"{node_tag(rank)} {line}") + "\n")
+            sys.stdout.flush()
+        if not running:
+            return
+        time.sleep(FOLLOW_POLL)
+
+
+def logs(args) -> int:
+    from launcher.commands.records import _record
+    record = _record(args)
+    paths = _node_logs(record, args.node) if args.node is not None else None
+    if getattr(args, "follow", False):
+        _follow(record, args.node)
+        return 0
+    _print_whole(paths if paths is not None else _node_logs(record, None))
+    return 0
