@@ -14,6 +14,16 @@ Contract with the launcher
   (``EXIT_PREEMPTED``, EX_TEMPFAIL).  torchrun/accelerate collapse child exit codes to 1, so the launcher should
   look for the marker file; it is removed when a run starts.  ``--resume auto`` continues from the latest complete
   checkpoint.
+* Resume: ``--resume auto`` (the default) continues only a checkpoint of this same run (its fingerprint: model
+  config, data and split, strategy, world size, precision, trajectory hyperparameters) that has not finished.
+  A finished run (``<output_dir>/FINISHED``) or a checkpoint of another run stops the run at once with one line
+  (``resume refused: ...``, naming what differs) and exit code 5 (``EXIT_RESUME_REFUSED``); train again with
+  ``--resume no`` or another ``--output-dir``.
+* Gradient accumulation: one number for every strategy.  ``--grad-accum``, ``ACCELERATE_GRADIENT_ACCUMULATION_STEPS``
+  (kit exports the job's value) and the DeepSpeed config's ``gradient_accumulation_steps`` must agree where they
+  are set; a conflict exits with code 2 (``EXIT_CONFIG``, as for bad arguments), ``config error: ...``.
+* SIGTERM outside the training loop (data loading, final test) stops the rank at once with exit code 75 and no new
+  checkpoint; during the final write of metrics and model it lets the write finish, then exits 75.
 * Offline: importing this package sets ``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFFLINE=1`` (unless already set)
   before transformers is imported; nothing is ever downloaded.
 """
@@ -27,6 +37,8 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 # Hugging Face tokenizers' own thread pool fights with the training threads on small CPU machines.
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+EXIT_CONFIG = 2  # conflicting settings (like argparse's usage errors)
 EXIT_WORLD_CHECK = 3
 EXIT_BAD_DATA = 4
+EXIT_RESUME_REFUSED = 5  # --resume would continue a finished run or another run's checkpoint
 EXIT_PREEMPTED = 75

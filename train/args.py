@@ -24,11 +24,6 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _default_grad_accum() -> int:
-    # `accelerate launch --gradient_accumulation_steps N` arrives in this env var.
-    return int(os.environ.get("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "1") or 1)
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m train", description="BERT text classification with Accelerate.",
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -53,8 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     t = p.add_argument_group("optimisation")
     t.add_argument("--batch-size", type=_positive(int), default=32, help="examples per device per micro-step")
     t.add_argument("--eval-batch-size", type=_positive(int), default=128, help="examples per device in eval")
-    t.add_argument("--grad-accum", type=_positive(int), default=_default_grad_accum(),
-                   help="gradient accumulation steps (default: ACCELERATE_GRADIENT_ACCUMULATION_STEPS or 1)")
+    t.add_argument("--grad-accum", type=_positive(int), default=None,
+                   help="gradient accumulation steps (default: what the launcher set, ACCELERATE_GRADIENT_"
+                        "ACCUMULATION_STEPS or the DeepSpeed config, else 1; if given, it must agree with them)")
     t.add_argument("--lr", type=_positive(float), default=1e-3, help="peak learning rate (AdamW)")
     t.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay (not on bias/LayerNorm)")
     t.add_argument("--warmup", type=float, default=0.06,
@@ -73,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=42, help="seed for split, init, shuffling and dropout")
     r.add_argument("--output-dir", default="outputs/bert_cls", help="metrics, report, curves, checkpoints, model")
     r.add_argument("--resume", default="auto",
-                   help="'auto' (latest complete checkpoint in the output dir, if any), 'no', or a checkpoint dir")
+                   help="'auto': continue this run's latest complete checkpoint in the output dir, if any (refused, "
+                        "exit 5, for a finished run or another run's checkpoint); 'no': start from scratch, "
+                        "removing earlier checkpoints and results there; or a checkpoint dir")
     r.add_argument("--no-save-model", dest="save_model", action="store_false", help="skip the final save_pretrained%(default).0s")
     return p
 

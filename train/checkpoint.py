@@ -3,7 +3,12 @@
 Every rank writes into ``checkpoints/.tmp-step-N`` (accelerate's save_state is collective under DeepSpeed/FSDP);
 after a barrier the local main process of each node writes ``kit_manifest.json`` (the trainer state plus the
 size of every file) and renames the directory to ``checkpoints/step-N``.  ``--resume auto`` takes the newest
-``step-N`` whose manifest matches the files on disk, so a truncated or half-copied checkpoint is skipped.
+``step-N`` whose manifest matches the files on disk, so a truncated or half-copied checkpoint is skipped; the
+manifest's fingerprint then decides whether this run may continue it (train/resume.py).
+
+Nodes without a shared file system each keep their own copy (the local main process owns it).  Under DDP the
+main process alone would write weights and optimizer state, so accelerate's ``save_on_each_node`` is switched on
+there and every copy is complete; other strategies refuse to resume from such copies (train/resume.py).
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import re
 import shutil
 import uuid
 from pathlib import Path
+
+import torch
 
 MANIFEST = "kit_manifest.json"
 _NAME = re.compile(r"^step-(\d+)$")
@@ -47,7 +54,14 @@ def directory_owner(accelerator, directory: Path) -> bool:
     return owner
 
 
-def save(accelerator, output_dir: Path, step: int, state: dict, keep: int, owner: bool) -> Path:
+def shared_file_system(accelerator, owner: bool) -> bool:
+    """Collective.  True when one process owns the directory for everyone (all nodes see the same files)."""
+    count = torch.tensor([1.0 if owner else 0.0], device=accelerator.device)
+    return int(accelerator.reduce(count, reduction="sum").item()) == 1
+
+
+def save(accelerator, output_dir: Path, step: int, state: dict, keep: int, owner: bool,
+         fingerprint: dict | None = None) -> Path:
     """Collective: every rank must call it at the same step.  `owner`: see directory_owner."""
     root = checkpoints_dir(output_dir)
     tmp, final = root / f".tmp-step-{step}", root / f"step-{step}"
@@ -58,7 +72,7 @@ def save(accelerator, output_dir: Path, step: int, state: dict, keep: int, owner
     accelerator.save_state(str(tmp))
     accelerator.wait_for_everyone()
     if owner:
-        manifest = {"step": step, "state": state, "files": _file_sizes(tmp)}
+        manifest = {"step": step, "state": state, "fingerprint": fingerprint, "files": _file_sizes(tmp)}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
         shutil.rmtree(final, ignore_errors=True)
         os.rename(tmp, final)
@@ -103,6 +117,11 @@ def latest(output_dir: Path) -> Path | None:
 
 def read_state(path: Path) -> dict:
     return json.loads((Path(path) / MANIFEST).read_text())["state"]
+
+
+def read_fingerprint(path: Path) -> dict | None:
+    """The fingerprint of the run that wrote the checkpoint (None: written before kit recorded one)."""
+    return json.loads((Path(path) / MANIFEST).read_text()).get("fingerprint")
 
 
 def resolve_resume(resume: str, output_dir: Path) -> Path | None:

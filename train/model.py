@@ -54,10 +54,7 @@ def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> t
 
 
 def build_scheduler(optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int):
-    """Linear warmup to the peak LR, then linear decay to 0 at total_steps."""
-    def factor(step: int) -> float:
-        if step < warmup_steps:
-            return (step + 1) / max(1, warmup_steps)
-        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+    """Linear warmup to the peak LR, then linear decay to 0 at total_steps (transformers' own schedule)."""
+    from transformers import get_linear_schedule_with_warmup
 
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    return get_linear_schedule_with_warmup(optimizer, num_warmup_steps=warmup_steps, num_training_steps=total_steps)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from train import flops, outputs
+from train import flops, outputs, preempt
 
 # Test hook: every rank writes its full (gathered) parameters to <dir>/rank<N>.pt after training.
 DUMP_ENV = "KIT_TRAIN_DUMP_PARAMS"
@@ -87,6 +87,8 @@ def _metrics(args, accelerator, trainer, test: dict, gpus) -> dict:
         "world_size": accelerator.num_processes, "strategy": strategy_name(accelerator),
         "mixed_precision": str(accelerator.mixed_precision), "device": accelerator.device.type,
         "steps": s.step, "epochs": s.epoch, "train_time_s": round(s.train_time, 3),
+        "grad_accum": args.grad_accum, "steps_per_epoch": trainer.steps_per_epoch,
+        "schedule_steps": trainer.total_steps, "samples": s.samples, "fingerprint": trainer.fingerprint,
         "samples_per_s": round(s.samples / s.train_time, 2) if s.train_time else None,
         "tokens_per_s": None if tokens_per_s is None else round(tokens_per_s, 2),
         **_efficiency(accelerator, trainer, tokens_per_s), "evals": s.evals, "train_log": s.train_log,
@@ -97,30 +99,37 @@ def _metrics(args, accelerator, trainer, test: dict, gpus) -> dict:
 
 
 def finish(args, accelerator, trainer, tokenizer, out: Path) -> dict:
+    """Collective.  A SIGTERM stops the test at once, but lets the final write complete before it stops."""
+    preempt.enter_phase(accelerator, "test", f"{len(trainer.loaders['test'].dataset)} examples")
     test = trainer.test()
     gpus = gpu_stats(accelerator)
     metrics = _metrics(args, accelerator, trainer, test, gpus)
     if os.environ.get(DUMP_ENV):
         dump_params(accelerator, trainer.model, os.environ[DUMP_ENV])
     state_dict = full_state_dict(accelerator, trainer.model) if args.save_model else None
-    if accelerator.is_main_process:
-        text, data = outputs.classification_outputs(test["labels"], test["preds"], trainer.labels)
-        metrics["test"].update(data)
-        (out / "classification_report.txt").write_text(text)
-        outputs.write_json(out / "metrics.json", metrics)
-        outputs.plot_curves(out / "curves.png", trainer.state.train_log, trainer.state.evals)
-        if args.save_model:
-            unwrapped = accelerator.unwrap_model(trainer.model)
-            unwrapped.save_pretrained(str(out / "model"), state_dict=state_dict, safe_serialization=True)
-            tokenizer.save_pretrained(str(out / "model"))
-        print(f"test accuracy {test['accuracy']:.4f} loss {test['loss']:.4f} ({test['examples']} examples); "
-              f"{metrics['samples_per_s']} samples/s, {metrics['tokens_per_s']} tokens/s; "
-              f"world {metrics['world_size']} {metrics['strategy']} {metrics['mixed_precision']}", flush=True)
-        if metrics["mfu"] is not None:
-            print(f"model FLOPs utilisation {100 * metrics['mfu']:.1f}% of {metrics['device_name']}'s 16-bit peak "
-                  f"({metrics['model_flops_per_token'] / 1e6:.1f} MFLOPs per token)", flush=True)
-        if gpus:
-            for row in gpus:
-                print(f"gpu rank {row['rank']}: peak {row['peak_memory_mib']} MiB, util {row['utilization_pct']}%")
-    accelerator.wait_for_everyone()
+    with trainer.preemption.critical():
+        preempt.enter_phase(accelerator, "save", f"metrics, report and model to {out}", trainer.preemption)
+        if accelerator.is_main_process:
+            _write(args, accelerator, trainer, tokenizer, out, test, metrics, state_dict)
+        accelerator.wait_for_everyone()
     return metrics
+
+
+def _write(args, accelerator, trainer, tokenizer, out: Path, test: dict, metrics: dict, state_dict) -> None:
+    text, data = outputs.classification_outputs(test["labels"], test["preds"], trainer.labels)
+    metrics["test"].update(data)
+    (out / "classification_report.txt").write_text(text)
+    outputs.write_json(out / "metrics.json", metrics)
+    outputs.plot_curves(out / "curves.png", trainer.state.train_log, trainer.state.evals)
+    if args.save_model:
+        unwrapped = accelerator.unwrap_model(trainer.model)
+        unwrapped.save_pretrained(str(out / "model"), state_dict=state_dict, safe_serialization=True)
+        tokenizer.save_pretrained(str(out / "model"))
+    print(f"test accuracy {test['accuracy']:.4f} loss {test['loss']:.4f} ({test['examples']} examples); "
+          f"{metrics['samples_per_s']} samples/s, {metrics['tokens_per_s']} tokens/s; "
+          f"world {metrics['world_size']} {metrics['strategy']} {metrics['mixed_precision']}", flush=True)
+    if metrics["mfu"] is not None:
+        print(f"model FLOPs utilisation {100 * metrics['mfu']:.1f}% of {metrics['device_name']}'s 16-bit peak "
+              f"({metrics['model_flops_per_token'] / 1e6:.1f} MFLOPs per token)", flush=True)
+    for row in metrics["gpu"] or []:
+        print(f"gpu rank {row['rank']}: peak {row['peak_memory_mib']} MiB, util {row['utilization_pct']}%")

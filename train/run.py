@@ -8,8 +8,9 @@ from pathlib import Path
 
 import torch
 
-from train import EXIT_BAD_DATA, EXIT_PREEMPTED, EXIT_WORLD_CHECK, checkpoint, data, model as model_lib
-from train import outputs, preempt, results, tokenize, world_check
+from train import EXIT_BAD_DATA, EXIT_CONFIG, EXIT_PREEMPTED, EXIT_RESUME_REFUSED, EXIT_WORLD_CHECK
+from train import accumulation, checkpoint, data, fingerprint, model as model_lib
+from train import preempt, results, resume, tokenize, world_check
 from train.batching import eval_loader, train_loader
 from train.progress import quiet_library_bars
 from train.trainer import Trainer
@@ -22,10 +23,11 @@ def make_accelerator(args):
     handlers = []
     launched = int(os.environ.get("WORLD_SIZE", "1")) > 1 and "MASTER_ADDR" in os.environ  # torchrun's env
     if not torch.cuda.is_available() and launched:
-        # accelerate + DeepSpeed on CPU only forms a world with gloo (FACTS.md); harmless for DDP on CPU.
+        # accelerate + DeepSpeed on CPU forms a world only with an explicit gloo backend; harmless for DDP on CPU.
         # Not for a lone process: accelerate would then expect a process group that nobody initialised.
         handlers.append(InitProcessGroupKwargs(backend="gloo"))
-    return Accelerator(gradient_accumulation_steps=args.grad_accum, step_scheduler_with_optimizer=False,
+    # accelerate lets ACCELERATE_GRADIENT_ACCUMULATION_STEPS override this; accumulation.resolve reconciles them.
+    return Accelerator(gradient_accumulation_steps=args.grad_accum or 1, step_scheduler_with_optimizer=False,
                        kwargs_handlers=handlers)
 
 
@@ -55,9 +57,13 @@ def _set_ds_micro_batch(accelerator, batch_size: int) -> None:
 
 
 def build_trainer(args, accelerator, splits, tokenizer, encoded) -> Trainer:
+    if args.grad_accum is None:  # a caller that made its own accelerator (bench/)
+        args.grad_accum = accumulation.resolve(None, accelerator)
     net = model_lib.build_model(args.model, len(splits.labels), len(tokenizer), args.max_length, args.dropout)
     net.config.id2label = dict(enumerate(splits.labels))
     net.config.label2id = {name: i for i, name in enumerate(splits.labels)}
+    run_fingerprint = fingerprint.build(args, net.config, splits.fingerprint, results.strategy_name(accelerator),
+                                        accelerator.num_processes, str(accelerator.mixed_precision))
     optimizer = model_lib.build_optimizer(net, args.lr, args.weight_decay)
     train_dl = train_loader(encoded["train"], args.batch_size, args.seed, tokenizer.pad_token_id, args.bucketing)
     sampler = train_dl.batch_sampler
@@ -74,6 +80,7 @@ def build_trainer(args, accelerator, splits, tokenizer, encoded) -> Trainer:
     world_check.check(accelerator, model=net)  # the strategy must have engaged on the prepared model
     loaders = {"train": train_dl, "validation": val_dl, "test": test_dl}
     trainer = Trainer(args, accelerator, net, optimizer, scheduler, loaders, sampler, splits.labels)
+    trainer.fingerprint = run_fingerprint
     assert trainer.total_steps == total, (trainer.total_steps, total)
     return trainer
 
@@ -81,33 +88,77 @@ def build_trainer(args, accelerator, splits, tokenizer, encoded) -> Trainer:
 def run(args) -> int:
     torch.manual_seed(args.seed)  # same initial weights on every rank, before any model is built
     quiet_library_bars()
-    accelerator = make_accelerator(args)
+    ctx = {"preemption": preempt.Preemption(), "accelerator": None, "trainer": None}
+    ctx["preemption"].install()  # from the first moment: SIGTERM while loading data stops the run too
+    try:
+        return _run(args, ctx)
+    except preempt.Preempted as exc:
+        return _preempted(args, ctx, exc.signal_name)
+    except Exception:
+        if ctx["preemption"].terminate:  # a collective failed because the other ranks had already stopped
+            return _preempted(args, ctx, "SIGTERM")
+        raise
+
+
+def _fail(code: int, message: str, accelerator=None) -> int:
+    """One line on the main process; every rank returns `code` (after the line is out)."""
+    if accelerator is None or accelerator.is_main_process:
+        print(message, file=sys.stderr, flush=True)
+    if accelerator is not None:
+        accelerator.wait_for_everyone()
+    return code
+
+
+def _run(args, ctx) -> int:
+    accelerator = ctx["accelerator"] = make_accelerator(args)
     try:
         world_check.check(accelerator)
+        args.grad_accum = accumulation.resolve(args.grad_accum, accelerator)
     except world_check.WorldCheckError as exc:
         print(exc, file=sys.stderr, flush=True)
         return EXIT_WORLD_CHECK
+    except accumulation.AccumulationError as exc:
+        return _fail(EXIT_CONFIG, f"config error: {exc}", accelerator)
     out = Path(args.output_dir)
     if accelerator.is_local_main_process:
         out.mkdir(parents=True, exist_ok=True)
-        preempt.clear_marker(out)
     try:
         splits, tokenizer, encoded = load_data(args, accelerator)
     except data.DataError as exc:
         print(f"bad data: {exc}", file=sys.stderr, flush=True)
         return EXIT_BAD_DATA
     try:
-        trainer = build_trainer(args, accelerator, splits, tokenizer, encoded)
+        trainer = ctx["trainer"] = build_trainer(args, accelerator, splits, tokenizer, encoded)
     except world_check.WorldCheckError as exc:
         print(exc, file=sys.stderr, flush=True)
         return EXIT_WORLD_CHECK
+    trainer.preemption = ctx["preemption"]
+    try:
+        _resume_or_start(args, accelerator, trainer, out)
+    except resume.ResumeRefused as exc:
+        return _fail(EXIT_RESUME_REFUSED, str(exc), accelerator)
     return _train_and_report(args, accelerator, trainer, tokenizer, out)
 
 
+def _resume_or_start(args, accelerator, trainer, out: Path) -> None:
+    """Collective: who owns the checkpoint directory, which checkpoint (if any) to continue, a clean start."""
+    owner = checkpoint.directory_owner(accelerator, out)
+    shared = checkpoint.shared_file_system(accelerator, owner)
+    if not shared:
+        # Each node keeps its own copy; under DDP the full state (weights, optimizer) must be in every copy.
+        accelerator.project_configuration.save_on_each_node = True
+    trainer.set_owner(owner)
+    path = resume.agree(accelerator, args.resume, out, trainer.fingerprint, shared,
+                        results.strategy_name(accelerator))
+    resume.start(out, owner, fresh=path is None)
+    if owner:
+        preempt.clear_marker(out)
+    accelerator.wait_for_everyone()
+    if path is not None:
+        trainer.resume(path)
+
+
 def _train_and_report(args, accelerator, trainer, tokenizer, out: Path) -> int:
-    resume_from = checkpoint.resolve_resume(args.resume, out)
-    if resume_from is not None:
-        trainer.resume(resume_from)
     if not trainer.train():
         if accelerator.is_main_process:
             preempt.write_marker(out, trainer.state.step, trainer.checkpoint_path, trainer.preemption.signal_name)
@@ -115,6 +166,24 @@ def _train_and_report(args, accelerator, trainer, tokenizer, out: Path) -> int:
                           f"exit {EXIT_PREEMPTED}")
         accelerator.wait_for_everyone()
         return EXIT_PREEMPTED
+    trainer.preemption.raise_if_terminated()  # a SIGTERM in the last moments of the loop
     results.finish(args, accelerator, trainer, tokenizer, out)
+    if accelerator.is_main_process:
+        resume.finish(out, trainer.state.step, trainer.fingerprint)
     accelerator.end_training()
     return 0
+
+
+def _preempted(args, ctx, signal_name: str) -> int:
+    """SIGTERM outside the training loop: no new checkpoint; point the launcher at the last one and stop."""
+    accelerator, trainer = ctx["accelerator"], ctx["trainer"]
+    step = trainer.state.step if trainer is not None else 0
+    last = trainer.checkpoint_path if trainer is not None else None
+    if accelerator is None or accelerator.is_main_process:
+        try:
+            preempt.write_marker(Path(args.output_dir), step, last, signal_name)
+        except OSError:
+            pass  # the output directory may not exist yet
+        print(f"preempted by {signal_name} outside the training loop at step {step} (last checkpoint: {last}), "
+              f"exit {EXIT_PREEMPTED}", file=sys.stderr, flush=True)
+    return EXIT_PREEMPTED

@@ -39,6 +39,7 @@ class Trainer:
         self.steps_per_epoch = math.ceil(len(loaders["train"]) / args.grad_accum)
         self.total_steps = args.max_steps or max(1, round(args.epochs * self.steps_per_epoch))
         self.checkpoint_path = None  # last checkpoint written or resumed from
+        self.fingerprint = None  # what a checkpoint must match to be continued (train/fingerprint.py)
         self._owner = None  # does this process manage checkpoint directories on its file system?
         self._pending = (0.0, 0, 0)  # loss sum, micro-batches, tokens since the last log line (this rank)
 
@@ -50,23 +51,29 @@ class Trainer:
         self.accelerator.print(f"resumed from {path} at step {self.state.step} (epoch {self.state.epoch}, "
                                f"{self.state.batches_done} batches in)")
 
+    def set_owner(self, owner: bool) -> None:
+        self._owner = owner
+
     def save(self):
         if self._owner is None:
             self._owner = checkpoint.directory_owner(self.accelerator, self.args.output_dir)
         self.checkpoint_path = checkpoint.save(self.accelerator, self.args.output_dir, self.state.step,
-                                               asdict(self.state), self.args.keep_checkpoints, self._owner)
+                                               asdict(self.state), self.args.keep_checkpoints, self._owner,
+                                               self.fingerprint)
         return self.checkpoint_path
 
     # --- training ---------------------------------------------------------------------------------------------
     def train(self) -> bool:
-        """Train to total_steps; False if stopped by preemption (a checkpoint has been saved)."""
-        self.preemption.install()
+        """Train to total_steps; False if stopped by preemption (a checkpoint has been saved).
+
+        Signals only set a flag in here; all ranks act on it together at an optimizer-step boundary."""
         self.model.train()
         bar = progress_bar(self.total_steps, self.state.step, disable=not self.accelerator.is_main_process)
         try:
-            while self.state.step < self.total_steps:
-                if not self._run_epoch(bar):
-                    return False
+            with self.preemption.deferred():
+                while self.state.step < self.total_steps:
+                    if not self._run_epoch(bar):
+                        return False
         finally:
             bar.close()
         return True

@@ -30,9 +30,9 @@ def node_env(job: JobSpec, cluster: ClusterSpec, shape: Shape, run_id: str) -> d
         "KIT_EXPECTED_MIXED_PRECISION": job.mixed_precision,
         "KIT_EXPECTED_DEVICE": shape.device,
     })
-    if job.strategy != "deepspeed":
-        # accelerate's own channel for accumulation outside DeepSpeed (its launch flag only feeds DeepSpeed).
-        env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = str(shape.gradient_accumulation_steps)
+    # accelerate's own channel for accumulation, under every strategy: the DeepSpeed JSON carries the same number
+    # (or "auto", which accelerate fills from this), so the training loop never counts with another one.
+    env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = str(shape.gradient_accumulation_steps)
     if shape.device == "cpu" and job.strategy == "ddp":
         # With MULTI_GPU this forms a real gloo world; `--cpu`/MULTI_CPU would train each process alone.
         env["ACCELERATE_USE_CPU"] = "1"

@@ -33,23 +33,30 @@ def _misconfigured_yaml(tmp: Path, world: int, distributed_type: str) -> Path:
 
 
 def job_spec(strategy: str, train_args: list[str], world: int, machines: int, stage: int,
-             env: dict | None) -> dict:
+             env: dict | None, job_fields: dict | None = None) -> dict:
     """The job YAML for a CPU run of the training module (DeepSpeed offloads to CPU, as on a GPU-less node)."""
     job = {"name": "train-test", "entrypoint": {"module": "train"}, "args": list(train_args), "nodes": machines,
            "gpus_per_node": 0, "procs_per_node": world // machines, "strategy": strategy,
-           "env": {"PYTHONUNBUFFERED": "1", **(env or {})}}
+           "env": {"PYTHONUNBUFFERED": "1", **(env or {})}, **(job_fields or {})}
     if strategy == "deepspeed":
         job["deepspeed"] = {"zero_stage": stage, "offload_optimizer": "cpu", "gradient_clipping": 1.0,
                             **({"offload_param": "cpu", "zero3_init": True} if stage == 3 else {})}
     return job
 
 
-def run_job(tmp: Path, strategy: str, train_args: list[str], world: int = 2, machines: int = 1,
-            stage: int = 2, extra_env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    """`kit submit` the job on the local cluster (one launcher per simulated node) and wait for it."""
+def kit_submit_argv(tmp: Path, strategy: str, train_args: list[str], world: int = 2, machines: int = 1,
+                    stage: int = 2, extra_env: dict | None = None, job_fields: dict | None = None) -> list[str]:
+    """Write the job YAML; the `kit submit` command line that runs it on the local cluster."""
     spec = tmp / f"job-{strategy}-{len(list(tmp.glob('job-*.yaml')))}.yaml"
-    spec.write_text(yaml.safe_dump(job_spec(strategy, train_args, world, machines, stage, extra_env)))
-    argv = [PYTHON, "-m", "launcher", "submit", str(spec), "--cluster", str(REPO / "cluster_configs" / "local.yaml")]
+    spec.write_text(yaml.safe_dump(job_spec(strategy, train_args, world, machines, stage, extra_env, job_fields)))
+    return [PYTHON, "-m", "launcher", "submit", str(spec), "--cluster", str(REPO / "cluster_configs" / "local.yaml")]
+
+
+def run_job(tmp: Path, strategy: str, train_args: list[str], world: int = 2, machines: int = 1,
+            stage: int = 2, extra_env: dict | None = None, timeout: float = 600,
+            job_fields: dict | None = None) -> subprocess.CompletedProcess:
+    """`kit submit` the job on the local cluster (one launcher per simulated node) and wait for it."""
+    argv = kit_submit_argv(tmp, strategy, train_args, world, machines, stage, extra_env, job_fields)
     try:
         return subprocess.run(argv, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               timeout=timeout)
@@ -60,7 +67,8 @@ def run_job(tmp: Path, strategy: str, train_args: list[str], world: int = 2, mac
 def run_misconfigured(tmp: Path, train_args: list[str], world: int = 2, distributed_type: str = "MULTI_GPU",
                       flags: tuple[str, ...] = ("--multi_gpu",), use_cpu_env: bool = True,
                       timeout: float = 300) -> subprocess.CompletedProcess:
-    """A hand-written single-machine launch with one of the CPU traps kit avoids (see FACTS.md)."""
+    """A hand-written single-machine launch with one of the CPU traps kit avoids: accelerate's MULTI_CPU without
+    mpirun, or --multi_gpu without ACCELERATE_USE_CPU, starts every process alone and exits 0."""
     env = {k: v for k, v in os.environ.items() if k != "ACCELERATE_USE_CPU"}
     if use_cpu_env:
         env["ACCELERATE_USE_CPU"] = "1"

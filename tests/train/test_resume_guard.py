@@ -1,0 +1,109 @@
+"""--resume auto continues only this run's own unfinished checkpoint; anything else is one line and exit 5."""
+
+import json
+
+import pytest
+
+from tests.train.launch import run_job
+from tests.train.support import resumable_args, synthetic_rows, train_by_hand, write_csv
+from tests.train.test_checkpoint import fake_checkpoint
+from train import EXIT_PREEMPTED, EXIT_RESUME_REFUSED, checkpoint, fingerprint, preempt, resume
+
+FP = {"model": "tiny", "data": "abc", "strategy": "ddp", "world_size": 2, "lr": 0.001, "grad_accum": 1}
+
+
+def with_fingerprint(path, fp):
+    manifest = json.loads((path / checkpoint.MANIFEST).read_text())
+    manifest["fingerprint"] = fp
+    (path / checkpoint.MANIFEST).write_text(json.dumps(manifest))
+    return path
+
+
+def test_differences_name_each_changed_setting():
+    assert fingerprint.differences(FP, dict(FP)) == []
+    assert fingerprint.differences(FP, {**FP, "lr": 0.05, "strategy": "deepspeed_zero2"}) == [
+        "lr 0.001 -> 0.05", "strategy ddp -> deepspeed_zero2"]
+    assert "older kit" in fingerprint.differences(None, FP)[0]
+
+
+def test_decide(tmp_path):
+    assert resume.decide("auto", tmp_path, FP) is None  # nothing there: a fresh start
+    mine = with_fingerprint(fake_checkpoint(tmp_path, 4), FP)
+    assert resume.decide("auto", tmp_path, FP) == mine
+    assert resume.decide("no", tmp_path, FP) is None
+    with pytest.raises(resume.ResumeRefused, match=r"different run \(lr 0.001 -> 0.05\).*--resume no"):
+        resume.decide("auto", tmp_path, {**FP, "lr": 0.05})
+    with pytest.raises(resume.ResumeRefused, match="not a complete checkpoint"):
+        resume.decide(str(tmp_path / "nowhere"), tmp_path, FP)
+    with_fingerprint(fake_checkpoint(tmp_path, 8), None)  # written before fingerprints existed
+    with pytest.raises(resume.ResumeRefused, match="older kit"):
+        resume.decide("auto", tmp_path, FP)
+    resume.finish(tmp_path, 8, FP)
+    with pytest.raises(resume.ResumeRefused, match=r"holds a finished run \(step 8\).*another --output-dir"):
+        resume.decide("auto", tmp_path, FP)
+
+
+def test_fresh_start_clears_an_earlier_run(tmp_path):
+    fake_checkpoint(tmp_path, 4)
+    for name in ("metrics.json", resume.FINISHED):
+        (tmp_path / name).write_text("{}")
+    resume.start(tmp_path, owner=True, fresh=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def _one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.startswith("resume refused:")]
+    assert len(lines) == 1, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    return lines[0]
+
+
+def test_rerun_of_a_finished_run_is_refused_not_reported_as_success(tmp_path):
+    data = write_csv(tmp_path / "d.csv", synthetic_rows(120))
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    first = train_by_hand(resumable_args(data, out, cache, "--max-steps", "3"))
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = (out / "metrics.json").read_text()
+    again = train_by_hand(resumable_args(data, out, cache, "--max-steps", "3", "--lr", "5e-2"))
+    assert again.returncode == EXIT_RESUME_REFUSED
+    line = _one_line(again.stderr)
+    assert "finished run (step 3" in line and "lr 0.001 -> 0.05" in line and "--resume no" in line
+    assert (out / "metrics.json").read_text() == before  # the finished run's figures, untouched
+    fresh = train_by_hand(resumable_args(data, out, cache, "--max-steps", "3", "--lr", "5e-2", "--resume", "no"))
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["steps"] == 3 and metrics["args"]["lr"] == 0.05 and metrics["train_time_s"] > 0
+    assert [e["step"] for e in metrics["train_log"]] == [3]  # --log-every 5: only this run's last step
+
+
+def test_interrupted_run_resumes_without_a_flag_but_not_with_other_settings(tmp_path):
+    data = write_csv(tmp_path / "d.csv", synthetic_rows(120))
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    common = ("--max-steps", "4", "--save-every", "2")
+    first = train_by_hand(resumable_args(data, out, cache, *common), KIT_TRAIN_TEST_SIGNAL_AT_STEP="2")
+    assert first.returncode == EXIT_PREEMPTED, first.stderr[-3000:]
+    other = train_by_hand(resumable_args(data, out, cache, *common, "--lr", "5e-2"))
+    assert other.returncode == EXIT_RESUME_REFUSED
+    assert "lr 0.001 -> 0.05" in _one_line(other.stderr)
+    assert not (out / "metrics.json").exists() and (out / preempt.MARKER).exists()
+    # A requeue: the same job again, no flag; the eval interval may change (it does not shape the trajectory).
+    again = train_by_hand(resumable_args(data, out, cache, *common, "--eval-every", "1"))
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "resumed from" in again.stdout + again.stderr and "step-2" in again.stdout + again.stderr
+    assert json.loads((out / "metrics.json").read_text())["steps"] == 4
+
+
+def test_deepspeed_rerun_on_a_ddp_checkpoint_is_one_line(tmp_path):
+    """The reported repro: a DDP run's checkpoint, then the same job with strategy deepspeed."""
+    data = write_csv(tmp_path / "d.csv", synthetic_rows(120))
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    args = resumable_args(data, out, cache, "--max-steps", "4", "--save-every", "2")
+    first = run_job(tmp_path, "ddp", args, extra_env={"KIT_TRAIN_TEST_SIGNAL_AT_STEP": "2"})
+    assert f"exit {EXIT_PREEMPTED}" in first.stdout, first.stdout[-4000:]
+    second = run_job(tmp_path, "deepspeed", args, stage=2)
+    assert second.returncode != 0
+    refused = [line for line in second.stdout.splitlines() if "resume refused:" in line]
+    assert len(refused) == 1, second.stdout[-4000:]
+    assert "strategy ddp -> deepspeed_zero2" in refused[0] and "--resume no" in refused[0]
+    assert "AssertionError" not in second.stdout and "Traceback" not in second.stdout, second.stdout[-4000:]
+    assert not (out / "metrics.json").exists()

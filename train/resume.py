@@ -1,0 +1,123 @@
+"""Which checkpoint a run continues: only its own, and only while it is unfinished.
+
+The output directory is fixed per job and ``--resume auto`` is the default, so a new run would otherwise quietly
+continue an unrelated one and report its figures.  ``--resume auto`` therefore continues the newest complete
+checkpoint only if its fingerprint (train/fingerprint.py) matches this run and the directory holds no FINISHED
+marker.  A requeued or interrupted run matches and resumes without any flag.  Everything else is refused with one
+line that says what differs and what to do.  A run that starts from scratch clears what an earlier run left.
+
+The main process decides (it sees the main node's files) and tells the others.  Without a shared file system each
+node must hold its own complete copy of the chosen checkpoint, which only DDP writes (save_on_each_node).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import torch
+
+from train import checkpoint, fingerprint
+
+FINISHED = "FINISHED"
+# What an earlier run leaves in the output directory besides checkpoints (removed before a new run starts).
+_RESULTS = ("metrics.json", "classification_report.txt", "curves.png")
+_FIX = "train again from scratch with --resume no (replaces what is there) or use another --output-dir"
+
+
+class ResumeRefused(RuntimeError):
+    """The output directory holds a run this one must not continue; the message is one line."""
+
+
+def _read_finished(out: Path) -> dict | None:
+    try:
+        return json.loads((out / FINISHED).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def decide(resume: str, out: Path, current: dict) -> Path | None:
+    """Main process: the checkpoint to continue, None to start from scratch; ResumeRefused otherwise."""
+    if resume in ("no", "none", ""):
+        return None
+    if resume == "auto":
+        done = _read_finished(out)
+        if done is not None:
+            diffs = fingerprint.differences(done.get("fingerprint"), current)
+            changed = f"; this run differs: {', '.join(diffs)}" if diffs else ""
+            raise ResumeRefused(f"resume refused: {out} holds a finished run (step {done.get('step')}{changed}); "
+                                f"{_FIX}")
+        path = checkpoint.latest(out)
+        if path is None:
+            return None
+    else:
+        path = Path(resume)
+        if not checkpoint.is_complete(path):
+            raise ResumeRefused(f"resume refused: --resume {resume} is not a complete checkpoint (missing or "
+                                f"mismatching {checkpoint.MANIFEST}); point it at a checkpoints/step-N directory")
+    diffs = fingerprint.differences(checkpoint.read_fingerprint(path), current)
+    if diffs:
+        raise ResumeRefused(f"resume refused: checkpoint {path} was written by a different run "
+                            f"({'; '.join(diffs)}): {_FIX}")
+    return path
+
+
+def agree(accelerator, resume: str, out: Path, current: dict, shared_fs: bool, strategy: str) -> Path | None:
+    """Collective: the main process's decision, checked on every node.  Raises ResumeRefused on every rank."""
+    from accelerate.utils import broadcast_object_list
+
+    verdict = [None]
+    if accelerator.is_main_process:
+        try:
+            path = decide(resume, out, current)
+            verdict[0] = ("ok", None if path is None else str(path))
+        except ResumeRefused as exc:
+            verdict[0] = ("refused", str(exc))
+    broadcast_object_list(verdict)
+    kind, value = verdict[0]
+    if kind == "refused":
+        raise ResumeRefused(value)
+    if value is None:
+        return None
+    if not shared_fs and strategy not in ("ddp", "single"):
+        raise ResumeRefused(f"resume refused: without a shared file system only the main node holds the "
+                            f"{strategy} model states of {value}; put --output-dir on a shared file system, or "
+                            f"{_FIX}")
+    _check_every_node_has(accelerator, Path(value))
+    return Path(value)
+
+
+def _check_every_node_has(accelerator, path: Path) -> None:
+    """Collective: each rank checks its own file system holds the complete checkpoint."""
+    missing = torch.tensor([0.0 if checkpoint.is_complete(path) else 1.0], device=accelerator.device)
+    missing = accelerator.reduce(missing, reduction="sum")
+    if missing.item() > 0:
+        raise ResumeRefused(f"resume refused: {int(missing.item())} rank(s) cannot see a complete copy of {path} "
+                            f"(nodes without a shared file system each need their own): {_FIX}")
+
+
+def start(out: Path, owner: bool, fresh: bool) -> None:
+    """Before training (owners only): drop what an earlier attempt left; a fresh start also drops checkpoints."""
+    if not owner:
+        return
+    for name in (FINISHED, *_RESULTS):
+        with contextlib.suppress(FileNotFoundError):
+            (out / name).unlink()
+    if fresh:
+        old = checkpoint.checkpoints_dir(out)
+        if old.is_dir() and any(old.iterdir()):
+            print(f"starting from scratch: removing the checkpoints of an earlier run in {old}", flush=True)
+        shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(out / "model", ignore_errors=True)
+
+
+def finish(out: Path, step: int, current: dict) -> None:
+    """Main process, after every output is written: a later --resume auto must not continue this run."""
+    data = {"step": step, "fingerprint": current, "run_id": os.environ.get("KIT_RUN_ID")}
+    tmp = out / (FINISHED + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, out / FINISHED)
+
