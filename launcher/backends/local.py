@@ -7,7 +7,7 @@ import time
 from launcher.errors import KitError
 from launcher.plan.model import LaunchPlan, NodePlan
 from launcher.runs import RunRecord
-from launcher.secrets import is_secret_name
+from launcher.backends.environment import node_process_env
 from launcher.supervise import tree
 from launcher.supervise.console import Console, follow_node
 from launcher.supervise.failure import TRAIN_EXIT_CODES, TRAIN_MODULE, summarize
@@ -15,19 +15,9 @@ from launcher.supervise.local_node import LocalNode
 from launcher.supervise.supervisor import Cancel, finalize, supervise
 from launcher.supervise.watchdog import become_subreaper
 
-DEFAULT_GRACE = 40.0
-
-
-def node_environment(node: NodePlan, environ: dict[str, str]) -> dict[str, str]:
-    """The submitter's environment plus secret values, which the command text never carries."""
-    missing = [n for n in node.secret_env if n not in node.env and n not in environ]
-    if missing:
-        raise KitError(f"secret_env: {', '.join(missing)} not set in your environment; export it first")
-    return {**environ, **{k: v for k, v in node.env.items() if is_secret_name(k) or k in node.secret_env}}
-
 
 def _grace(plan: LaunchPlan) -> float:
-    return getattr(plan, "teardown_grace", None) or DEFAULT_GRACE
+    return plan.teardown_grace
 
 
 class LocalBackend:
@@ -36,14 +26,14 @@ class LocalBackend:
     def check(self, plan: LaunchPlan) -> None:
         """Fail before anything is written or started."""
         for node in plan.nodes:
-            node_environment(node, dict(os.environ))
+            node_process_env(plan, node, dict(os.environ))
 
     def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> int:
         console = console or Console(sys.stdout, sys.stderr)
         # Orphans of a node (a rank whose watchdog died) are re-parented to us, never to init, so the final
         # sweep below still finds them.
         become_subreaper()
-        envs = [node_environment(n, dict(os.environ)) for n in plan.nodes]
+        envs = [node_process_env(plan, n, dict(os.environ)) for n in plan.nodes]
         with Cancel(on_hangup=console.hang_up) as cancel:
             nodes, threads = self._start(plan, envs, base_dir, console)
             record.update_status(state="running", started_at=time.time(), supervisor_pid=os.getpid(),

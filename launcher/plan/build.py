@@ -139,4 +139,5 @@ def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id:
         run_id=run_id, job_name=job.name, backend=cluster.backend, cluster_name=cluster.name,
         run_dir=run_dir, world=world, nodes=nodes, files=dict(sorted(files.items())),
         submission=submission, runtime_vars=SLURM_RUNTIME_VARS if slurm else (), inherit=INHERIT,
+        teardown_grace=cluster.teardown_grace,
     )

@@ -65,6 +65,8 @@ class LaunchPlan:
     notes: tuple[str, ...] = field(default=())
     # Records written before the policy existed read back as "drop nothing", which is what those runs did.
     inherit: InheritPolicy = InheritPolicy()
+    # Teardown: SIGTERM to every process of a node, SIGKILL to what is left after this many seconds.
+    teardown_grace: float = 40.0
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -57,9 +57,11 @@ def render_text(plan: LaunchPlan) -> str:
         _world_line(plan),
         f"run dir: {plan.run_dir}",
         "submission: " + (" ".join(plan.submission.argv) if plan.submission.argv
-                          else "one process per node, started by kit"),
+                          else "one process per node, started by kit under a watchdog"),
         _inherit_line(plan),
     ]
+    if plan.submission.kind == "processes":
+        head.append(f"teardown: SIGTERM to every process of every node, SIGKILL after {plan.teardown_grace:g} s")
     if plan.runtime_vars:
         head.append("resolved inside each task: " + ", ".join("$" + v for v in plan.runtime_vars))
     parts = ["\n".join(head)]

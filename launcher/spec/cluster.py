@@ -77,6 +77,9 @@ class ClusterSpec(StrictModel):
     master_port: Union[Port, PortPolicy] = PortPolicy()
     # Where run records and generated files go, relative to workdir.
     run_root: str = "runs"
+    # Seconds ranks get to save after SIGTERM before SIGKILL. torchrun's agent itself waits 30 s for its workers
+    # before killing them, so a shorter value would cut the preemption checkpoint that torchrun allows.
+    teardown_grace: Annotated[float, Field(ge=30, le=3600)] = 40.0
     slurm: Optional[SlurmOptions] = None
     ssh: Optional[SshOptions] = None
 
