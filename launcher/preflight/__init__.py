@@ -32,7 +32,7 @@ def preflight(plan: LaunchPlan, job, cluster, base_dir: str, environ=None) -> No
     check_master_port(plan.world.master_port)
     # Local nodes share one workdir, setup and interpreter: node 0 stands for all of them.
     node = plan.nodes[0]
-    command = entrypoint_check_command(node, job.entrypoint)
+    command = entrypoint_check_command(node, job.entrypoint, plan.runtime_vars)
     result = _run_local(command, base_dir, node_process_env(plan, node, environ))
     where = os.path.normpath(os.path.join(base_dir, cluster.workdir))
     problem = interpret_entrypoint_check(job.entrypoint, node, result, where)

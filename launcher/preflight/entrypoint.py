@@ -49,12 +49,15 @@ def _target(entrypoint) -> tuple[str, str]:
     return ("module", entrypoint.module) if entrypoint.module is not None else ("script", entrypoint.script)
 
 
-def entrypoint_check_command(node: NodePlan, entrypoint) -> str:
+def entrypoint_check_command(node: NodePlan, entrypoint, runtime_vars: tuple[str, ...] = ()) -> str:
     """The node's own command with its launch line swapped for the check: same cd, setup lines, exported env
     and interpreter (the plan's python), so a failing setup line shows up here too."""
-    preamble = node.command.rstrip("\n").rpartition("\n")[0]
+    # Cut the exact launch text, not at the last newline: a quoted argument may hold newlines.
+    launch = "exec " + join_argv(node.argv, runtime_vars) + "\n"
+    if not node.command.endswith(launch):
+        raise ValueError(f"node {node.machine_rank}: command does not end with its launch line")
     kind, target = _target(entrypoint)
-    return f"{preamble}\nexec {join_argv((node.argv[0], '-c', CHECK_SOURCE, kind, target))}\n"
+    return node.command[:-len(launch)] + f"exec {join_argv((node.argv[0], '-c', CHECK_SOURCE, kind, target))}\n"
 
 
 def interpret_entrypoint_check(entrypoint, node: NodePlan, result: CheckResult, where: str) -> Optional[str]:

@@ -179,3 +179,9 @@ def test_node_with_good_setup_launches(tmp_path):
     text = node_command(".", ("source venv/bin/activate || true", "cd ."), {}, ("sh", "-c", "echo $ACTIVATED"))
     r = subprocess.run(["bash", "-c", text], cwd=tmp_path, capture_output=True, text=True, timeout=30)
     assert r.returncode == 0 and r.stdout == "yes\n" and r.stderr == ""
+
+
+def test_arguments_with_newlines_do_not_confuse_the_check(tmp_path):
+    (tmp_path / "t.py").write_text("")
+    check(tmp_path, {"script": "t.py"}, job={"args": ["line\nbreak", "\nexec false\n", "$(touch pwned)"]})
+    assert not (tmp_path / "pwned").exists()
