@@ -235,3 +235,12 @@ def test_user_json_disagreeing_with_job_batch_fields_rejected():
 def test_user_json_disabling_the_jobs_precision_rejected():
     with pytest.raises(KitError, match=r"bf16\.enabled"):
         _user_plan({**USER_OK, "bf16": {"enabled": False}}, mp="bf16")
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "deepspeed", "fsdp"])
+def test_every_strategy_gets_the_same_accumulation_on_every_node(strategy):
+    """One number: the env var on every node (what the training module counts with) and, under DeepSpeed, the JSON."""
+    p = plan(job(strategy=strategy, gradient_accumulation_steps=2), cluster(SSH_GPU), nodes=2)
+    assert [n.env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] for n in p.nodes] == ["2", "2"]
+    if strategy == "deepspeed":
+        assert generated(p)["gradient_accumulation_steps"] == 2
