@@ -84,3 +84,33 @@ def run_misconfigured(tmp: Path, train_args: list[str], world: int = 2, distribu
                               text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         return subprocess.CompletedProcess(argv, -9, exc.stdout or "", "")
+
+
+def run_private_nodes(tmp: Path, train_args: list[str], extra_env: dict | None = None,
+                      timeout: float = 300) -> list[subprocess.CompletedProcess]:
+    """Two 'nodes' that share no files: each launcher (the DDP launch kit renders for a CPU node) runs in its own
+    directory, and relative paths in `train_args` resolve there."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KIT_", "ACCELERATE_"))}
+    env.update({"ACCELERATE_USE_CPU": "1", "KIT_EXPECTED_WORLD_SIZE": "2", "KIT_EXPECTED_NUM_MACHINES": "2",
+                "KIT_EXPECTED_STRATEGY": "ddp", "KIT_EXPECTED_MIXED_PRECISION": "no", "KIT_EXPECTED_DEVICE": "cpu",
+                "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO), **(extra_env or {})})
+    procs = []
+    for rank in (0, 1):
+        home = tmp / f"host{rank}"
+        home.mkdir(exist_ok=True)
+        argv = [PYTHON, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_machines", "2", "--machine_rank",
+                str(rank), "--main_process_ip", "127.0.0.1", "--main_process_port", str(port), "--num_processes",
+                "2", "--num_cpu_threads_per_process", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+                "-m", "train", *train_args]
+        procs.append(subprocess.Popen(argv, cwd=home, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True))
+    results = []
+    for proc in procs:
+        try:
+            stdout, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, _ = proc.communicate()
+        results.append(subprocess.CompletedProcess(proc.args, proc.returncode, stdout, ""))
+    return results

@@ -107,3 +107,20 @@ def test_deepspeed_rerun_on_a_ddp_checkpoint_is_one_line(tmp_path):
     assert "strategy ddp -> deepspeed_zero2" in refused[0] and "--resume no" in refused[0]
     assert "AssertionError" not in second.stdout and "Traceback" not in second.stdout, second.stdout[-4000:]
     assert not (out / "metrics.json").exists()
+
+
+def test_without_a_shared_file_system_only_ddp_resumes(tmp_path, monkeypatch):
+    """Under DeepSpeed/FSDP only the main node writes the model states: resuming elsewhere is refused clearly."""
+    import accelerate.utils
+    import torch
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(accelerate.utils, "broadcast_object_list", lambda objects: objects)
+    acc = SimpleNamespace(is_main_process=True, device=torch.device("cpu"), reduce=lambda t, reduction: t)
+    mine = with_fingerprint(fake_checkpoint(tmp_path, 4), FP)
+    assert resume.agree(acc, "auto", tmp_path, FP, shared_fs=False, strategy="ddp") == mine
+    with pytest.raises(resume.ResumeRefused, match="without a shared file system only the main node holds"):
+        resume.agree(acc, "auto", tmp_path, FP, shared_fs=False, strategy="deepspeed_zero3")
+    peer_lacks_it = SimpleNamespace(**{**vars(acc), "reduce": lambda t, reduction: t + 1})  # one other rank
+    with pytest.raises(resume.ResumeRefused, match=r"1 rank\(s\) cannot see a complete copy"):
+        resume.agree(peer_lacks_it, "auto", tmp_path, FP, shared_fs=False, strategy="ddp")
