@@ -1,0 +1,30 @@
+"""Host helpers: commands run inside the host's namespaces; process listings stay within one host."""
+
+import os
+import subprocess
+
+from tests.harness.shell import wait_until
+
+
+def test_run_enters_the_hosts_namespaces(testbed):
+    host = testbed.hosts[0]
+    out = host.run(["sh", "-c", "hostname; cat /etc/hosts; echo $$"]).stdout.splitlines()
+    assert out[0] == host.name
+    assert f"{testbed.hosts[1].address} {testbed.hosts[1].name}" in out
+    assert int(out[-1]) < 100  # a pid of the host's own PID namespace, not of the machine
+
+
+def test_processes_of_one_host_are_not_seen_on_another(testbed):
+    n1, n2 = testbed.hosts[:2]
+    marker = f"kit-harness-probe-{os.getpid()}"
+    proc = n1.popen(["bash", "-c", f"exec -a {marker} sleep 60"], stdout=subprocess.DEVNULL)
+    found = wait_until(lambda: [p for p in n1.processes() if p["cmdline"][:1] == [marker]], "the probe")
+    try:
+        assert found[0]["nspid"] != found[0]["pid"]
+        assert not [p for p in n2.processes() if p["cmdline"][:1] == [marker]]
+        # Inside n2, the process does not exist at all.
+        ps = n2.run(["ps", "-e", "-o", "args="]).stdout
+        assert marker not in ps and marker in n1.run(["ps", "-e", "-o", "args="]).stdout
+    finally:
+        os.kill(found[0]["pid"], 9)
+        proc.wait(5)
