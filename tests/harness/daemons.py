@@ -17,6 +17,7 @@ class Daemon:
     name: str
     proc: subprocess.Popen
     log: str
+    console: str  # its stdout/stderr: start-up errors from before it opened `log` land here
 
     @property
     def pid(self):
@@ -27,7 +28,8 @@ class Daemon:
 
     def check_alive(self):
         if not self.alive():
-            raise HarnessError(f"{self.name} exited {self.proc.returncode}{log_tail(self.log)}")
+            console = log_tail(self.console) if self.console != self.log else ""
+            raise HarnessError(f"{self.name} exited {self.proc.returncode}{log_tail(self.log)}{console}")
 
     def stop(self, grace=3.0):
         """TERM, then KILL after `grace` seconds; always reaps the child."""
@@ -40,12 +42,14 @@ class Daemon:
                 self.proc.wait(5)
 
 
-def start_daemon(name, argv, log, env=None):
-    """Start argv in the foreground, stdout/stderr appended to `log`, tied to our life by a parent-death signal."""
-    with open(log, "ab") as out:
+def start_daemon(name, argv, log, env=None, console=None):
+    """Start argv in the foreground, tied to our life by a parent-death signal. Its stdout/stderr go to `console`
+    (default: `log`); pass console= for daemons that write `log` themselves, or every line appears twice."""
+    console = console or log
+    with open(console, "ab") as out:
         proc = subprocess.Popen(["setpriv", "--pdeathsig", "KILL", "--", *argv], stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    return Daemon(name, proc, log)
+    return Daemon(name, proc, log, console)
 
 
 def pid_alive(pid):

@@ -50,8 +50,13 @@ class Host:
         """Kill the init (and with it the whole PID namespace), then wait until none of its processes is left."""
         if pid_alive(self.init_pid):
             os.kill(self.init_pid, signal.SIGKILL)
-        self.holder.kill()
-        self.holder.wait(10)
+        # unshare reaps the init and exits; killing it first would orphan the init to PID 1, which in some
+        # containers never reaps, leaving a zombie tini behind.
+        try:
+            self.holder.wait(10)
+        except subprocess.TimeoutExpired:
+            self.holder.kill()
+            self.holder.wait(5)
         wait_until(lambda: not self.processes(), f"the processes of host {self.name} to exit", timeout=10)
 
 

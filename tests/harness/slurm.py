@@ -56,7 +56,8 @@ def start_slurm(bed, extra_conf=None):
     """Bring the cluster up and wait until every node is idle. extra_conf: slurm.conf settings to override."""
     state = bed.path("slurm")
     etc = os.path.join(state, "etc")
-    for d in (etc, os.path.join(state, "state"), os.path.join(state, "spool")):
+    spools = [os.path.join(state, "spool", h.name) for h in bed.hosts]
+    for d in (etc, os.path.join(state, "state"), *spools):
         os.makedirs(d)
     ports = {"slurmctld": bed.slot.port(0), "slurmd": bed.slot.port(1), "slurmdbd": bed.slot.port(2)}
     cluster = SlurmCluster(bed, os.path.join(etc, "slurm.conf"), state)
@@ -101,11 +102,11 @@ def _start_controllers(cluster, ports):
     slurmctld adds its cluster to the empty accounting database itself: no `sacctmgr add cluster` needed."""
     env = {**environ_without("SLURM_CONF"), "SLURM_CONF": cluster.conf}
     log = os.path.join(cluster.state_dir, "slurmdbd.log")
-    dbd = start_daemon("slurmdbd", ["slurmdbd", "-D"], log, env=env)
+    dbd = start_daemon("slurmdbd", ["slurmdbd", "-D"], log, env=env, console=log + ".console")
     cluster.daemons.append(dbd)
     wait_until(lambda: _alive_and(dbd, lambda: _sacctmgr_ok(cluster)), "slurmdbd", log=log)
     log = os.path.join(cluster.state_dir, "slurmctld.log")
-    ctld = start_daemon("slurmctld", ["slurmctld", "-D", "-i"], log, env=env)
+    ctld = start_daemon("slurmctld", ["slurmctld", "-D", "-i"], log, env=env, console=log + ".console")
     cluster.daemons.append(ctld)
     wait_until(lambda: _alive_and(ctld, lambda: "UP" in sh(["scontrol", "ping"], check=False, env=env)),
                "slurmctld to answer `scontrol ping`", log=log)

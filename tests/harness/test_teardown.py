@@ -8,11 +8,12 @@ import time
 
 import pytest
 
+import tests.harness.session as session
 from tests.harness.leaks import Footprint, footprint, leftovers
 from tests.harness.preflight import require
-from tests.harness.session import Harness, tear_down
-from tests.harness.shell import wait_until
-from tests.harness.slots import reclaim_slot
+from tests.harness.session import Harness, harness, tear_down
+from tests.harness.shell import HarnessError, wait_until
+from tests.harness.slots import Slot, reclaim_slot
 from tests.harness.slurm import start_slurm
 from tests.harness.ssh import start_ssh
 from tests.harness.testbed import bring_up
@@ -57,20 +58,49 @@ print(bed.slot.number, bed.dir, bed.slot.lock_path, *(h.pidns for h in bed.hosts
 time.sleep(600)
 """
 
+# Runs CHILD as a child subreaper and reaps every orphan of it until none is left: the killed child's
+# processes are then not reparented to PID 1 (which in some containers never reaps: zombies would pile up).
+REAPER = """
+import ctypes, os, subprocess, sys
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+subprocess.Popen([sys.executable, "-c", sys.argv[1]])
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+"""
+
 
 def test_a_killed_test_run_leaves_no_process_and_its_slot_is_reclaimed(need_all):
-    child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True,
-                             cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    reaper = subprocess.Popen([sys.executable, "-c", REAPER, CHILD], stdout=subprocess.PIPE, text=True, cwd=root)
+    children = f"/proc/{reaper.pid}/task/{reaper.pid}/children"
+    child = wait_until(lambda: [int(c) for c in open(children).read().split()], "the child test run")[0]
     try:
-        number, tmp, lock, *pidns = child.stdout.readline().split()
+        number, tmp, lock, *pidns = reaper.stdout.readline().split()
     finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait(10)
-    slot = int(number)
-    fp = Footprint(f"kit-h{slot}-", f"10.200.{slot}.0/24", f"kith{slot}", tmp, lock, frozenset(map(int, pidns)))
+        os.kill(child, signal.SIGKILL)
+        reaper.wait(20)
+    slot = Slot(int(number), lock_fd=-1)
+    fp = Footprint(slot.prefix, slot.subnet, slot.root_link, tmp, lock, frozenset(map(int, pidns)))
     # Every daemon dies with its parent (parent-death signal, and the hosts' PID namespaces with their inits)...
     wait_until(lambda: not [x for x in leftovers(fp) if x.startswith("process ")], "the daemons to die", 10)
     # ...but names on the machine outlive a kill -9: the next harness to take the slot removes them.
     assert kinds(leftovers(fp)) >= {"network namespace", "route", "file"}
-    assert reclaim_slot(slot)
+    assert reclaim_slot(slot.number)
     assert leftovers(fp) == []
+
+
+def test_a_failed_bring_up_says_why_and_leaves_nothing(need_all, monkeypatch):
+    # slurmctld refuses a plugin that does not exist: the error must carry its log, and the half-started
+    # cluster (munged, mariadbd, slurmdbd, hosts, network) must be gone afterwards. The footprint is caught on
+    # its way to the teardown so that this test checks the machine itself, not the harness's own verdict.
+    seen = {}
+    real_footprint = session.footprint
+    monkeypatch.setattr(session, "footprint", lambda bed: seen.setdefault("fp", real_footprint(bed)))
+    monkeypatch.setattr(session, "start_slurm", lambda bed: start_slurm(bed, {"SelectType": "select/nosuch"}))
+    with pytest.raises(HarnessError, match=r"slurmctld(.|\n)*select/nosuch"):
+        with harness(1, ssh=False, slurm=True):
+            pass
+    assert leftovers(seen["fp"]) == []

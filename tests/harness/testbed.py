@@ -22,6 +22,11 @@ class Testbed:
     def gateway(self):
         return self.slot.gateway
 
+    @property
+    def unused_address(self):
+        """An address on the test subnet where no host answers: connecting to it times out (unreachable host)."""
+        return self.slot.host_address(240)
+
     def host(self, name):
         return next(h for h in self.hosts if h.name == name)
 
