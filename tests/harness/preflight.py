@@ -15,7 +15,8 @@ NEEDS = {
     "slurm": ["munged", "mungekey", "mariadbd", "slurmdbd", "slurmctld", "slurmd", "sbatch", "srun", "sacct",
               "sinfo", "scontrol"],
 }
-INSTALL_HINT = "run .ci/run, or: apt-get install -y slurm-wlm slurmdbd munge openssh-server iproute2 tini mariadb-server"
+INSTALL_HINT = ("run .ci/run, or: apt-get install -y slurm-wlm slurmdbd munge openssh-server iproute2 tini "
+                "mariadb-server")
 
 
 def in_ci():

@@ -6,10 +6,10 @@ import subprocess
 from tests.harness.shell import wait_until
 
 
-def test_run_enters_the_hosts_namespaces(testbed):
+def test_run_enters_the_hosts_namespaces(testbed, tmp_path):
     host = testbed.hosts[0]
-    out = host.run(["sh", "-c", "hostname; cat /etc/hosts; echo $$"]).stdout.splitlines()
-    assert out[0] == host.name
+    out = host.run(["sh", "-c", "hostname; pwd; cat /etc/hosts; echo $$"], cwd=str(tmp_path)).stdout.splitlines()
+    assert out[:2] == [host.name, str(tmp_path)]
     assert f"{testbed.hosts[1].address} {testbed.hosts[1].name}" in out
     assert int(out[-1]) < 100  # a pid of the host's own PID namespace, not of the machine
 

@@ -1,5 +1,6 @@
 """The SSH hosts are real: separate hostnames, PID namespaces and addresses, host keys checked, keys only."""
 
+import io
 import os
 import subprocess
 
@@ -75,6 +76,17 @@ def test_openssh_client_config_reaches_each_host(ssh_hosts):
         proc = subprocess.run(["ssh", "-F", ssh_hosts.ssh_config, host.name, "hostname"],
                               capture_output=True, text=True, timeout=30)
         assert (proc.returncode, proc.stdout.strip()) == (0, host.name), proc.stderr
+
+
+def test_sftp_delivers_files_that_the_host_sees(ssh_hosts, tmp_path):
+    host = ssh_hosts.hosts[1]
+    client = ssh_hosts.connect(host)
+    try:
+        with client.open_sftp() as sftp:
+            sftp.putfo(io.BytesIO(b"num_machines: 2\n"), str(tmp_path / "node1.yaml"))
+    finally:
+        client.close()
+    assert host.run(["cat", str(tmp_path / "node1.yaml")]).stdout == "num_machines: 2\n"
 
 
 def test_password_login_is_not_offered(ssh_hosts):
