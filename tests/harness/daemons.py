@@ -18,10 +18,18 @@ class Daemon:
     proc: subprocess.Popen
     log: str
     console: str  # its stdout/stderr: start-up errors from before it opened `log` land here
+    own_pidns: bool = False  # proc is `unshare`, the daemon its only child and PID 1 of a namespace of its own
 
     @property
     def pid(self):
-        return self.proc.pid
+        """The daemon's pid (root namespace view)."""
+        if not self.own_pidns:
+            return self.proc.pid
+        try:
+            children = open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read().split()
+        except OSError:
+            return None
+        return int(children[0]) if children else None
 
     def alive(self):
         return self.proc.poll() is None
@@ -33,23 +41,35 @@ class Daemon:
 
     def stop(self, grace=3.0):
         """TERM, then KILL after `grace` seconds; always reaps the child."""
-        if self.alive():
-            self.proc.send_signal(signal.SIGTERM)
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5)):
+            pid = self.pid
+            if not self.alive():
+                break
+            if pid is None:  # unshare has not forked the daemon yet: nothing below it to orphan
+                pid = self.proc.pid
+            # Signal the daemon itself, never the unshare above it: that one would die before reaping it.
+            os.kill(pid, sig)
             try:
-                self.proc.wait(grace)
+                self.proc.wait(wait)
+                break
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+                continue
+        self.proc.wait(5)
 
 
-def start_daemon(name, argv, log, env=None, console=None):
+def start_daemon(name, argv, log, env=None, console=None, own_pidns=False):
     """Start argv in the foreground, tied to our life by a parent-death signal. Its stdout/stderr go to `console`
-    (default: `log`); pass console= for daemons that write `log` themselves, or every line appears twice."""
+    (default: `log`); pass console= for daemons that write `log` themselves, or every line appears twice.
+
+    own_pidns: run it as PID 1 of a new PID namespace, for daemons that fork helpers (slurmctld's slurmscriptd).
+    Killed, it takes its helpers with it and the kernel reaps them; otherwise they would be orphaned to PID 1,
+    which in some containers never reaps (zombies left behind)."""
     console = console or log
+    wrap = ["unshare", "--pid", "--fork", "--kill-child", "--"] if own_pidns else []
     with open(console, "ab") as out:
-        proc = subprocess.Popen(["setpriv", "--pdeathsig", "KILL", "--", *argv], stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(["setpriv", "--pdeathsig", "KILL", "--", *wrap, *argv], stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    return Daemon(name, proc, log, console)
+    return Daemon(name, proc, log, console, own_pidns)
 
 
 def pid_alive(pid):

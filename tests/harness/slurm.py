@@ -107,7 +107,8 @@ def _start_controllers(cluster, ports):
     cluster.daemons.append(dbd)
     wait_until(lambda: _alive_and(dbd, lambda: _sacctmgr_ok(cluster)), "slurmdbd", log=log)
     log = os.path.join(cluster.state_dir, "slurmctld.log")
-    ctld = start_daemon("slurmctld", ["slurmctld", "-D", "-i"], log, env=env, console=log + ".console")
+    ctld = start_daemon("slurmctld", ["slurmctld", "-D", "-i"], log, env=env, console=log + ".console",
+                        own_pidns=True)
     cluster.daemons.append(ctld)
     wait_until(lambda: _alive_and(ctld, lambda: "UP" in sh(["scontrol", "ping"], check=False, env=env)),
                "slurmctld to answer `scontrol ping`", log=log)

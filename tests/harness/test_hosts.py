@@ -1,7 +1,11 @@
 """Host helpers: commands run inside the host's namespaces; process listings stay within one host."""
 
 import os
+import socket
 import subprocess
+import time
+
+import pytest
 
 from tests.harness.shell import wait_until
 
@@ -28,3 +32,11 @@ def test_processes_of_one_host_are_not_seen_on_another(testbed):
     finally:
         os.kill(found[0]["pid"], 9)
         proc.wait(5)
+
+
+def test_unused_address_is_an_unreachable_host(testbed):
+    # What "host down" looks like to a backend: no answer, then EHOSTUNREACH once ARP gives up (~2-3 s).
+    started = time.monotonic()
+    with pytest.raises(OSError):
+        socket.create_connection((testbed.unused_address, 22), timeout=5)
+    assert time.monotonic() - started < 5
