@@ -2,30 +2,35 @@
 
 Under `accelerate launch` (and so under kit) stderr is a pipe, not a terminal: tqdm's carriage-return redraws
 turn into one garbled log line per refresh, glued to the next message.  Off a terminal the bar therefore
-writes whole lines, at most every `LOG_INTERVAL_S` seconds.
+writes whole lines, at most every `LOG_INTERVAL_S` seconds.  Under kit (`KIT_PROGRESS=redraw`) it writes a
+whole line per redraw, every `REDRAW_INTERVAL_S`, starting with a carriage return: kit draws those in place
+when its own output is a terminal and keeps one per 30 s in logs.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 from tqdm.auto import tqdm
 
 LOG_INTERVAL_S = 30.0
+REDRAW_INTERVAL_S = 0.5
 
 
 class LineWriter:
     """A file for tqdm that turns each redraw into one plain line and drops tqdm's line clearing."""
 
-    def __init__(self, stream):
+    def __init__(self, stream, prefix: str = ""):
         self.stream = stream
+        self.prefix = prefix  # "\r" marks a redraw for kit's console
         self._last = None
 
     def write(self, text: str) -> int:
         for piece in text.replace("\r", "\n").split("\n"):
             piece = piece.rstrip()
             if piece and piece != self._last:
-                self.stream.write(piece + "\n")
+                self.stream.write(self.prefix + piece + "\n")
                 self._last = piece
         return len(text)
 
@@ -41,6 +46,9 @@ def progress_bar(total: int, initial: int, disable: bool, desc: str = "train", s
     stream = stream or sys.stderr
     if _is_terminal(stream):
         return tqdm(total=total, initial=initial, desc=desc, dynamic_ncols=True, disable=disable, file=stream)
+    if os.environ.get("KIT_PROGRESS") == "redraw":
+        return tqdm(total=total, initial=initial, desc=desc, ncols=100, disable=disable,
+                    file=LineWriter(stream, prefix="\r"), mininterval=REDRAW_INTERVAL_S)
     return tqdm(total=total, initial=initial, desc=desc, ncols=100, disable=disable, file=LineWriter(stream),
                 mininterval=LOG_INTERVAL_S, maxinterval=LOG_INTERVAL_S)
 

@@ -13,7 +13,8 @@ INHERIT = InheritPolicy(
     drop_prefixes=("ACCELERATE_", "DEEPSPEED_", "DS_", "FSDP_", "KIT_EXPECTED_", "MEGATRON_LM_",
                    "MV2_COMM_WORLD_", "OMPI_COMM_WORLD_", "PARALLELISM_CONFIG_", "PET_", "TORCHELASTIC_"),
     drop_names=("CROSS_RANK", "CROSS_SIZE", "FORK_LAUNCHED", "GROUP_RANK", "GROUP_WORLD_SIZE", "KIT_MASTER_ADDR",
-                "KIT_RUN_ID", "LOCAL_RANK", "LOCAL_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                "KIT_PROGRESS", "KIT_RUN_ID", "LOCAL_RANK", "LOCAL_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                "MASTER_PORT",
                 "MPI_LOCALNRANKS", "MPI_LOCALRANKID", "NODE_RANK", "PMI_RANK", "PMI_SIZE", "RANK", "ROLE_NAME",
                 "ROLE_RANK", "ROLE_WORLD_SIZE", "WORLD_SIZE"),
 )
@@ -29,6 +30,9 @@ def node_env(job: JobSpec, cluster: ClusterSpec, shape: Shape, run_id: str) -> d
         "KIT_EXPECTED_STRATEGY": job.strategy,
         "KIT_EXPECTED_MIXED_PRECISION": job.mixed_precision,
         "KIT_EXPECTED_DEVICE": shape.device,
+        # Progress bars redraw as whole lines that start with "\r": kit draws them in place on a terminal and
+        # thins them to one per 30 s in logs and pipes (torchrun tees worker output, so no rank sees a tty).
+        "KIT_PROGRESS": "redraw",
     })
     # accelerate's own channel for accumulation, under every strategy: the DeepSpeed JSON carries the same number
     # (or "auto", which accelerate fills from this), so the training loop never counts with another one.

@@ -15,7 +15,7 @@ class StrictModel(BaseModel):
 
 
 # Variables kit sets on every node to carry the planned world and the run's identity (train/ and cancel read them).
-RESERVED_ENV = ("KIT_RUN_ID", "KIT_MASTER_ADDR")
+RESERVED_ENV = ("KIT_RUN_ID", "KIT_MASTER_ADDR", "KIT_PROGRESS")
 RESERVED_ENV_PREFIX = "KIT_EXPECTED_"
 
 

@@ -17,8 +17,10 @@ from launcher.supervise.noise import is_launcher_noise, is_launcher_traceback, s
 # means "preempted, requeue me" whatever the program: a run ending so is preempted, not failed.
 TRAIN_MODULE = "train"
 TRAIN_EXIT_CODES = {
+    2: "bad configuration",
     3: "world check failed",
     4: "bad data",
+    5: "resume refused",
 }
 PREEMPTED = 75
 SETUP_FAILED = "kit: node setup failed"

@@ -30,3 +30,15 @@ def test_disabled_on_other_ranks():
     bar.update(5)
     bar.close()
     assert sink.getvalue() == ""
+
+
+def test_under_kit_every_redraw_is_a_carriage_return_line(monkeypatch):
+    monkeypatch.setenv("KIT_PROGRESS", "redraw")
+    sink = io.StringIO()
+    bar = progress_bar(total=3, initial=0, disable=False, stream=sink)
+    for _ in range(3):
+        bar.update(1)
+    bar.close()
+    lines = sink.getvalue().split("\n")[:-1]
+    assert lines and all(line.startswith("\rtrain:") for line in lines)
+    assert "3/3" in lines[-1]

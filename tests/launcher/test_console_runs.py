@@ -1,0 +1,54 @@
+"""Real local runs and kit's terminal: a closed pipe stalls nothing, progress moves live on a terminal."""
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+
+from tests.launcher.localrun import LOCAL_CLUSTER, REPO, kit, pids_of_run, write_job
+
+
+def test_closed_output_pipe_never_stalls_the_run(tmp_path):
+    """`kit submit ... | head -n 2`: kit's stdout closes early while the ranks write megabytes."""
+    out = tmp_path / "out"
+    out.mkdir()
+    job = write_job(tmp_path, args=["--out", str(out), "--flood", "2000000", "--linger", "1"])
+    proc = subprocess.Popen([sys.executable, "-m", "launcher", "submit", job, "--cluster", LOCAL_CLUSTER,
+                             "--run-id", "piped"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.readline()
+    proc.stdout.close()  # what `head -n 2` does once it has its lines
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    log = (tmp_path / "runs" / "piped" / "node1.log").read_text()
+    assert "probe rank 1 flooded" in log and log.count("x" * 99) == 20000
+    assert pids_of_run("piped") == []
+
+
+def test_progress_bar_moves_live_when_kit_writes_to_a_terminal(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    job = write_job(tmp_path, nodes=1, args=["--out", str(out), "--progress", "40"])
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "launcher", "submit", job, "--cluster", LOCAL_CLUSTER,
+                             "--run-id", "tty"], cwd=tmp_path, stdout=follower, stderr=follower,
+                            stdin=subprocess.DEVNULL)
+    os.close(follower)
+    screen = b""
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        if select.select([leader], [], [], 0.5)[0]:
+            try:
+                screen += os.read(leader, 65536)
+            except OSError:
+                break
+    proc.wait(timeout=30)
+    text = screen.decode(errors="replace")
+    assert proc.returncode == 0, text[-2000:]
+    # Every redraw reached the terminal, drawn over the previous one (no newline between them).
+    assert "\r\x1b[K[node0] step 1/40\r\x1b[K[node0] step 2/40" in text
+    assert "step 40/40" in text
+    log = (tmp_path / "runs" / "tty" / "node0.log").read_text()
+    assert "step 1/40" in log and "step 40/40" not in log  # the log keeps one redraw per 30 s

@@ -1,0 +1,91 @@
+"""The one-line failure summary, from real torchrun output shapes."""
+
+import importlib
+
+from launcher.supervise.failure import TRAIN_EXIT_CODES, PREEMPTED, summarize, summary_line
+from launcher.supervise.noise import NoiseFilter
+
+TORCHRUN_FAILURE = """\
+[node1/rank1] loading data
+[node1/rank1] bad data: /data/x.csv:1: missing column 'text' (columns: a, b)
+E1203 12:17:07.426000 5912 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 4) local_rank: 0
+Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/accelerate/commands/launch.py", line 1450, in <module>
+    main()
+  File "/venv/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 383, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+train FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-03_12:17:07
+  host      : localhost
+  rank      : 1 (local_rank: 0)
+  exitcode  : 4 (pid: 5956) 
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+
+SINGLE_PROCESS = """\
+Traceback (most recent call last):
+  File "/job/script.py", line 3, in <module>
+    raise ValueError("learning rate must be positive")
+ValueError: learning rate must be positive
+Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/accelerate/commands/launch.py", line 1450, in <module>
+    main()
+subprocess.CalledProcessError: Command '['python', 'script.py']' returned non-zero exit status 1.
+"""
+
+
+def test_torchrun_failure_names_rank_code_and_cause():
+    f = summarize(1, "gpu-b", 1, TORCHRUN_FAILURE)
+    assert (f.node, f.rank, f.code, f.meaning) == (1, 1, 4, "bad data")
+    assert f.last_line == "bad data: /data/x.csv:1: missing column 'text' (columns: a, b)"
+    assert summary_line("r", "failed", f) == ("kit: run r failed: node 1 (gpu-b) rank 1 exited 4 (bad data): "
+                                              "bad data: /data/x.csv:1: missing column 'text' (columns: a, b)")
+
+
+def test_signal_and_unknown_codes():
+    killed = TORCHRUN_FAILURE.replace("exitcode  : 4", "exitcode  : -9")
+    assert summarize(0, "h", 1, killed).meaning == "killed by SIGKILL"
+    assert summarize(0, "h", 1, killed).code == 137
+    assert summarize(0, "h", 1, TORCHRUN_FAILURE, known={}).meaning == "exit code 4"
+    pre = summarize(0, "h", 1, TORCHRUN_FAILURE.replace("exitcode  : 4", f"exitcode  : {PREEMPTED}"))
+    assert pre.preempted and pre.meaning == "preempted, requeue me"
+
+
+def test_single_process_job_keeps_its_own_traceback_and_code():
+    f = summarize(0, "h", 1, SINGLE_PROCESS, known={})
+    assert f.rank is None and f.code == 1
+    assert f.last_line == "ValueError: learning rate must be positive"
+    noise = NoiseFilter()
+    shown = [line for raw in SINGLE_PROCESS.splitlines() for line in noise.feed(raw)] + noise.finish()
+    assert shown[-1] == "ValueError: learning rate must be positive"
+    assert not any("CalledProcessError" in line or "accelerate/commands" in line for line in shown)
+
+
+def test_torchrun_noise_stays_off_the_terminal():
+    noise = NoiseFilter()
+    lines = [f"[node1] {raw}" if not raw.startswith("[node") else raw for raw in TORCHRUN_FAILURE.splitlines()]
+    shown = [line for raw in lines for line in noise.feed(raw)] + noise.finish()
+    assert shown == ["[node1/rank1] loading data",
+                     "[node1/rank1] bad data: /data/x.csv:1: missing column 'text' (columns: a, b)"]
+
+
+def test_setup_failure_is_its_own_cause():
+    log = "kit: node setup failed (exit 1): source venv/bin/activate\n"
+    f = summarize(0, "h", 1, "bash: venv/bin/activate: No such file or directory\n" + log)
+    assert f.meaning == "setup failed" and "source venv/bin/activate" in f.last_line
+
+
+def test_kit_knows_the_training_modules_exit_codes():
+    train = importlib.import_module("train")
+    codes = {getattr(train, n): n for n in dir(train) if n.startswith("EXIT_")}
+    assert set(codes) == set(TRAIN_EXIT_CODES) | {PREEMPTED}

@@ -1,0 +1,95 @@
+"""The node watchdog alone (no torch): it sees and stops every descendant, daemons included, when told to or
+when its supervisor disappears, and it exits only when nothing of its node is left."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+
+from launcher.supervise import local_node
+
+# A node command whose "rank" escapes into its own session (like torchrun's workers), plus a double-forked
+# daemon that init would adopt without a subreaper; both write their pid and then sleep.
+ESCAPING = ("setsid sleep 300 & echo rank $! > {d}/pids; "
+            "( setsid bash -c 'sleep 301 & echo daemon $! >> {d}/pids' & ); sleep 302")
+
+
+def _start(tmp_path, command, grace=30):
+    return subprocess.Popen([sys.executable, local_node.WATCHDOG, "--log", str(tmp_path / "node.log"),
+                             "--grace", str(grace), "--", "bash", "-c", command],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def _pids(tmp_path, want=2, timeout=10):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        path = tmp_path / "pids"
+        lines = path.read_text().split() if path.exists() else []
+        if len(lines) == 2 * want:
+            return [int(x) for x in lines[1::2]]
+        time.sleep(0.05)
+    raise AssertionError("the command never started its processes")
+
+
+def _alive(pids):
+    return [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+
+def test_escaped_and_daemonized_processes_are_stopped_on_request(tmp_path):
+    dog = _start(tmp_path, ESCAPING.format(d=tmp_path))
+    pids = _pids(tmp_path)
+    assert all(psutil.Process(p).ppid() == dog.pid for p in pids[1:]), "the daemon is re-parented to the watchdog"
+    dog.stdin.write(b"stop\n")
+    dog.stdin.flush()
+    assert dog.wait(timeout=20) == 128 + signal.SIGTERM
+    assert _alive(pids) == []
+
+
+def test_supervisor_gone_means_stop(tmp_path):
+    """EOF on stdin is what the watchdog sees when kit is killed with SIGKILL."""
+    dog = _start(tmp_path, ESCAPING.format(d=tmp_path))
+    pids = _pids(tmp_path)
+    dog.stdin.close()
+    dog.wait(timeout=20)
+    assert _alive(pids) == []
+
+
+def test_grace_then_kill_for_a_process_that_ignores_sigterm(tmp_path):
+    command = f"trap '' TERM; (trap '' TERM; sleep 300) & echo x $! > {tmp_path}/pids; wait"
+    dog = _start(tmp_path, command, grace=30)
+    pids = _pids(tmp_path, want=1)
+    dog.stdin.write(b"stop\n")
+    dog.stdin.flush()
+    time.sleep(2)
+    assert _alive(pids), "SIGKILL must wait for the grace period"
+    dog.stdin.write(b"hurry\n")  # what a second Ctrl-C sends
+    dog.stdin.flush()
+    dog.wait(timeout=15)
+    assert _alive(pids) == []
+
+
+def test_exit_code_log_and_leftovers_after_a_normal_exit(tmp_path):
+    command = f"echo hello; printf '[node0/rank0] \\rstep 1\\n[node0/rank0] \\rstep 2\\n'; " \
+              f"setsid sleep 300 & echo x $! > {tmp_path}/pids; exit 7"
+    dog = _start(tmp_path, command)
+    pids = _pids(tmp_path, want=1)
+    out = dog.communicate(timeout=40)[0].decode()
+    assert dog.returncode == 7
+    assert _alive(pids) == [], "a process left behind by a finished node is stopped too"
+    assert "hello" in out and "\rstep 2" in out
+    log = (tmp_path / "node.log").read_text()
+    # Progress redraws reach the log without the carriage return, at most one per interval.
+    assert "hello\n" in log and "[node0/rank0] step 1\n" in log and "step 2" not in log
+
+
+def test_output_keeps_flowing_to_the_log_when_stdout_is_gone(tmp_path):
+    command = "for i in $(seq 1 20000); do echo line $i; done; echo done"
+    dog = _start(tmp_path, command)
+    dog.stdout.close()  # nobody reads: writes to the pipe fail with EPIPE, the node must not block or die
+    assert dog.wait(timeout=60) == 0
+    log = (tmp_path / "node.log").read_text()
+    assert log.endswith("done\n") and log.count("\n") == 20001
