@@ -1,9 +1,19 @@
-"""Backends deliver a LaunchPlan; they never re-derive any part of it."""
+"""Backends deliver a LaunchPlan; they never re-derive any part of it.
+
+Every backend has:
+* `check(plan)`: fail (KitError, exit 2) before anything is written or started;
+* `execute(plan, record, base_dir) -> (exit code, state, Failure | None)`: deliver and follow the run to its end;
+* `current_state(status) -> (state, note)`: what a record's state means now (a dead supervisor is "lost");
+* `cancel(record, status) -> str`: stop every process of a running run, return the line to print;
+* optionally `detach(plan, record, base_dir) -> int`: start the run and return at once (otherwise `kit submit
+  --detach` forks a supervisor that runs `execute`).
+"""
+
+from launcher.errors import KitError
 
 
 def get_backend(name: str):
     if name == "local":
         from launcher.backends.local import LocalBackend
         return LocalBackend()
-    from launcher.errors import KitError
     raise KitError(f"backend {name}: not available yet in this version; use --dry-run to see its plan")

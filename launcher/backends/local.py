@@ -8,7 +8,8 @@ from launcher.errors import KitError
 from launcher.plan.model import LaunchPlan, NodePlan
 from launcher.runs import RunRecord
 from launcher.backends.environment import node_process_env
-from launcher.supervise import tree
+from launcher.supervise import liveness, tree
+from launcher.supervise.cancel import cancel_local_run
 from launcher.supervise.console import Console, follow_node
 from launcher.supervise.failure import TRAIN_EXIT_CODES, TRAIN_MODULE, summarize
 from launcher.supervise.local_node import LocalNode
@@ -57,6 +58,12 @@ class LocalBackend:
                              node_exit_codes=outcome.node_codes,
                              failure=None if failure is None else failure.__dict__)
         return outcome.code, outcome.state, failure
+
+    def current_state(self, status: dict) -> tuple[str, str]:
+        return liveness.current_state(status)
+
+    def cancel(self, record: RunRecord, status: dict) -> str:
+        return cancel_local_run(record, status)
 
     def _start(self, plan: LaunchPlan, envs, base_dir: str, console: Console):
         nodes, threads = [], []

@@ -29,7 +29,8 @@ def _print_whole(paths) -> None:
 
 
 def _still_running(record: runs.RunRecord) -> bool:
-    state, _ = liveness.current_state(record.read_status())
+    from launcher.commands.records import _state
+    state, _ = _state(record.read_status())
     return state in liveness.ACTIVE
 
 

@@ -5,9 +5,15 @@ import time
 from launcher import runs
 from launcher.commands.logs import logs
 from launcher.errors import KitError
-from launcher.supervise import liveness, tree
+from launcher.backends import get_backend
+from launcher.supervise import liveness
 
-CANCEL_MARGIN = 30.0  # on top of the grace period: the supervisor's own shutdown and the log flush
+
+def _state(st: dict) -> tuple[str, str]:
+    try:
+        return get_backend(st.get("backend", "local")).current_state(st)
+    except KitError:
+        return st.get("state", "?"), ""
 
 
 def _record(args) -> runs.RunRecord:
@@ -29,7 +35,7 @@ def runs_cmd(args) -> int:
     print(f"{'RUN':<44} {'BACKEND':<8} {'STATE':<10} {'EXIT':>4}  CREATED")
     for run_id, st in records:
         code = st.get("exit_code")
-        state, _ = liveness.current_state(st)
+        state, _ = _state(st)
         print(f"{run_id:<44} {st.get('backend', '?'):<8} {state:<10} "
               f"{'' if code is None else code:>4}  {_when(st.get('created_at'))}")
     return 0
@@ -38,7 +44,7 @@ def runs_cmd(args) -> int:
 def status(args) -> int:
     record = _record(args)
     st = record.read_status(strict=True)
-    state, note = liveness.current_state(st)
+    state, note = _state(st)
     print(f"run {st.get('run_id')}  job {st.get('job')}  backend {st.get('backend')}  state {state}")
     if note:
         print(f"  {note}")
@@ -56,43 +62,18 @@ def status(args) -> int:
     return 0
 
 
-def _wait_gone(procs, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        procs = [p for p in procs if p.is_running() and p.status() != "zombie"]
-        if not procs:
-            return True
-        time.sleep(0.2)
-    return False
-
-
 def cancel(args) -> int:
     record = runs.find(args.run_root, args.run_id)
     st = record.read_status(strict=True)
     run_id = st.get("run_id", args.run_id)
-    state, _ = liveness.current_state(st)
-    grace = float(st.get("teardown_grace") or 40.0)
+    backend = get_backend(st.get("backend", "local"))
+    state, _ = backend.current_state(st)
     if state not in liveness.ACTIVE + ("lost",):
         code = st.get("exit_code")
         print(f"run {run_id}: already finished ({state}{'' if code is None else f', exit code {code}'}); "
               "nothing to cancel")
         return 0
-    boss = liveness.supervisor(st)
-    if boss is not None:
-        # The supervisor tears its nodes down (ranks get their grace period) and records the outcome.
-        print(f"run {run_id}: stopping (ranks get up to {grace:.0f} s to save)")
-        boss.terminate()
-        _wait_gone([boss], grace + CANCEL_MARGIN)
-    dogs = liveness.live_watchdogs(st)
-    for dog in dogs:
-        dog.terminate()  # a watchdog stops its node on SIGTERM, with the grace period
-    _wait_gone(dogs, grace + CANCEL_MARGIN)
-    left = tree.run_processes(run_id)  # last resort: anything still carrying this run's id
-    if left:
-        tree.terminate(left, grace=grace)
-    if record.read_status().get("state") in liveness.ACTIVE:
-        record.update_status(state="cancelled", finished_at=time.time())
-    print(f"run {run_id}: cancelled; no process of it is left")
+    print(backend.cancel(record, st))
     return 0
 
 
