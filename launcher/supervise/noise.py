@@ -10,7 +10,7 @@ import re
 _TAG = re.compile(r"^\[node\d+(?:/rank\d+)?\] ")
 _WORKER_TAG = re.compile(r"^\[node\d+/rank\d+\] ")
 # glog-style lines from torch.distributed (elastic agent, rendezvous): "W1203 12:17:08.089000 5910 torch/...".
-_TORCH_LOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ torch/distributed/")
+_TORCH_LOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S*torch/distributed/")
 _TABLE = re.compile(r"^(=+|-+|Failures:|Root Cause \(first observed failure\):|\[\d+\]:|\s*<NO_OTHER_FAILURES>|"
                     r"\s+(time|host|rank|exitcode|error_file|traceback)\s*:)")
 
