@@ -4,6 +4,8 @@ import builtins
 import copy
 import os
 import subprocess
+import sys
+import threading
 
 import pytest
 
@@ -32,15 +34,55 @@ def test_inputs_are_not_mutated():
     assert JOB == job and SSH == cluster
 
 
-def test_no_io_no_subprocess_no_environment(monkeypatch):
+class _Forbidden(dict):
+    """os.environ stand-in: any read at all fails the test."""
+
+    def _no(self, *a, **k):
+        raise AssertionError("the plan must not read the environment")
+
+    __getitem__ = __contains__ = __iter__ = __len__ = get = keys = items = values = copy = _no
+
+
+_PLANNING = threading.local()
+_IO_EVENTS = ("open", "os.listdir", "os.scandir", "os.stat", "os.walk", "subprocess.Popen", "os.system",
+              "os.exec", "os.posix_spawn", "socket.connect", "socket.bind", "socket.getaddrinfo",
+              "socket.gethostname", "shutil.copyfile", "os.mkdir", "os.remove", "os.rename")
+
+
+def _audit(event, args):
+    if getattr(_PLANNING, "on", False) and event.startswith(_IO_EVENTS):
+        raise AssertionError(f"the plan must not do I/O: {event} {args[:1]}")
+
+
+sys.addaudithook(_audit)  # audit hooks cannot be removed: this one acts only inside `planning` below
+
+
+@pytest.mark.parametrize("cluster", [SSH, SLURM, ClusterSpec(name="l", backend="local", cpus=8,
+                                                              cpu_threads_per_process="auto")],
+                         ids=["ssh", "slurm", "local"])
+def test_no_io_no_subprocess_no_environment(monkeypatch, cluster):
     def forbidden(*a, **k):
-        raise AssertionError("the plan must not do I/O")
-    monkeypatch.setattr(builtins, "open", forbidden)
-    monkeypatch.setattr(subprocess, "Popen", forbidden)
-    monkeypatch.setattr(os, "getenv", forbidden)
-    monkeypatch.setattr(os, "environ", {})
-    plan = build_plan(JOB, SLURM, Overrides(), "r")
-    assert plan.files
+        raise AssertionError("the plan must not ask the machine")
+    monkeypatch.setattr(os, "environ", _Forbidden())
+    for name in ("cpu_count", "sched_getaffinity", "getcwd", "getpid", "uname"):
+        monkeypatch.setattr(os, name, forbidden)
+    job = JOB if cluster.backend != "local" else JOB.model_copy(update={"strategy": "ddp",
+                                                                        "mixed_precision": "no"})
+    _PLANNING.on = True
+    try:
+        plan = build_plan(job, cluster, Overrides(nodes=2, sets=("env.X=1",)), "r")
+    finally:
+        _PLANNING.on = False
+    assert plan.files and plan.nodes[0].command
+
+
+def test_purity_guard_would_catch_io():
+    _PLANNING.on = True
+    try:
+        with pytest.raises(AssertionError, match="must not do I/O"):
+            open(__file__).close()
+    finally:
+        _PLANNING.on = False
 
 
 def test_ranks_hosts_and_master():
