@@ -1,4 +1,4 @@
-"""slurm.conf and slurmdbd.conf for a testbed: pure text from paths, ports and hosts (settings from FACTS.md)."""
+"""slurm.conf and slurmdbd.conf for a testbed: pure text from paths, ports and hosts."""
 
 # Settings that work with namespace hosts on a machine without cgroup delegation: no cgroup-based tracking or
 # accounting gathering, no mail, and no batch scheduling delay (else ~3 s per job).
