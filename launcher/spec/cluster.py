@@ -51,6 +51,10 @@ class SshOptions(StrictModel):
     identity_file: Optional[str] = None
     known_hosts: Optional[str] = None
     connect_timeout: Annotated[float, Field(gt=0)] = 10.0
+    # An OpenSSH client config read for HostName, User, Port, IdentityFile, ProxyJump (default ~/.ssh/config).
+    config_file: Optional[str] = None
+    # Explicit opt-in: connect to hosts whose key is not in known_hosts; the keys accepted go into the run record.
+    accept_new_host_keys: bool = False
 
 
 class ClusterSpec(StrictModel):

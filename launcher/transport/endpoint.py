@@ -1,0 +1,66 @@
+"""Where and as whom to connect: the cluster's `ssh:` section over the user's OpenSSH client config."""
+
+import getpass
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+DEFAULT_CONFIG = "~/.ssh/config"
+USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str                   # the host's name in the cluster config (used in every message)
+    hostname: str               # what we connect to
+    port: int
+    user: str
+    identity_files: tuple[str, ...] = ()
+    proxy_jump: Optional[str] = None
+    timeout: float = 10.0
+    known_hosts: tuple[str, ...] = ()
+    accept_new: bool = False
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        return f"host {self.name} ({self.user}@{self.hostname}:{self.port})"
+
+
+def ssh_settings(options) -> dict:
+    """The non-secret connection settings a run record keeps, so status and cancel can reconnect later."""
+    if options is None:
+        return {}
+    data = options.model_dump(mode="json")
+    data["port_given"] = "port" in options.model_fields_set
+    return data
+
+
+def _config_lookup(name: str, config_file: Optional[str]) -> dict:
+    path = os.path.expanduser(config_file or DEFAULT_CONFIG)
+    if not os.path.isfile(path):
+        return {}
+    import paramiko
+    return paramiko.SSHConfig.from_path(path).lookup(name)
+
+
+def _known_hosts(settings: dict) -> tuple[str, ...]:
+    files = [settings.get("known_hosts"), USER_KNOWN_HOSTS]
+    return tuple(os.path.expanduser(f) for f in files if f)
+
+
+def resolve(name: str, address: Optional[str], settings: dict) -> Endpoint:
+    """The cluster's explicit `ssh:` values win, then the OpenSSH config's Host block, then defaults."""
+    cfg = _config_lookup(name, settings.get("config_file"))
+    # A Host block that renames the host says how to reach it; otherwise the cluster's address does.
+    hostname = cfg.get("hostname") if cfg.get("hostname", name) != name else (address or name)
+    port = settings.get("port") if settings.get("port_given") or "port" not in cfg else int(cfg["port"])
+    identities = [settings["identity_file"]] if settings.get("identity_file") else cfg.get("identityfile", [])
+    return Endpoint(
+        name=name, hostname=hostname, port=int(port or 22),
+        user=settings.get("user") or cfg.get("user") or getpass.getuser(),
+        identity_files=tuple(os.path.expanduser(p) for p in identities),
+        proxy_jump=cfg.get("proxyjump"), timeout=float(settings.get("connect_timeout") or 10.0),
+        known_hosts=_known_hosts(settings), accept_new=bool(settings.get("accept_new_host_keys")),
+        extra={"config_file": settings.get("config_file")},
+    )

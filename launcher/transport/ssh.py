@@ -1,0 +1,147 @@
+"""One paramiko connection per host, opened in parallel; every connect bounded by ssh.connect_timeout."""
+
+import socket
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from launcher.errors import KitError
+from launcher.transport.endpoint import Endpoint
+from launcher.transport.hostkeys import Accepted, changed_key_message, load_known_hosts, unknown_key_message
+
+
+def _note(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+class Connection:
+    def __init__(self, endpoint: Endpoint, client, jump=None):
+        self.endpoint, self.client, self._jump = endpoint, client, jump
+        self._sftp = None
+
+    def run(self, command: str, timeout: float = 60.0, stdin: bytes = b"") -> tuple[int, str, str]:
+        """Run shell text on the host and wait: (exit status, stdout, stderr)."""
+        chan = self.client.get_transport().open_session(timeout=self.endpoint.timeout)
+        chan.settimeout(timeout)
+        chan.exec_command(command)
+        if stdin:
+            chan.sendall(stdin)
+        chan.shutdown_write()
+        out, err = chan.makefile("rb").read(), chan.makefile_stderr("rb").read()
+        code = chan.recv_exit_status()
+        chan.close()
+        return code, out.decode(errors="replace"), err.decode(errors="replace")
+
+    def session(self, command: str):
+        """A channel running `command` with stderr merged into stdout; its stdin stays open for the caller."""
+        chan = self.client.get_transport().open_session(timeout=self.endpoint.timeout)
+        chan.set_combined_stderr(True)
+        chan.exec_command(command)
+        return chan
+
+    def put(self, path: str, content, mode: int = 0o644) -> None:
+        """Write a file on the host (parents created), via a temporary name so no reader sees half of it."""
+        if self._sftp is None:
+            self._sftp = self.client.open_sftp()
+        self._makedirs(path.rsplit("/", 1)[0] if "/" in path else ".")
+        tmp = f"{path}.kit-tmp"
+        with self._sftp.open(tmp, "wb") as f:
+            f.write(content.encode() if isinstance(content, str) else content)
+        self._sftp.chmod(tmp, mode)
+        self._sftp.posix_rename(tmp, path)
+
+    def _makedirs(self, path: str) -> None:
+        parts, cur = path.split("/"), ""
+        for part in parts:
+            cur = f"{cur}/{part}" if cur or path.startswith("/") else part
+            if not part:
+                continue
+            try:
+                self._sftp.stat(cur)
+            except IOError:
+                self._sftp.mkdir(cur)
+
+    def alive(self) -> bool:
+        t = self.client.get_transport()
+        return t is not None and t.is_active()
+
+    def close(self) -> None:
+        for thing in (self._sftp, self.client, self._jump):
+            try:
+                if thing is not None:
+                    thing.close()
+            except Exception:
+                pass
+
+
+def _sock_via_jump(endpoint: Endpoint, accepted: Accepted):
+    """ProxyJump: a direct-tcpip channel through the jump host (itself resolved through the same config)."""
+    from launcher.transport.endpoint import resolve
+    user, _, rest = endpoint.proxy_jump.rpartition("@")
+    host, _, port = rest.partition(":")
+    settings = {"config_file": endpoint.extra.get("config_file"), "connect_timeout": endpoint.timeout,
+                "user": user or None, "port": int(port) if port else None, "port_given": bool(port),
+                "accept_new_host_keys": endpoint.accept_new}
+    jump = connect(resolve(host, None, settings), accepted)
+    chan = jump.client.get_transport().open_channel(
+        "direct-tcpip", (endpoint.hostname, endpoint.port), ("127.0.0.1", 0), timeout=endpoint.timeout)
+    return jump, chan
+
+
+def connect(endpoint: Endpoint, accepted: Accepted) -> Connection:
+    """Connect and authenticate, or raise KitError with one line naming the host."""
+    import paramiko
+    client = paramiko.SSHClient()
+    load_known_hosts(client, endpoint)
+    client.set_missing_host_key_policy(accepted.policy(endpoint, _note) if endpoint.accept_new
+                                       else paramiko.RejectPolicy())
+    jump, sock = _sock_via_jump(endpoint, accepted) if endpoint.proxy_jump else (None, None)
+    t = endpoint.timeout
+    try:
+        client.connect(endpoint.hostname, port=endpoint.port, username=endpoint.user, sock=sock,
+                       key_filename=list(endpoint.identity_files) or None, allow_agent=True,
+                       look_for_keys=not endpoint.identity_files, timeout=t, banner_timeout=t, auth_timeout=t,
+                       channel_timeout=t)
+    except Exception as e:
+        client.close()
+        if jump is not None:
+            jump.close()
+        raise KitError(_explain(endpoint, e)) from None
+    return Connection(endpoint, client, jump)
+
+
+def _explain(endpoint: Endpoint, e: Exception) -> str:
+    import paramiko
+    if isinstance(e, paramiko.BadHostKeyException):
+        return changed_key_message(endpoint)
+    if isinstance(e, paramiko.AuthenticationException):
+        keys = ", ".join(endpoint.identity_files) or "the agent and ~/.ssh/id_*"
+        return f"{endpoint.where}: authentication failed as {endpoint.user} (tried {keys})"
+    if isinstance(e, (socket.timeout, TimeoutError)) or "timed out" in str(e).lower():
+        return (f"{endpoint.where}: no answer within {endpoint.timeout:g} s (ssh.connect_timeout); "
+                f"is it up and reachable from here?")
+    if isinstance(e, paramiko.SSHException) and "known_hosts" in str(e):
+        return unknown_key_message(endpoint)
+    if isinstance(e, OSError):
+        return f"{endpoint.where}: cannot connect: {e.strerror or e}"
+    return f"{endpoint.where}: ssh failed: {e}"
+
+
+def connect_all(endpoints: list[Endpoint], accepted: Accepted) -> dict[str, Connection]:
+    """Every host at once; if any fails, close the others and raise one line per failing host."""
+    with ThreadPoolExecutor(max_workers=min(64, max(1, len(endpoints)))) as pool:
+        futures = {e.name: pool.submit(_try_connect, e, accepted) for e in endpoints}
+        results = {name: f.result() for name, f in futures.items()}
+    errors = [r for r in results.values() if isinstance(r, str)]
+    if errors:
+        for r in results.values():
+            if isinstance(r, Connection):
+                r.close()
+        raise KitError("\n".join(errors))
+    return results
+
+
+def _try_connect(endpoint: Endpoint, accepted: Accepted):
+    try:
+        return connect(endpoint, accepted)
+    except KitError as e:
+        return str(e)

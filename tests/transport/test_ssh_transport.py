@@ -1,0 +1,79 @@
+"""The paramiko transport against the real sshd hosts: parallel connects, host keys refused, timeouts bounded."""
+
+import os
+import time
+
+import pytest
+
+from launcher.errors import KitError
+from launcher.transport.endpoint import resolve
+from launcher.transport.hostkeys import Accepted
+from launcher.transport.ssh import connect, connect_all
+
+
+def _settings(ssh_hosts, **extra):
+    return {"user": ssh_hosts.user, "identity_file": ssh_hosts.identity_file, "known_hosts": ssh_hosts.known_hosts,
+            "connect_timeout": 5.0, "config_file": os.devnull, **extra}
+
+
+def test_connect_all_runs_put_and_session(ssh_hosts, tmp_path):
+    endpoints = [resolve(h.name, h.address, _settings(ssh_hosts)) for h in ssh_hosts.hosts]
+    conns = connect_all(endpoints, Accepted())
+    try:
+        for host in ssh_hosts.hosts:
+            code, out, _ = conns[host.name].run("hostname")
+            assert (code, out.strip()) == (0, host.name)
+        conns["n2"].put(str(tmp_path / "a" / "b.txt"), "hello\n", mode=0o600)
+        assert ssh_hosts.hosts[1].run(["cat", str(tmp_path / "a" / "b.txt")]).stdout == "hello\n"
+        assert oct(os.stat(tmp_path / "a" / "b.txt").st_mode & 0o777) == "0o600"
+    finally:
+        for c in conns.values():
+            c.close()
+
+
+def test_openssh_config_gives_hostname_user_and_key(ssh_hosts):
+    # The harness's client config maps n1 -> its address, root, the identity file; kit reads the same file.
+    ep = resolve("n1", None, {"config_file": ssh_hosts.ssh_config, "known_hosts": ssh_hosts.known_hosts})
+    assert (ep.hostname, ep.user, ep.identity_files) == (ssh_hosts.hosts[0].address, "root",
+                                                         (ssh_hosts.identity_file,))
+    conn = connect(ep, Accepted())
+    assert conn.run("hostname")[1].strip() == "n1"
+    conn.close()
+
+
+def test_unknown_host_key_is_refused_naming_the_host(ssh_hosts, tmp_path):
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    host = ssh_hosts.hosts[0]
+    with pytest.raises(KitError, match=r"host n1 .*host key unknown.*ssh-keyscan"):
+        connect(resolve(host.name, host.address, _settings(ssh_hosts, known_hosts=str(empty))), Accepted())
+
+
+def test_new_key_accepted_only_on_opt_in_and_recorded(ssh_hosts, tmp_path, capsys):
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    host = ssh_hosts.hosts[0]
+    accepted = Accepted()
+    ep = resolve(host.name, host.address, _settings(ssh_hosts, known_hosts=str(empty), accept_new_host_keys=True))
+    connect(ep, accepted).close()
+    assert accepted.keys[0]["host"] == "n1" and accepted.keys[0]["fingerprint"].startswith("SHA256:")
+    assert "accepted the NEW host key of host n1" in capsys.readouterr().err
+
+
+def test_changed_host_key_is_refused(ssh_hosts, tmp_path):
+    n1, n2 = ssh_hosts.hosts[:2]
+    key_of_n2 = open(os.path.join(n2.dir, "ssh_host_ed25519_key.pub")).read().split()[:2]
+    wrong = tmp_path / "known_hosts"
+    wrong.write_text(f"{n1.address} {' '.join(key_of_n2)}\n")
+    with pytest.raises(KitError, match=r"host n1 .*CHANGED.*ssh-keygen -R"):
+        connect(resolve(n1.name, n1.address, _settings(ssh_hosts, known_hosts=str(wrong))), Accepted())
+
+
+def test_unreachable_host_fails_within_the_timeout(ssh_hosts):
+    ep = resolve("ghost", ssh_hosts.bed.unused_address, _settings(ssh_hosts, connect_timeout=2.0))
+    good = resolve("n1", ssh_hosts.hosts[0].address, _settings(ssh_hosts))
+    started = time.monotonic()
+    with pytest.raises(KitError, match=r"^host ghost \(") as info:
+        connect_all([good, ep], Accepted())
+    assert time.monotonic() - started < 4.5
+    assert "n1" not in str(info.value)
