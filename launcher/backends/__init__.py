@@ -16,4 +16,10 @@ def get_backend(name: str):
     if name == "local":
         from launcher.backends.local import LocalBackend
         return LocalBackend()
+    if name == "slurm":
+        from launcher.backends.slurm import SlurmBackend
+        return SlurmBackend()
+    if name == "ssh":
+        from launcher.backends.ssh import SshBackend
+        return SshBackend()
     raise KitError(f"backend {name}: not available yet in this version; use --dry-run to see its plan")

@@ -42,7 +42,12 @@ def submit(args) -> int:
         sys.stdout.write(render_json(plan) if args.format == "json" else render_text(plan))
         return 0
     backend = get_backend(plan.backend)
+    if hasattr(backend, "bind"):  # remote backends need connection settings that the plan leaves out
+        backend.bind(resolved_cluster, resolved_job)
     preflight(plan, resolved_job, resolved_cluster, os.getcwd())
+    if plan.backend == "slurm":
+        from launcher.preflight.slurm import preflight_slurm
+        preflight_slurm(plan, resolved_job, resolved_cluster)
     backend.check(plan)
     base_dir = os.getcwd()
     # Paths in the plan are relative to the nodes' workdir; for a local run that is below this directory.
@@ -50,6 +55,8 @@ def submit(args) -> int:
                          resolved_job, resolved_cluster)
     print(f"kit: run {plan.run_id} ({plan.world.world_size} processes on {len(plan.nodes)} node(s)); "
           f"record in {record.path}", file=sys.stderr, flush=True)
+    if args.detach and hasattr(backend, "detach"):
+        return backend.detach(plan, record, base_dir)
     if args.detach:
         return _detach(plan, record, backend, base_dir)
     code, state, failure = backend.execute(plan, record, base_dir)

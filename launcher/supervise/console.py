@@ -79,19 +79,21 @@ def _split_progress(line: str):
     return None
 
 
-def follow_node(fd: int, node: int, console: Console) -> threading.Thread:
-    """Copy one node's output (its watchdog's stdout) to the console, in a daemon thread, until EOF."""
-    thread = threading.Thread(target=_copy, args=(fd, node, console), daemon=True, name=f"node{node}-output")
+def follow_node(source, node: int, console: Console) -> threading.Thread:
+    """Copy one node's output to the console, in a daemon thread, until EOF. `source` is a file descriptor (a
+    local watchdog's stdout, closed at the end) or a callable `read(n) -> bytes` (b"" at EOF: an SSH channel)."""
+    thread = threading.Thread(target=_copy, args=(source, node, console), daemon=True, name=f"node{node}-output")
     thread.start()
     return thread
 
 
-def _copy(fd: int, node: int, console: Console) -> None:
+def _copy(source, node: int, console: Console) -> None:
+    read = source if callable(source) else (lambda n: os.read(source, n))
     noise = NoiseFilter()
     pending = b""
     while True:
         try:
-            chunk = os.read(fd, 65536)
+            chunk = read(65536)
         except OSError:
             break
         if not chunk:
@@ -104,7 +106,8 @@ def _copy(fd: int, node: int, console: Console) -> None:
         _show(pending.decode("utf-8", errors="replace"), node, console, noise)
     for line in noise.finish():
         console.line(line)
-    os.close(fd)
+    if not callable(source):
+        os.close(source)
 
 
 def _show(line: str, node: int, console: Console, noise: NoiseFilter) -> None:

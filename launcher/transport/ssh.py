@@ -34,7 +34,7 @@ class Connection:
     def session(self, command: str):
         """A channel running `command` with stderr merged into stdout; its stdin stays open for the caller."""
         chan = self.client.get_transport().open_session(timeout=self.endpoint.timeout)
-        chan.set_combined_stderr(True)
+        chan.set_combine_stderr(True)
         chan.exec_command(command)
         return chan
 
@@ -43,7 +43,7 @@ class Connection:
         if self._sftp is None:
             self._sftp = self.client.open_sftp()
         self._makedirs(path.rsplit("/", 1)[0] if "/" in path else ".")
-        tmp = f"{path}.kit-tmp"
+        tmp = f"{path}.kit-tmp-{self.endpoint.name}"  # hosts sharing a filesystem may write the same file
         with self._sftp.open(tmp, "wb") as f:
             f.write(content.encode() if isinstance(content, str) else content)
         self._sftp.chmod(tmp, mode)
@@ -136,7 +136,7 @@ def connect_all(endpoints: list[Endpoint], accepted: Accepted) -> dict[str, Conn
         for r in results.values():
             if isinstance(r, Connection):
                 r.close()
-        raise KitError("\n".join(errors))
+        raise KitError("\nkit: error: ".join(errors))  # one line per host, each like a single error
     return results
 
 

@@ -1,0 +1,168 @@
+"""Run a plan on remote hosts over SSH: check every host, upload the plan's files and the watchdog, start each
+node's command unchanged under the watchdog in a session of its own, stream the output, tear down together."""
+
+import os
+import posixpath
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from launcher.errors import KitError
+from launcher.plan.model import LaunchPlan, NodePlan
+from launcher.runs import RunRecord
+from launcher.supervise import tree
+from launcher.supervise.console import Console, follow_node
+from launcher.supervise.failure import summarize
+from launcher.supervise.local_node import WATCHDOG
+from launcher.supervise.supervisor import Cancel, finalize, supervise
+
+REMOTE_WATCHDOG = "kit-watchdog.py"
+
+
+def remote_env(plan: LaunchPlan, node: NodePlan, environ) -> dict:
+    """What the node adds to the remote login's environment, secrets included: sent over the channel's stdin."""
+    missing = [n for n in node.secret_env if n not in node.env and n not in environ]
+    if missing:
+        raise KitError(f"secret_env: {', '.join(missing)} not set in your environment; export it first")
+    return {**node.env, **{n: environ[n] for n in node.secret_env if n not in node.env}}
+
+
+class SshBackend:
+    name = "ssh"
+
+    def __init__(self):
+        self.settings, self.addresses, self.entrypoint = {}, {}, None
+        self.conns, self.pythons, self._pid = {}, {}, None
+        from launcher.transport.hostkeys import Accepted
+        self.accepted = Accepted()
+
+    def bind(self, cluster, job) -> None:
+        """The connection settings (not part of the plan) and the job's entrypoint for the preflight."""
+        from launcher.transport.endpoint import ssh_settings
+        self.settings = ssh_settings(cluster.ssh)
+        self.addresses = {h.name: h.address for h in cluster.hosts}
+        self.entrypoint = job.entrypoint
+
+    def _connect(self, plan: LaunchPlan) -> None:
+        from launcher.transport.endpoint import resolve
+        from launcher.transport.ssh import connect_all
+        hosts = list(dict.fromkeys(n.host for n in plan.nodes))
+        self.conns = connect_all([resolve(h, self.addresses.get(h), self.settings) for h in hosts], self.accepted)
+        self._pid = os.getpid()
+
+    def check(self, plan: LaunchPlan) -> None:
+        """Reachable, python found, entrypoint there, master port free: on every host, before anything starts."""
+        from launcher.backends.ssh_preflight import check_hosts
+        for node in plan.nodes:
+            remote_env(plan, node, os.environ)
+        self._connect(plan)
+        self.pythons, problems = check_hosts(self.conns, plan, self.entrypoint)
+        if problems:
+            self._close()
+            raise KitError("\nkit: error: ".join(problems))
+
+    def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None):
+        console = console or Console(sys.stdout, sys.stderr)
+        if self._pid != os.getpid():
+            self._stale = self.conns  # a forked (detached) supervisor: the parent's connections are not ours
+            self._connect(plan)
+        record.update_status(ssh=self.settings, accepted_host_keys=self.accepted.keys,
+                             teardown_grace=plan.teardown_grace)
+        with Cancel(on_hangup=console.hang_up) as cancel:
+            try:
+                self._upload(plan)
+                nodes, threads = self._start(plan, record, console)
+            except KitError:
+                record.update_status(state="failed", exit_code=2, finished_at=time.time())
+                raise
+            record.update_status(state="running", started_at=time.time(), supervisor_pid=os.getpid(),
+                                 supervisor_start=tree.same_process(os.getpid(), None).create_time(),
+                                 nodes=[n.record() for n in nodes])
+            outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
+                f"kit: stopping run {plan.run_id} on every host: SIGTERM to every process, SIGKILL after "
+                f"{plan.teardown_grace:.0f} s (Ctrl-C again to shorten)"))
+            for t in threads:
+                t.join(timeout=10)
+        self._close()
+        failure = None
+        if outcome.first_failed is not None:
+            failure = self._failure(plan, record, outcome, nodes)
+        outcome = finalize(outcome, failure)
+        record.update_status(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
+                             node_exit_codes=outcome.node_codes,
+                             failure=None if failure is None else failure.__dict__)
+        return outcome.code, outcome.state, failure
+
+    def _failure(self, plan, record, outcome, nodes):
+        from launcher.backends.local import _known_codes
+        node = plan.nodes[outcome.first_failed]
+        code = outcome.node_codes[outcome.first_failed]
+        text = _read(record.file(posixpath.basename(node.log)))
+        if code == 255 and not nodes[outcome.first_failed].conn.alive():
+            text += f"kit: the SSH connection to host {node.host} was lost\n"
+        return summarize(node.machine_rank, node.host, code, text, _known_codes(node))
+
+    def _upload(self, plan: LaunchPlan) -> None:
+        """The plan's files each node needs, and the watchdog, into the node's workdir (SFTP, hosts in parallel)."""
+        watchdog = open(WATCHDOG, "rb").read()
+
+        def one(node):
+            conn = self.conns[node.host]
+            for rel in node.files:
+                conn.put(posixpath.join(node.workdir, rel), plan.files[rel])
+            conn.put(posixpath.join(node.workdir, plan.run_dir, REMOTE_WATCHDOG), watchdog)
+
+        self._parallel(one, plan.nodes, "could not upload the run's files")
+
+    def _start(self, plan: LaunchPlan, record: RunRecord, console: Console):
+        from launcher.supervise.ssh_node import SshNode, launch_text
+
+        def one(node):
+            watchdog = posixpath.join(node.workdir, plan.run_dir, REMOTE_WATCHDOG)
+            text = launch_text(self.pythons.get(node.machine_rank) or node.argv[0], watchdog,
+                               plan.teardown_grace, node.command)
+            return SshNode.start(node.machine_rank, node.host, self.conns[node.host], text=text,
+                                 env=remote_env(plan, node, os.environ),
+                                 log_path=record.file(posixpath.basename(node.log)))
+
+        nodes = self._parallel(one, plan.nodes, "could not start the node")
+        threads = [follow_node(n.read, n.rank, console) for n in nodes]
+        return nodes, threads
+
+    def _parallel(self, fn, nodes, what: str) -> list:
+        with ThreadPoolExecutor(max_workers=max(1, min(64, len(nodes)))) as pool:
+            futures = [pool.submit(fn, n) for n in nodes]
+            results, errors = [], []
+            for node, f in zip(nodes, futures):
+                try:
+                    results.append(f.result())
+                except Exception as e:  # paramiko and socket errors: name the host, no traceback
+                    errors.append(f"host {node.host}: {what}: {e}")
+        if errors:
+            for r in results:
+                if r is not None and hasattr(r, "send"):
+                    r.send("kill")
+            self._close()
+            raise KitError("\nkit: error: ".join(errors))
+        return results
+
+    def current_state(self, status: dict) -> tuple[str, str]:
+        from launcher.backends.ssh_records import current_state
+        return current_state(status)
+
+    def cancel(self, record: RunRecord, status: dict) -> str:
+        from launcher.backends.ssh_records import cancel_ssh_run
+        return cancel_ssh_run(record, status)
+
+    def _close(self) -> None:
+        for conn in self.conns.values():
+            conn.close()
+        self.conns = {}
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""

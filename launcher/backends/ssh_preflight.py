@@ -1,0 +1,75 @@
+"""Cheap checks on every host before an SSH run starts anything: reachable (the connect), the plan's python found
+after the node's setup lines (with psutil, which the watchdog needs), the entrypoint there, the master port free.
+Each problem is one line naming the host."""
+
+import shlex
+from concurrent.futures import ThreadPoolExecutor
+
+from launcher.plan.model import LaunchPlan, NodePlan
+from launcher.preflight.entrypoint import CheckResult, entrypoint_check_command, interpret_entrypoint_check
+from launcher.render.shell import join_argv
+
+CHECK_TIMEOUT = 120.0
+PROBE = "kit-probe:"
+# Runs under the node's interpreter after its setup lines: where it is, and whether the master port is free.
+PROBE_SOURCE = f"""\
+import errno, socket, sys
+import psutil
+print("{PROBE}python", sys.executable)
+port = int(sys.argv[1])
+if port:
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("", port))
+        print("{PROBE}port free")
+    except OSError as e:
+        print("{PROBE}port busy" if e.errno in (errno.EADDRINUSE, errno.EACCES) else "{PROBE}port error", e)
+"""
+
+
+def _swap_launch(node: NodePlan, argv: tuple, runtime_vars) -> str:
+    """The node's command (cd, setup, env) with its launch line replaced by `argv`."""
+    launch = "exec " + join_argv(node.argv, runtime_vars) + "\n"
+    return node.command[:-len(launch)] + "exec " + join_argv(argv) + "\n"
+
+
+def _probe(conn, plan: LaunchPlan, node: NodePlan):
+    """(interpreter path, None) or (None, problem line)."""
+    port = plan.world.master_port if node.machine_rank == 0 else 0
+    text = _swap_launch(node, (node.argv[0], "-c", PROBE_SOURCE, str(port)), plan.runtime_vars)
+    code, out, err = conn.run("bash -c " + shlex.quote(text), timeout=CHECK_TIMEOUT)
+    said = dict(line[len(PROBE):].split(" ", 1) for line in out.splitlines() if line.startswith(PROBE))
+    where = f"host {node.host}"
+    if "python" not in said:
+        last = ([ln for ln in err.splitlines() if ln.strip()] or ["no output"])[-1]
+        if "No module named 'psutil'" in err:
+            return None, f"{where}: {node.argv[0]} has no psutil (kit's node watchdog needs it): pip install psutil"
+        return None, f"{where}: python {node.argv[0]!r} not usable after the setup lines (exit {code}): {last}"
+    if said.get("port", "free").startswith("busy"):
+        return None, (f"{where}: master port {plan.world.master_port} is in use on the master host; "
+                      f"pick another with --port")
+    return said["python"].strip(), None
+
+
+def _check_host(conn, plan: LaunchPlan, node: NodePlan, entrypoint):
+    python, problem = _probe(conn, plan, node)
+    if problem:
+        return None, problem
+    if entrypoint is not None:
+        text = entrypoint_check_command(node, entrypoint, plan.runtime_vars)
+        code, out, err = conn.run("bash -c " + shlex.quote(text), timeout=CHECK_TIMEOUT)
+        problem = interpret_entrypoint_check(entrypoint, node, CheckResult(code, out, err),
+                                             f"{node.host}:{node.workdir}")
+        if problem:
+            return None, f"host {node.host}: {problem}"
+    return python, None
+
+
+def check_hosts(conns: dict, plan: LaunchPlan, entrypoint) -> tuple[dict, list]:
+    """Every node at once: ({rank: interpreter path}, [problem lines])."""
+    with ThreadPoolExecutor(max_workers=max(1, min(64, len(plan.nodes)))) as pool:
+        futures = [pool.submit(_check_host, conns[n.host], plan, n, entrypoint) for n in plan.nodes]
+        results = [f.result() for f in futures]
+    pythons = {n.machine_rank: r[0] for n, r in zip(plan.nodes, results)}
+    return pythons, [r[1] for r in results if r[1]]

@@ -1,0 +1,122 @@
+"""One node on a remote host: the plan's command under the shipped watchdog, in a session of its own there.
+
+The SSH channel is the watchdog's control line: kit writes `stop`/`hurry`/`kill` to its stdin, and when kit dies
+(even by SIGKILL) the connection drops, sshd closes that stdin and the watchdog stops the node (EOF = supervisor
+gone). Secrets travel as the first stdin line (`--env-from-stdin`), never in a command line. The remote shell
+prints the watchdog's pid (= its session and process-group id) and start time first, for the run record.
+"""
+
+import json
+import shlex
+import time
+
+from launcher.supervise.watchdog import PROGRESS_LOG_INTERVAL, split_progress
+
+HELLO = "kit-node"
+HELLO_TIMEOUT = 30.0
+# Field 22 of /proc/PID/stat (start time in clock ticks): pid and start time name one process for good.
+STARTTIME = "sed 's/.*) //' /proc/{pid}/stat | cut -d' ' -f20"
+# After setsid: this shell leads a new session; exec keeps its pid for the watchdog.
+_LEADER = f'echo "{HELLO} $$ $({STARTTIME.format(pid="$$")}) $(date +%s)"; exec "$@"'
+
+
+def launch_text(python: str, watchdog: str, grace: float, command: str) -> str:
+    """Shell text for the channel: the node's command, unchanged, as one argv word of the watchdog."""
+    argv = ["setsid", "-w", "sh", "-c", _LEADER, HELLO, python, watchdog, "--env-from-stdin",
+            "--grace", f"{grace:g}", "--", "bash", "-c", command]
+    return "exec " + " ".join(shlex.quote(w) for w in argv)
+
+
+class LogFile:
+    """The node's log on the submitting machine, written as its output streams in (progress lines thinned)."""
+
+    def __init__(self, path: str):
+        self.f = open(path, "ab", buffering=0)
+        self.pending = b""
+        self._last_progress = 0.0
+
+    def feed(self, data: bytes) -> None:
+        *lines, self.pending = (self.pending + data).split(b"\n")
+        for line in lines:
+            self._write(line + b"\n")
+
+    def _write(self, line: bytes) -> None:
+        progress = split_progress(line)
+        if progress is not None:
+            now = time.monotonic()
+            if now - self._last_progress < PROGRESS_LOG_INTERVAL:
+                return
+            self._last_progress = now
+            line = progress[0] + progress[1]
+        self.f.write(line)
+
+    def close(self) -> None:
+        if self.pending:
+            self._write(self.pending)
+            self.pending = b""
+        self.f.close()
+
+
+class SshNode:
+    def __init__(self, rank: int, host: str, conn, chan, log: LogFile):
+        self.rank, self.host, self.conn, self.chan, self.log = rank, host, conn, chan, log
+        self.code = None
+        self.pid = self.start_ticks = self.started_at = None
+        self._early = b""
+
+    @classmethod
+    def start(cls, rank: int, host: str, conn, *, text: str, env: dict, log_path: str) -> "SshNode":
+        chan = conn.session(text)
+        chan.sendall(json.dumps(env).encode() + b"\n")
+        node = cls(rank, host, conn, chan, LogFile(log_path))
+        node._hello()
+        return node
+
+    def _hello(self) -> None:
+        """Read the remote shell's first line (pid, start ticks, start time); keep what came after it."""
+        self.chan.settimeout(HELLO_TIMEOUT)
+        data = b""
+        while b"\n" not in data:
+            chunk = self.chan.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        self.chan.settimeout(None)
+        line, _, self._early = data.partition(b"\n")
+        words = line.decode(errors="replace").split()
+        if len(words) == 4 and words[0] == HELLO:
+            self.pid, self.start_ticks, self.started_at = int(words[1]), words[2], float(words[3])
+        else:
+            self._early = data  # no watchdog came up (the shell failed): show whatever it said
+
+    def read(self, n: int) -> bytes:
+        """For console.follow_node: the node's output, copied into its local log on the way."""
+        if self._early:
+            data, self._early = self._early, b""
+        else:
+            data = self.chan.recv(n)
+        if data:
+            self.log.feed(data)
+        else:
+            self.log.close()
+        return data
+
+    def record(self) -> dict:
+        return {"rank": self.rank, "host": self.host, "address": self.conn.endpoint.hostname,
+                "pid": self.pid, "pgid": self.pid, "start_ticks": self.start_ticks,
+                "remote_start": self.started_at}
+
+    def send(self, word: str) -> None:
+        try:
+            self.chan.sendall(word.encode() + b"\n")
+        except Exception:
+            pass  # the channel is closed: the watchdog has gone or is stopping on EOF
+
+    def poll(self):
+        if self.code is None:
+            if self.chan.exit_status_ready():
+                rc = self.chan.recv_exit_status()
+                self.code = 255 if rc < 0 else rc   # -1: closed without a status (connection lost)
+            elif not self.conn.alive():
+                self.code = 255
+        return self.code

@@ -1,0 +1,65 @@
+"""A real 2-node run over SSH on two namespace hosts: one world, tagged logs, the dry-run's plan, hostile args."""
+
+import json
+
+import pytest
+
+from tests.backends.sshrun import cluster, leftovers, node_log, workdir
+from tests.launcher.localrun import kit, reports, write_job
+from tests.launcher.test_local_backend import HOSTILE_ARGS
+
+
+@pytest.fixture(scope="module")
+def ssh_run(ssh_hosts, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ssh_run")
+    out = tmp / "out"
+    out.mkdir()
+    job = write_job(tmp, args=["--out", str(out), "--", *HOSTILE_ARGS])
+    argv = ("submit", job, "--cluster", cluster(ssh_hosts, tmp), "--run-id", "ssh-two-node")
+    dry = kit(*argv, "--dry-run", "--format", "json", cwd=workdir(ssh_hosts))
+    assert dry.returncode == 0, dry.stderr
+    result = kit(*argv, cwd=workdir(ssh_hosts), timeout=120)
+    return tmp, out, result, json.loads(dry.stdout)
+
+
+def test_two_hosts_form_one_world(ssh_run, ssh_hosts):
+    tmp, out, result, _ = ssh_run
+    assert result.returncode == 0, result.stderr + result.stdout
+    got = reports(out)
+    assert [(r["rank"], r["machine_rank"], r["dist_world"], r["allreduce_sum"]) for r in got] == \
+        [(0, 0, 2, 3.0), (1, 1, 2, 3.0)]
+    # Machine rank 0 ran on n1 and machine rank 1 on n2: each node's log starts with its setup line.
+    assert "kit-test host n1" in node_log(ssh_hosts, "ssh-two-node", 0)
+    assert "kit-test host n2" in node_log(ssh_hosts, "ssh-two-node", 1)
+
+
+def test_output_is_tagged_like_local_runs(ssh_run):
+    _, _, result, _ = ssh_run
+    assert "[node0/rank0] probe rank 0/2 ready" in result.stdout
+    assert "[node1/rank1] probe rank 1/2 ready" in result.stdout
+    assert "[node0] kit-test host n1" in result.stdout
+    assert all(line.startswith("[node") for line in result.stdout.splitlines())
+
+
+def test_hostile_args_arrive_unchanged_and_run_nothing(ssh_run, ssh_hosts):
+    tmp, out, _, _ = ssh_run
+    assert all(r["argv"] == HOSTILE_ARGS for r in reports(out))
+    for host in ssh_hosts.hosts:
+        assert host.run(["sh", "-c", f"ls {workdir(ssh_hosts)} /root | grep -c pwned"], check=False).stdout \
+            .strip() == "0"
+
+
+def test_run_record_plan_equals_the_dry_run(ssh_run, ssh_hosts):
+    _, _, result, dry = ssh_run
+    record = f"{workdir(ssh_hosts)}/runs/ssh-two-node"
+    assert json.load(open(f"{record}/plan.json")) == dry
+    status = json.load(open(f"{record}/status.json"))
+    assert status["state"] == "succeeded" and status["exit_code"] == 0
+    nodes = status["nodes"]
+    assert [(n["rank"], n["host"]) for n in nodes] == [(0, "n1"), (1, "n2")]
+    assert all(n["pgid"] and n["start_ticks"] and n["remote_start"] for n in nodes)
+    assert status["ssh"]["known_hosts"] == ssh_hosts.known_hosts and status["accepted_host_keys"] == []
+
+
+def test_nothing_of_the_run_is_left(ssh_run, ssh_hosts):
+    assert leftovers(ssh_hosts, "ssh-two-node") == {}
