@@ -28,10 +28,28 @@ def _print_whole(paths) -> None:
             sys.stdout.write(f"==> {os.path.basename(path)} <==\n{f.read()}")
 
 
+# A SLURM job waiting in the queue (first time or after a requeue) is not over either.
+QUEUED = ("pending", "requeued")
+
+
 def _still_running(record: runs.RunRecord) -> bool:
     from launcher.commands.records import _state
     state, _ = _state(record.read_status())
-    return state in liveness.ACTIVE
+    return state in liveness.ACTIVE + QUEUED
+
+
+def print_new_lines(record: runs.RunRecord, node, offsets: dict, pending: dict) -> None:
+    """The node logs' complete lines written since the last call, tagged like the live console."""
+    for rank, path in _node_logs(record, node) if os.path.isdir(record.path) else []:
+        with open(path, "rb") as f:
+            f.seek(offsets.get(path, 0))
+            data = pending.get(path, b"") + f.read()
+            offsets[path] = f.tell()
+        *lines, pending[path] = data.split(b"\n")
+        for raw in lines:
+            line = raw.decode("utf-8", errors="replace")
+            sys.stdout.write((line if is_tagged(line, rank) else f"{node_tag(rank)} {line}") + "\n")
+        sys.stdout.flush()
 
 
 def _follow(record: runs.RunRecord, node) -> None:
@@ -39,16 +57,7 @@ def _follow(record: runs.RunRecord, node) -> None:
     offsets, pending = {}, {}
     while True:
         running = _still_running(record)
-        for rank, path in _node_logs(record, node) if os.path.isdir(record.path) else []:
-            with open(path, "rb") as f:
-                f.seek(offsets.get(path, 0))
-                data = pending.get(path, b"") + f.read()
-                offsets[path] = f.tell()
-            *lines, pending[path] = data.split(b"\n")
-            for raw in lines:
-                line = raw.decode("utf-8", errors="replace")
-                sys.stdout.write((line if is_tagged(line, rank) else f"{node_tag(rank)} {line}") + "\n")
-            sys.stdout.flush()
+        print_new_lines(record, node, offsets, pending)
         if not running:
             return
         time.sleep(FOLLOW_POLL)

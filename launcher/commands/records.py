@@ -68,7 +68,7 @@ def cancel(args) -> int:
     run_id = st.get("run_id", args.run_id)
     backend = get_backend(st.get("backend", "local"))
     state, _ = backend.current_state(st)
-    if state not in liveness.ACTIVE + ("lost",):
+    if state not in liveness.ACTIVE + ("lost", "pending", "requeued"):
         code = st.get("exit_code")
         print(f"run {run_id}: already finished ({state}{'' if code is None else f', exit code {code}'}); "
               "nothing to cancel")

@@ -41,6 +41,11 @@ class SlurmOptions(StrictModel):
     constraint: Optional[str] = None
     cpus_per_task: Optional[PositiveInt] = None
     mem: Optional[Annotated[str, StringConstraints(pattern=r"^\d+[KMGT]?$")]] = None
+    # Seconds before the time limit that SLURM warns the batch shell (B:USR1), which then requeues the job so the
+    # ranks checkpoint on SIGTERM and resume; must be well above the checkpoint time plus SLURM's event resolution.
+    signal_before: Annotated[int, Field(ge=10, le=65535)] = 180
+    # Requeues (warning signal or preemption) before kit lets the job end instead of requeueing it again.
+    max_requeues: Annotated[int, Field(ge=0, le=1000)] = 3
     # Verbatim `#SBATCH` options, the escape hatch for anything not modelled: ["--exclusive", "--reservation=x"].
     extra_sbatch: list[Annotated[str, StringConstraints(pattern=r"^--?[A-Za-z]")]] = []
 

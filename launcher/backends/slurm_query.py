@@ -1,0 +1,123 @@
+"""What SLURM says about a job: state through submitit's sacct watcher, details (reason, nodes, requeues, exit code)
+from `scontrol show job` while the controller still knows the job, and the exit codes each node's command wrote
+into the run directory, so a finished job reports its true result even without accounting."""
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from typing import Optional
+
+from launcher.render.slurm import node_exit_file
+
+QUERY_TIMEOUT = 20.0
+_FIELD = re.compile(r"(\w+)=(\S*)")
+RUNNING = ("RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "RESIZING", "SIGNALING", "STAGE_OUT")
+REQUEUED = ("REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "PREEMPTED")
+FAILED = ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    job_id: str
+    slurm_state: str         # SLURM's word (RUNNING, PENDING, COMPLETED, ...), UNKNOWN when nobody knows
+    reason: str = ""
+    nodes: str = ""
+    restarts: int = 0
+    exit_code: Optional[int] = None   # the batch script's, when SLURM reported it
+
+    @property
+    def kit_state(self) -> str:
+        """pending | requeued | running | succeeded | failed | cancelled | timeout | unknown."""
+        s = self.slurm_state
+        if s == "PENDING":
+            return "requeued" if self.restarts else "pending"
+        if s in REQUEUED:
+            return "requeued"
+        if s in RUNNING:
+            return "running"
+        if s == "COMPLETED":
+            return "succeeded"
+        if s.startswith("CANCELLED"):
+            return "cancelled"
+        if s == "TIMEOUT":
+            return "timeout"
+        if s in FAILED:
+            return "failed"
+        return "unknown"
+
+    @property
+    def finished(self) -> bool:
+        return self.kit_state in ("succeeded", "failed", "cancelled", "timeout")
+
+
+def _run(argv: list[str]) -> Optional[str]:
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=QUERY_TIMEOUT, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout if r.returncode == 0 else None
+
+
+def _exit_code(text: str) -> Optional[int]:
+    """SLURM's "code:signal": a signal reads as 128 + signal, like a shell says it."""
+    m = re.match(r"^(\d+):(\d+)$", text or "")
+    if not m:
+        return None
+    code, sig = int(m.group(1)), int(m.group(2))
+    return 128 + sig if sig else code
+
+
+def scontrol_job(job_id: str) -> dict:
+    """`scontrol show job -o` as a dict; {} once the controller has forgotten the job (MinJobAge)."""
+    out = _run(["scontrol", "show", "job", "-o", job_id])
+    return dict(_FIELD.findall(out.splitlines()[0])) if out and out.strip() else {}
+
+
+def sacct_state(folder: str, job_id: str) -> str:
+    """State through submitit's job handle (sacct); UNKNOWN where accounting is missing or has no row yet."""
+    import logging
+
+    from submitit.slurm.slurm import SlurmJob  # lazily: keeps the CLI's import path light
+    # submitit logs a warning per failed sacct call; a cluster without accounting is a case we handle.
+    logging.getLogger("submitit").setLevel(logging.ERROR)
+    job = SlurmJob(folder, job_id)
+    return (job.watcher.get_state(job_id, mode="force") or "UNKNOWN").split()[0].upper()
+
+
+def query(folder: str, job_id: str) -> JobInfo:
+    fields = scontrol_job(job_id)
+    state = sacct_state(folder, job_id)
+    ctl_state = fields.get("JobState", "")
+    # sacct lags the controller (a final row can appear before its exit code and end time): while the
+    # controller still knows the job, its word wins; sacct is what remains after the controller forgets it.
+    if ctl_state:
+        state = ctl_state
+    if state == "UNKNOWN":
+        state = _sacct_field(job_id, "State") or "UNKNOWN"
+    code = _exit_code(fields.get("ExitCode", "")) if fields else _exit_code(_sacct_field(job_id, "ExitCode"))
+    return JobInfo(job_id, state.split()[0], reason=fields.get("Reason", ""), nodes=fields.get("NodeList", ""),
+                   restarts=int(fields.get("Restarts", "0") or 0), exit_code=code)
+
+
+def _sacct_field(job_id: str, field: str) -> str:
+    out = _run(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", field])
+    rows = [r for r in (out or "").splitlines() if r.strip()]
+    return rows[-1].strip() if rows else ""
+
+
+def node_exit_codes(workdir: str, run_dir: str, n_nodes: int) -> list[Optional[int]]:
+    """Each node's exit code as its command wrote it (None: not written, e.g. killed by SIGKILL)."""
+    codes = []
+    for rank in range(n_nodes):
+        try:
+            with open(os.path.join(workdir, node_exit_file(run_dir, str(rank))), encoding="utf-8") as f:
+                codes.append(int(f.read().strip()))
+        except (OSError, ValueError):
+            codes.append(None)
+    return codes
+
+
+def hostnames(nodelist: str) -> list[str]:
+    out = _run(["scontrol", "show", "hostnames", nodelist]) if nodelist and nodelist != "(null)" else None
+    return out.split() if out else []
