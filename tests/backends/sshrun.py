@@ -3,17 +3,26 @@
 import os
 import sys
 
+import yaml
+
 from tests.harness.configs import ssh_cluster_config
 
 PYTHON = sys.executable
 
 
-def cluster(ssh_hosts, tmp_path, **fields):
-    """An ssh cluster config for the harness hosts; every node says its hostname first (setup line)."""
+def cluster(ssh_hosts, tmp_path, ssh_options=None, **fields):
+    """An ssh cluster config for the harness hosts; every node says its hostname first (setup line).
+    ssh_options: keys to change in its `ssh:` section."""
     fields.setdefault("python", PYTHON)
     fields.setdefault("setup", ['echo "kit-test host $(hostname)"'])
     fields.setdefault("teardown_grace", 30)
-    return ssh_cluster_config(ssh_hosts, tmp_path / "ssh-cluster.yaml", **fields)
+    path = ssh_cluster_config(ssh_hosts, tmp_path / "ssh-cluster.yaml", **fields)
+    if ssh_options:
+        data = yaml.safe_load(open(path))
+        data["ssh"].update(ssh_options)
+        with open(path, "w") as f:
+            yaml.safe_dump(data, f, sort_keys=False)
+    return path
 
 
 def workdir(ssh_hosts) -> str:

@@ -63,3 +63,13 @@ def test_run_record_plan_equals_the_dry_run(ssh_run, ssh_hosts):
 
 def test_nothing_of_the_run_is_left(ssh_run, ssh_hosts):
     assert leftovers(ssh_hosts, "ssh-two-node") == {}
+
+
+def test_logs_runs_and_status_cover_ssh_runs(ssh_run, ssh_hosts):
+    logs = kit("logs", "ssh-two-node", "--node", "1", cwd=workdir(ssh_hosts))
+    assert "probe rank 1/2 ready" in logs.stdout and "kit-test host n2" in logs.stdout
+    listed = kit("runs", cwd=workdir(ssh_hosts)).stdout
+    assert any(line.startswith("ssh-two-node") and " ssh " in line and "succeeded" in line
+               for line in listed.splitlines()), listed
+    status = kit("status", "ssh-two-node", cwd=workdir(ssh_hosts)).stdout
+    assert "host n1" in status and "host n2" in status and "state succeeded" in status
