@@ -5,6 +5,7 @@ import os
 from typing import Optional
 
 from launcher.backends.slurm_query import JobInfo, node_exit_codes
+from launcher.render.slurm import node_exit_file
 from launcher.supervise.failure import TRAIN_EXIT_CODES, Failure, summarize
 
 SIGTERM_EXIT = 143
@@ -34,11 +35,19 @@ def _first_failure(status: dict, codes: list) -> Optional[Failure]:
     failed = [i for i, c in enumerate(codes) if c]
     if not failed:
         return None
-    rank = failed[0]
+    # The node that ended first failed first; the others were stopped because of it (srun --kill-on-bad-exit).
+    rank = min(failed, key=lambda i: (_mtime(status, i), i))
     hosts = [n.get("host", "?") for n in status.get("nodes", [])]
     host = hosts[rank] if rank < len(hosts) else "?"
     log = _read(os.path.join(status["path"], f"node{rank}.log"))
     return summarize(rank, host, codes[rank], log, TRAIN_EXIT_CODES if status.get("train_module") else {})
+
+
+def _mtime(status: dict, rank: int) -> float:
+    try:
+        return os.path.getmtime(os.path.join(status["workdir"], node_exit_file(status["run_dir"], str(rank))))
+    except OSError:
+        return float("inf")
 
 
 def final_fields(status: dict, info: JobInfo) -> dict:
