@@ -7,7 +7,7 @@ import sys
 from launcher.errors import KitError
 
 FORMATS = ("text", "json")
-COMMANDS = ("submit", "status", "logs", "cancel", "runs")
+COMMANDS = ("submit", "status", "logs", "cancel", "runs", "doctor")
 
 
 class UsageError(KitError):
@@ -67,6 +67,13 @@ def _record_args(sub) -> None:
     p.add_argument("--run-root", default="runs", help="directory of run records (default: runs)")
 
 
+def _doctor_args(sub) -> None:
+    p = sub.add_parser("doctor", help="check every host of an ssh cluster (reach, python, versions, ports)")
+    p.add_argument("--cluster", required=True, help="cluster config YAML (an ssh cluster)")
+    p.add_argument("--job", help="job spec YAML: also check that its entrypoint is importable on every host")
+    p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kit", description="Plan and launch multi-node PyTorch training jobs.")
     from launcher import __version__
@@ -74,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _submit_args(sub)
     _record_args(sub)
+    _doctor_args(sub)
     return parser
 
 
@@ -94,6 +102,9 @@ def main(argv=None) -> int:
         if args.command == "submit":
             from launcher.commands.submit import submit
             return submit(args)
+        if args.command == "doctor":
+            from launcher.commands.doctor import doctor
+            return doctor(args)
         from launcher.commands import records
         return records.COMMANDS[args.command](args)
     except KitError as e:

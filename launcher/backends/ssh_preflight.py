@@ -73,3 +73,18 @@ def check_hosts(conns: dict, plan: LaunchPlan, entrypoint) -> tuple[dict, list]:
         results = [f.result() for f in futures]
     pythons = {n.machine_rank: r[0] for n, r in zip(plan.nodes, results)}
     return pythons, [r[1] for r in results if r[1]]
+
+
+def entry_checker(plan: LaunchPlan, host: str, job):
+    """For `kit doctor --job`: conn -> problem line or None, the same check `kit submit` runs."""
+    node = next(n for n in plan.nodes if n.host == host) if any(n.host == host for n in plan.nodes) else None
+
+    def check(conn):
+        if node is None:
+            return None
+        text = entrypoint_check_command(node, job.entrypoint, plan.runtime_vars)
+        code, out, err = conn.run("bash -c " + shlex.quote(text), timeout=CHECK_TIMEOUT)
+        return interpret_entrypoint_check(job.entrypoint, node, CheckResult(code, out, err),
+                                          f"{host}:{node.workdir}")
+
+    return check

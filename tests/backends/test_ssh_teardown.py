@@ -66,6 +66,9 @@ def test_kill_9_of_kit_leaves_nothing_within_15_s(ssh_hosts, tmp_path):
     proc.wait(5)
     took = _gone_within(ssh_hosts, "ssh-kill-9", 15)
     print(f"kill -9 of kit: hosts clean after {took:.1f} s")
+    # The record still says running; status asks the hosts and reports the run as lost.
+    status = kit("status", "ssh-kill-9", cwd=workdir(ssh_hosts))
+    assert "state lost" in status.stdout and "died before recording" in status.stdout, status.stdout
 
 
 def test_cancel_of_a_detached_run_spares_other_processes(ssh_hosts, tmp_path):

@@ -1,0 +1,38 @@
+"""`kit doctor --cluster C [--job J]`: can this cluster run jobs? One verdict per check and host; exit 1 on any
+FAIL. Only SSH clusters have hosts to check."""
+
+import json
+import sys
+
+from launcher.errors import KitError
+
+
+def doctor(args) -> int:
+    from launcher.spec import Overrides, apply_overrides, load_cluster, load_job, load_user_deepspeed
+    cluster = load_cluster(args.cluster)
+    if cluster.backend != "ssh":
+        raise KitError(f"kit doctor checks the hosts of an ssh cluster; {cluster.name} is a {cluster.backend} "
+                       f"cluster")
+    job = plan = None
+    if args.job:
+        from launcher.plan.build import build_plan
+        job = load_job(args.job)
+        plan = build_plan(job, cluster, Overrides(), "kit-doctor", user_deepspeed=load_user_deepspeed(job))
+        job, cluster = apply_overrides(job, cluster, Overrides())
+    from launcher.backends.ssh_doctor import doctor_rows
+    rows = doctor_rows(cluster, job, plan)
+    failed = any(r[2] == "FAIL" for r in rows)
+    if args.format == "json":
+        data = [dict(zip(("host", "check", "verdict", "detail"), r)) for r in rows]
+        sys.stdout.write(json.dumps({"cluster": cluster.name, "ok": not failed, "checks": data}, indent=2) + "\n")
+    else:
+        _table(rows)
+        print(f"kit doctor: {cluster.name}: " + ("some checks FAILED" if failed else "every check passed"))
+    return 1 if failed else 0
+
+
+def _table(rows) -> None:
+    widths = [max(len(str(r[i])) for r in rows + [("HOST", "CHECK", "VERDICT", "")]) for i in range(3)]
+    print(f"{'HOST':<{widths[0]}}  {'CHECK':<{widths[1]}}  {'VERDICT':<{widths[2]}}  DETAIL")
+    for host, check, verdict, detail in rows:
+        print(f"{host:<{widths[0]}}  {check:<{widths[1]}}  {verdict:<{widths[2]}}  {detail}")

@@ -1,0 +1,47 @@
+"""`kit doctor` against the real sshd hosts: every check passes on a healthy cluster; an unreachable host fails
+within the connect timeout, naming the host; a wrong python fails on every host."""
+
+import json
+import time
+
+from tests.backends.sshrun import cluster, workdir
+from tests.launcher.localrun import kit, write_job
+
+
+def _doctor(ssh_hosts, cfg, *extra):
+    return kit("doctor", "--cluster", cfg, "--format", "json", *extra, cwd=workdir(ssh_hosts), timeout=120)
+
+
+def test_healthy_cluster_passes_every_check(ssh_hosts, tmp_path):
+    job = write_job(tmp_path, args=["--out", str(tmp_path)])
+    result = _doctor(ssh_hosts, cluster(ssh_hosts, tmp_path), "--job", job)
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    checks = {(c["host"], c["check"]): c for c in report["checks"]}
+    for host in ("n1", "n2"):
+        for check in ("ssh", "python", "disk", "entrypoint", "version torch", "version accelerate", "tcp to master"):
+            assert checks[(host, check)]["verdict"] == "ok", checks[(host, check)]
+        assert checks[(host, "gpus")]["verdict"] == "skipped"
+    assert checks[("n1", "master port")]["verdict"] == "ok"
+    text = kit("doctor", "--cluster", cluster(ssh_hosts, tmp_path), cwd=workdir(ssh_hosts), timeout=120)
+    assert text.returncode == 0 and "every check passed" in text.stdout
+
+
+def test_unreachable_host_fails_doctor_within_the_timeout(ssh_hosts, tmp_path):
+    hosts = [{"name": "n1", "address": ssh_hosts.hosts[0].address},
+             {"name": "ghost", "address": ssh_hosts.bed.unused_address}]
+    cfg = cluster(ssh_hosts, tmp_path, hosts=hosts, ssh_options={"connect_timeout": 2.0})
+    started = time.monotonic()
+    result = _doctor(ssh_hosts, cfg)
+    assert time.monotonic() - started < 2.0 + 6.0
+    assert result.returncode == 1
+    checks = {(c["host"], c["check"]): c for c in json.loads(result.stdout)["checks"]}
+    assert checks[("ghost", "ssh")]["verdict"] == "FAIL" and "host ghost" in checks[("ghost", "ssh")]["detail"]
+    assert checks[("n1", "ssh")]["verdict"] == "ok"
+
+
+def test_wrong_python_fails_on_every_host(ssh_hosts, tmp_path):
+    result = _doctor(ssh_hosts, cluster(ssh_hosts, tmp_path, python="/opt/no-such/python"))
+    assert result.returncode == 1
+    checks = {(c["host"], c["check"]): c for c in json.loads(result.stdout)["checks"]}
+    assert all(checks[(h, "python")]["verdict"] == "FAIL" for h in ("n1", "n2"))
