@@ -75,7 +75,8 @@ def test_sigterm_in_a_final_phase_stops_promptly_and_the_requeue_finishes(tmp_pa
     args = resumable_args(data, out, cache, "--max-steps", "3")
     proc, lines = _start([sys.executable, "-m", "train", *args], by_hand_env(**{preempt.HOLD_ENV: phase}), REPO)
     took = _stop_in_phase(proc, lines, phase)
-    assert proc.returncode == EXIT_PREEMPTED and took < 5, (took, "".join(lines)[-3000:])
+    # Promptly: far inside any launcher's grace period (40 s), with room for a loaded 2-core machine.
+    assert proc.returncode == EXIT_PREEMPTED and took < 20, (took, "".join(lines)[-3000:])
     assert not (out / resume.FINISHED).exists()
     assert json.loads((out / preempt.MARKER).read_text())["checkpoint"].endswith("step-3")
     # "save" finishes the write it was in; "test" had nothing written.
@@ -93,7 +94,7 @@ def test_kit_teardown_during_the_final_test_needs_no_sigkill(tmp_path):
     proc, lines = _start(argv, dict(os.environ), tmp_path)
     took = _stop_in_phase(proc, lines, "test")
     text = "".join(lines)
-    # kit's grace before SIGKILL is at least 10 s: every rank was gone well before it.
-    assert took < 8, (took, text[-4000:])
+    # kit's grace before SIGKILL is 40 s (at least 30): every rank was gone well before it.
+    assert took < 25, (took, text[-4000:])
     assert "preempted by SIGTERM" in text, text[-4000:]
     assert not (out / "metrics.json").exists()
