@@ -12,7 +12,7 @@ from tests.launcher.localrun import kit, write_job
 def _submit(ssh_hosts, tmp_path, cfg, run_id, timeout=60):
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
-    job = write_job(tmp_path, args=["--out", str(out)])
+    job = write_job(tmp_path, args=["--out", str(out), "--linger", "1"])  # see test_ssh_run: the probe's exit race
     return kit("submit", job, "--cluster", cfg, "--run-id", run_id, cwd=workdir(ssh_hosts), timeout=timeout)
 
 

@@ -14,7 +14,9 @@ def ssh_run(ssh_hosts, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ssh_run")
     out = tmp / "out"
     out.mkdir()
-    job = write_job(tmp, args=["--out", str(out), "--", *HOSTILE_ARGS])
+    # --linger: both ranks stay up a moment after the all-reduce; a rank that exits while its peer is still in
+    # gloo can abort at exit (SIGABRT, seen across hosts), which is the probe's race, not the launcher's.
+    job = write_job(tmp, args=["--out", str(out), "--linger", "1", "--", *HOSTILE_ARGS])
     argv = ("submit", job, "--cluster", cluster(ssh_hosts, tmp), "--run-id", "ssh-two-node")
     dry = kit(*argv, "--dry-run", "--format", "json", cwd=workdir(ssh_hosts))
     assert dry.returncode == 0, dry.stderr
