@@ -33,6 +33,7 @@ class SshBackend:
     def __init__(self):
         self.settings, self.addresses, self.entrypoint = {}, {}, None
         self.conns, self.pythons, self._pid = {}, {}, None
+        self.timings = {}   # seconds per phase, kept in status.json (bench/ssh_fanout.py reads them)
         from launcher.transport.hostkeys import Accepted
         self.accepted = Accepted()
 
@@ -55,8 +56,11 @@ class SshBackend:
         from launcher.backends.ssh_preflight import check_hosts
         for node in plan.nodes:
             remote_env(plan, node, os.environ)
+        started = time.monotonic()
         self._connect(plan)
+        self.timings["connect_s"] = round(time.monotonic() - started, 3)
         self.pythons, problems = check_hosts(self.conns, plan, self.entrypoint)
+        self.timings["preflight_s"] = round(time.monotonic() - started - self.timings["connect_s"], 3)
         if problems:
             self._close()
             raise KitError("\nkit: error: ".join(problems))
@@ -70,14 +74,17 @@ class SshBackend:
                              teardown_grace=plan.teardown_grace)
         with Cancel(on_hangup=console.hang_up) as cancel:
             try:
+                started = time.monotonic()
                 self._upload(plan)
+                self.timings["upload_s"] = round(time.monotonic() - started, 3)
                 nodes, threads = self._start(plan, record, console)
+                self.timings["start_s"] = round(time.monotonic() - started - self.timings["upload_s"], 3)
             except KitError:
                 record.update_status(state="failed", exit_code=2, finished_at=time.time())
                 raise
             record.update_status(state="running", started_at=time.time(), supervisor_pid=os.getpid(),
                                  supervisor_start=tree.same_process(os.getpid(), None).create_time(),
-                                 nodes=[n.record() for n in nodes])
+                                 nodes=[n.record() for n in nodes], timings=self.timings)
             outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
                 f"kit: stopping run {plan.run_id} on every host: SIGTERM to every process, SIGKILL after "
                 f"{plan.teardown_grace:.0f} s (Ctrl-C again to shorten)"))

@@ -34,18 +34,44 @@ def _swap_launch(node: NodePlan, argv: tuple, runtime_vars) -> str:
     return node.command[:-len(launch)] + "exec " + join_argv(argv) + "\n"
 
 
-def _probe(conn, plan: LaunchPlan, node: NodePlan):
-    """(interpreter path, None) or (None, problem line)."""
+SPLIT = "kit-preflight-split"
+
+
+def _remote_checks(conn, texts: list) -> list:
+    """Run several bash texts in one remote command (one login-shell start, ~0.5 s, instead of one each);
+    a marker line with the exit status after each, on stdout and stderr: [CheckResult per text]."""
+    mark = f'c=$?; printf "\\n{SPLIT} %s\\n" "$c"; printf "\\n{SPLIT} %s\\n" "$c" >&2'
+    _, out, err = conn.run("; ".join(f"bash -c {shlex.quote(t)}; {mark}" for t in texts), timeout=CHECK_TIMEOUT)
+    outs, errs = out.split(f"\n{SPLIT} "), err.split(f"\n{SPLIT} ")
+    results = []
+    for i in range(len(texts)):
+        code = outs[i + 1].split("\n", 1)[0].strip() if i + 1 < len(outs) else ""
+        results.append(CheckResult(int(code) if code.isdigit() else 255, _part(outs, i), _part(errs, i)))
+    return results
+
+
+def _part(parts: list, i: int) -> str:
+    """The i-th text's output: after the previous marker's status line."""
+    if i >= len(parts):
+        return ""
+    return parts[0] if i == 0 else (parts[i].split("\n", 1) + [""])[1]
+
+
+def _probe_text(plan: LaunchPlan, node: NodePlan) -> str:
     port = plan.world.master_port if node.machine_rank == 0 else 0
-    text = _swap_launch(node, (node.argv[0], "-c", PROBE_SOURCE, str(port)), plan.runtime_vars)
-    code, out, err = conn.run("bash -c " + shlex.quote(text), timeout=CHECK_TIMEOUT)
-    said = dict(line[len(PROBE):].split(" ", 1) for line in out.splitlines() if line.startswith(PROBE))
+    return _swap_launch(node, (node.argv[0], "-c", PROBE_SOURCE, str(port)), plan.runtime_vars)
+
+
+def _read_probe(plan: LaunchPlan, node: NodePlan, result: CheckResult):
+    """(interpreter path, None) or (None, problem line)."""
+    said = dict(line[len(PROBE):].split(" ", 1) for line in result.stdout.splitlines() if line.startswith(PROBE))
     where = f"host {node.host}"
     if "python" not in said:
-        last = ([ln for ln in err.splitlines() if ln.strip()] or ["no output"])[-1]
-        if "No module named 'psutil'" in err:
+        last = ([ln for ln in result.stderr.splitlines() if ln.strip()] or ["no output"])[-1]
+        if "No module named 'psutil'" in result.stderr:
             return None, f"{where}: {node.argv[0]} has no psutil (kit's node watchdog needs it): pip install psutil"
-        return None, f"{where}: python {node.argv[0]!r} not usable after the setup lines (exit {code}): {last}"
+        return None, (f"{where}: python {node.argv[0]!r} not usable after the setup lines "
+                      f"(exit {result.returncode}): {last}")
     if said.get("port", "free").startswith("busy"):
         return None, (f"{where}: master port {plan.world.master_port} is in use on the master host; "
                       f"pick another with --port")
@@ -53,14 +79,15 @@ def _probe(conn, plan: LaunchPlan, node: NodePlan):
 
 
 def _check_host(conn, plan: LaunchPlan, node: NodePlan, entrypoint):
-    python, problem = _probe(conn, plan, node)
+    texts = [_probe_text(plan, node)]
+    if entrypoint is not None:
+        texts.append(entrypoint_check_command(node, entrypoint, plan.runtime_vars))
+    results = _remote_checks(conn, texts)
+    python, problem = _read_probe(plan, node, results[0])
     if problem:
         return None, problem
     if entrypoint is not None:
-        text = entrypoint_check_command(node, entrypoint, plan.runtime_vars)
-        code, out, err = conn.run("bash -c " + shlex.quote(text), timeout=CHECK_TIMEOUT)
-        problem = interpret_entrypoint_check(entrypoint, node, CheckResult(code, out, err),
-                                             f"{node.host}:{node.workdir}")
+        problem = interpret_entrypoint_check(entrypoint, node, results[1], f"{node.host}:{node.workdir}")
         if problem:
             return None, f"host {node.host}: {problem}"
     return python, None

@@ -73,3 +73,14 @@ def test_secrets_reach_the_node_but_no_command_line_or_record(ssh_hosts, tmp_pat
         if os.path.isfile(f"{record}/{name}"):
             assert secret not in open(f"{record}/{name}", errors="replace").read(), name
 
+
+
+def test_missing_entrypoint_fails_before_launch_naming_the_host(ssh_hosts, tmp_path):
+    job = write_job(tmp_path, args=[])
+    text = open(job).read().replace("rank_probe.py", "no_such_probe.py")
+    open(job, "w").write(text)
+    result = kit("submit", job, "--cluster", cluster(ssh_hosts, tmp_path), "--run-id", "ssh-no-entry",
+                 cwd=workdir(ssh_hosts), timeout=60)
+    assert result.returncode == 2
+    assert "kit: error: host n1: entrypoint.script" in result.stderr and "no such file" in result.stderr
+    _no_run(ssh_hosts, "ssh-no-entry")

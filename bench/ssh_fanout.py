@@ -1,0 +1,106 @@
+"""SSH fan-out: time from `kit submit` to every node's command running, against `pdsh -w ... CMD` and a
+sequential `ssh` loop measured in the same run, on N namespace hosts with real sshd (tests/harness).
+
+The node's first setup line stamps the time it started running (only in the real run: KIT_RUN_ID reaches the
+node through the watchdog, after kit's checks) and ends the node, so nothing heavy runs after it. pdsh and the
+loop run the same stamp. Prints seconds, ratios (kit / pdsh, kit / loop), kit's own CPU seconds per host, and
+kit's phases (connect, preflight, upload, start) from the run record. Target: kit no slower than pdsh.
+
+    .venv/bin/python bench/ssh_fanout.py [--sizes 2 8 32]
+"""
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.harness.configs import ssh_cluster_config  # noqa: E402
+from tests.harness.session import harness  # noqa: E402
+
+STAMP = 'date +%s.%N > {dir}/$(hostname)'
+
+
+def _wait_stamps(stamp_dir: Path, n: int, timeout=120.0) -> float:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        files = list(stamp_dir.iterdir())
+        if len(files) == n:
+            return max(float(f.read_text()) for f in files)
+        time.sleep(0.05)
+    raise RuntimeError(f"only {len(list(stamp_dir.iterdir()))} of {n} hosts stamped")
+
+
+def _fresh(base: Path, name: str) -> Path:
+    d = base / name
+    d.mkdir()
+    return d
+
+
+def time_kit(h, base: Path, n: int) -> tuple[float, float, dict]:
+    stamps = _fresh(base, "kit-stamps")
+    job = base / "job.yaml"
+    job.write_text(json.dumps({"name": "fanout", "entrypoint": {"script": "/bin/true"}, "nodes": n,
+                               "procs_per_node": 1}))
+    setup = [f'if [ -n "$KIT_RUN_ID" ]; then {STAMP.format(dir=stamps)}; exit 0; fi']
+    cfg = ssh_cluster_config(h.ssh, base / "cluster.yaml", python=sys.executable, setup=setup)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.time()
+    proc = subprocess.run([sys.executable, "-m", "launcher", "submit", str(job), "--cluster", cfg, "--run-id",
+                           f"fanout-{n}"], cwd=h.bed.path("work"), capture_output=True, text=True, timeout=300)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-2000:])
+    took = _wait_stamps(stamps, n) - started
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    status = json.loads(Path(h.bed.path("work"), "runs", f"fanout-{n}", "status.json").read_text())
+    return took, cpu, status.get("timings", {})
+
+
+def time_pdsh(h, base: Path, n: int) -> float:
+    stamps = _fresh(base, "pdsh-stamps")
+    env = {**os.environ, "PDSH_SSH_ARGS_APPEND": f"-F {h.ssh.ssh_config}", "PDSH_RCMD_TYPE": "ssh"}
+    started = time.time()
+    subprocess.run(["pdsh", "-f", "256", "-w", ",".join(x.name for x in h.bed.hosts),
+                    STAMP.format(dir=stamps)], env=env, check=True, capture_output=True, timeout=300)
+    return _wait_stamps(stamps, n) - started
+
+
+def time_loop(h, base: Path, n: int) -> float:
+    stamps = _fresh(base, "loop-stamps")
+    started = time.time()
+    for host in h.bed.hosts:
+        subprocess.run(["ssh", "-F", h.ssh.ssh_config, host.name, STAMP.format(dir=stamps)], check=True,
+                       capture_output=True, timeout=60)
+    return _wait_stamps(stamps, n) - started
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--sizes", type=int, nargs="+", default=[2, 8, 32])
+    args = p.parse_args()
+    print(f"{'hosts':>5} {'kit s':>7} {'pdsh s':>7} {'loop s':>7} {'kit/pdsh':>8} {'kit/loop':>8} "
+          f"{'kit cpu/host':>12}  kit phases")
+    missed = False
+    for n in args.sizes:
+        with harness(n, ssh=True) as h:
+            base = Path(h.bed.path("bench"))
+            base.mkdir()
+            pdsh = time_pdsh(h, base, n)
+            kit, cpu, phases = time_kit(h, base, n)
+            loop = time_loop(h, base, n)
+        missed |= kit > pdsh
+        print(f"{n:>5} {kit:>7.2f} {pdsh:>7.2f} {loop:>7.2f} {kit / pdsh:>8.2f} {kit / loop:>8.2f} "
+              f"{cpu / n:>12.3f}  {phases}", flush=True)
+    print("target kit <= pdsh at every size: " + ("MISSED" if missed else "met"))
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
