@@ -83,24 +83,13 @@ class SlurmBackend:
             if describe(info) != said:
                 said = describe(info)
                 print(f"kit: {said}", file=sys.stderr, flush=True)
-                status = self._note(record, info)
+                status = _note(record, info)
             print_new_lines(record, None, offsets, pending)
             if info.finished:
                 fields = final_fields(status, info)
                 record.update_status(**fields, finished_at=time.time())
                 return fields
             time.sleep(POLL)
-
-    def _note(self, record: RunRecord, info) -> dict:
-        """Keep the record's state, requeue count and hosts as SLURM last said them."""
-        status = record.read_status()
-        fields = {"restarts": info.restarts, "slurm_state": info.slurm_state}
-        if not info.finished:
-            fields["state"] = info.kit_state
-        hosts = hostnames(info.nodes) if info.kit_state == "running" else []
-        if len(hosts) == len(status.get("nodes", [])):
-            fields["nodes"] = [{**n, "host": h} for n, h in zip(status["nodes"], hosts)]
-        return record.update_status(**fields)
 
     def current_state(self, status: dict) -> tuple[str, str]:
         state = status.get("state", "?")
@@ -113,7 +102,7 @@ class SlurmBackend:
             return fields["state"], f"{describe(info)}, exit code {fields['exit_code']}"
         if info.kit_state == "unknown":
             return state, f"SLURM job {status['job_id']}: SLURM does not know it (any more)"
-        RunRecord(status["path"]).update_status(state=info.kit_state, restarts=info.restarts)
+        _note(RunRecord(status["path"]), info)
         return info.kit_state, describe(info)
 
     def cancel(self, record: RunRecord, status: dict) -> str:
@@ -132,6 +121,18 @@ class SlurmBackend:
             return f"kit: run {status['run_id']}: scancel sent to SLURM job {job_id}; it is still {info.kit_state}"
         record.update_status(**final_fields(status, info), finished_at=time.time())
         return f"kit: run {status['run_id']} cancelled (SLURM job {job_id} ended: {info.slurm_state})"
+
+
+def _note(record: RunRecord, info) -> dict:
+    """Keep the record's state, requeue count and hosts as SLURM last said them."""
+    status = record.read_status()
+    fields = {"restarts": info.restarts, "slurm_state": info.slurm_state}
+    if not info.finished:
+        fields["state"] = info.kit_state
+    hosts = hostnames(info.nodes) if info.kit_state == "running" else []
+    if hosts and len(hosts) == len(status.get("nodes", [])):
+        fields["nodes"] = [{**n, "host": h} for n, h in zip(status["nodes"], hosts)]
+    return record.update_status(**fields)
 
 
 def _requeue_note(status: dict) -> str:

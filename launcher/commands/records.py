@@ -45,6 +45,8 @@ def status(args) -> int:
     record = _record(args)
     st = record.read_status(strict=True)
     state, note = _state(st)
+    # A backend may have recorded what it just learnt (a SLURM job's hosts, end state and exit codes).
+    st = {**st, **record.read_status()}
     print(f"run {st.get('run_id')}  job {st.get('job')}  backend {st.get('backend')}  state {state}")
     if note:
         print(f"  {note}")
