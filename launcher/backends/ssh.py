@@ -32,7 +32,7 @@ class SshBackend:
 
     def __init__(self):
         self.settings, self.addresses, self.entrypoint = {}, {}, None
-        self.conns, self.pythons, self._pid = {}, {}, None
+        self.conns, self.gates, self._pid = {}, {}, None
         self.timings = {}   # seconds per phase, kept in status.json (bench/ssh_fanout.py reads them)
         from launcher.transport.hostkeys import Accepted
         self.accepted = Accepted()
@@ -53,14 +53,19 @@ class SshBackend:
 
     def check(self, plan: LaunchPlan) -> None:
         """Reachable, python found, entrypoint there, master port free: on every host, before anything starts."""
-        from launcher.backends.ssh_preflight import check_hosts
         for node in plan.nodes:
             remote_env(plan, node, os.environ)
         started = time.monotonic()
         self._connect(plan)
         self.timings["connect_s"] = round(time.monotonic() - started, 3)
-        self.pythons, problems = check_hosts(self.conns, plan, self.entrypoint)
+        self._open_gates(plan)
         self.timings["preflight_s"] = round(time.monotonic() - started - self.timings["connect_s"], 3)
+
+    def _open_gates(self, plan: LaunchPlan) -> None:
+        """Each node's launch channel, its checks run; raise (starting nothing) if any host failed one."""
+        from launcher.backends.ssh_preflight import open_gates
+        self.gates, problems = open_gates(self.conns, plan, self.entrypoint,
+                                          lambda node: _remote_watchdog(plan, node))
         if problems:
             self._close()
             raise KitError("\nkit: error: ".join(problems))
@@ -68,8 +73,14 @@ class SshBackend:
     def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None):
         console = console or Console(sys.stdout, sys.stderr)
         if self._pid != os.getpid():
-            self._stale = self.conns  # a forked (detached) supervisor: the parent's connections are not ours
-            self._connect(plan)
+            # A forked (detached) supervisor: the parent's connections are not ours; log in and check again.
+            self._stale = (self.conns, self.gates)
+            try:
+                self._connect(plan)
+                self._open_gates(plan)
+            except KitError:
+                record.update_status(state="failed", exit_code=2, finished_at=time.time())
+                raise
         record.update_status(ssh=self.settings, accepted_host_keys=self.accepted.keys,
                              teardown_grace=plan.teardown_grace)
         with Cancel(on_hangup=console.hang_up) as cancel:
@@ -117,20 +128,18 @@ class SshBackend:
             conn = self.conns[node.host]
             for rel in node.files:
                 conn.put(posixpath.join(node.workdir, rel), plan.files[rel])
-            conn.put(posixpath.join(node.workdir, plan.run_dir, REMOTE_WATCHDOG), watchdog)
+            conn.put(_remote_watchdog(plan, node), watchdog)
 
         self._parallel(one, plan.nodes, "could not upload the run's files")
 
     def _start(self, plan: LaunchPlan, record: RunRecord, console: Console):
-        from launcher.supervise.ssh_node import SshNode, launch_text
+        from launcher.supervise.ssh_node import SshNode
 
         def one(node):
-            watchdog = posixpath.join(node.workdir, plan.run_dir, REMOTE_WATCHDOG)
-            text = launch_text(self.pythons.get(node.machine_rank) or node.argv[0], watchdog,
-                               plan.teardown_grace, node.command)
-            return SshNode.start(node.machine_rank, node.host, self.conns[node.host], text=text,
-                                 env=remote_env(plan, node, os.environ),
-                                 log_path=record.file(posixpath.basename(node.log)))
+            chan, early, python = self.gates[node.machine_rank]
+            return SshNode.attach(node.machine_rank, node.host, self.conns[node.host], chan, early=early,
+                                  python=python, env=remote_env(plan, node, os.environ),
+                                  log_path=record.file(posixpath.basename(node.log)))
 
         nodes = self._parallel(one, plan.nodes, "could not start the node")
         threads = [follow_node(n.read, n.rank, console) for n in nodes]
@@ -165,6 +174,10 @@ class SshBackend:
         for conn in self.conns.values():
             conn.close()
         self.conns = {}
+
+
+def _remote_watchdog(plan: LaunchPlan, node: NodePlan) -> str:
+    return posixpath.join(node.workdir, plan.run_dir, REMOTE_WATCHDOG)
 
 
 def _read(path: str) -> str:

@@ -34,29 +34,6 @@ def _swap_launch(node: NodePlan, argv: tuple, runtime_vars) -> str:
     return node.command[:-len(launch)] + "exec " + join_argv(argv) + "\n"
 
 
-SPLIT = "kit-preflight-split"
-
-
-def _remote_checks(conn, texts: list) -> list:
-    """Run several bash texts in one remote command (one login-shell start, ~0.5 s, instead of one each);
-    a marker line with the exit status after each, on stdout and stderr: [CheckResult per text]."""
-    mark = f'c=$?; printf "\\n{SPLIT} %s\\n" "$c"; printf "\\n{SPLIT} %s\\n" "$c" >&2'
-    _, out, err = conn.run("; ".join(f"bash -c {shlex.quote(t)}; {mark}" for t in texts), timeout=CHECK_TIMEOUT)
-    outs, errs = out.split(f"\n{SPLIT} "), err.split(f"\n{SPLIT} ")
-    results = []
-    for i in range(len(texts)):
-        code = outs[i + 1].split("\n", 1)[0].strip() if i + 1 < len(outs) else ""
-        results.append(CheckResult(int(code) if code.isdigit() else 255, _part(outs, i), _part(errs, i)))
-    return results
-
-
-def _part(parts: list, i: int) -> str:
-    """The i-th text's output: after the previous marker's status line."""
-    if i >= len(parts):
-        return ""
-    return parts[0] if i == 0 else (parts[i].split("\n", 1) + [""])[1]
-
-
 def _probe_text(plan: LaunchPlan, node: NodePlan) -> str:
     port = plan.world.master_port if node.machine_rank == 0 else 0
     return _swap_launch(node, (node.argv[0], "-c", PROBE_SOURCE, str(port)), plan.runtime_vars)
@@ -78,11 +55,8 @@ def _read_probe(plan: LaunchPlan, node: NodePlan, result: CheckResult):
     return said["python"].strip(), None
 
 
-def _check_host(conn, plan: LaunchPlan, node: NodePlan, entrypoint):
-    texts = [_probe_text(plan, node)]
-    if entrypoint is not None:
-        texts.append(entrypoint_check_command(node, entrypoint, plan.runtime_vars))
-    results = _remote_checks(conn, texts)
+def _interpret(plan: LaunchPlan, node: NodePlan, entrypoint, results: list):
+    """(interpreter path, None) or (None, problem line naming the host)."""
     python, problem = _read_probe(plan, node, results[0])
     if problem:
         return None, problem
@@ -93,13 +67,34 @@ def _check_host(conn, plan: LaunchPlan, node: NodePlan, entrypoint):
     return python, None
 
 
-def check_hosts(conns: dict, plan: LaunchPlan, entrypoint) -> tuple[dict, list]:
-    """Every node at once: ({rank: interpreter path}, [problem lines])."""
+def _open_gate(conn, plan: LaunchPlan, node: NodePlan, entrypoint, watchdog: str):
+    from launcher.backends.ssh_gate import gate_text, read_checks
+    texts = [_probe_text(plan, node)]
+    if entrypoint is not None:
+        texts.append(entrypoint_check_command(node, entrypoint, plan.runtime_vars))
+    chan = conn.session(gate_text(texts, watchdog, plan.teardown_grace, node.command))
+    results, early = read_checks(chan, len(texts), CHECK_TIMEOUT)
+    python, problem = _interpret(plan, node, entrypoint, results)
+    return chan, early, python, problem
+
+
+def open_gates(conns: dict, plan: LaunchPlan, entrypoint, watchdog_path) -> tuple[dict, list]:
+    """Every node's launch channel at once, checks run and waiting for `go`: ({rank: (chan, early bytes,
+    python)}, [problem lines]). On problems the caller closes the channels, which starts nothing."""
     with ThreadPoolExecutor(max_workers=max(1, min(64, len(plan.nodes)))) as pool:
-        futures = [pool.submit(_check_host, conns[n.host], plan, n, entrypoint) for n in plan.nodes]
-        results = [f.result() for f in futures]
-    pythons = {n.machine_rank: r[0] for n, r in zip(plan.nodes, results)}
-    return pythons, [r[1] for r in results if r[1]]
+        futures = [pool.submit(_open_gate, conns[n.host], plan, n, entrypoint, watchdog_path(n))
+                   for n in plan.nodes]
+        gates, problems = {}, []
+        for node, fut in zip(plan.nodes, futures):
+            try:
+                chan, early, python, problem = fut.result()
+            except Exception as e:  # a channel refused or a check that never answered: name the host
+                problems.append(f"host {node.host}: preflight failed: {e or type(e).__name__}")
+                continue
+            gates[node.machine_rank] = (chan, early, python)
+            if problem:
+                problems.append(problem)
+    return gates, problems
 
 
 def entry_checker(plan: LaunchPlan, host: str, job):

@@ -20,11 +20,12 @@ STARTTIME = "sed 's/.*) //' /proc/{pid}/stat | cut -d' ' -f20"
 _LEADER = f'echo "{HELLO} $$ $({STARTTIME.format(pid="$$")}) $(date +%s)"; exec "$@"'
 
 
-def launch_text(python: str, watchdog: str, grace: float, command: str) -> str:
-    """Shell text for the channel: the node's command, unchanged, as one argv word of the watchdog."""
-    argv = ["setsid", "-w", "sh", "-c", _LEADER, HELLO, python, watchdog, "--env-from-stdin",
-            "--grace", f"{grace:g}", "--", "bash", "-c", command]
-    return "exec " + " ".join(shlex.quote(w) for w in argv)
+def launch_text(python_word: str, watchdog: str, grace: float, command: str) -> str:
+    """Shell text that starts the node: its command, unchanged, as one argv word of the watchdog.
+    `python_word` is shell text already (a quoted path, or "$var")."""
+    head = ["setsid", "-w", "sh", "-c", _LEADER, HELLO]
+    tail = [watchdog, "--env-from-stdin", "--grace", f"{grace:g}", "--", "bash", "-c", command]
+    return " ".join(["exec", *map(shlex.quote, head), python_word, *map(shlex.quote, tail)])
 
 
 class LogFile:
@@ -65,29 +66,36 @@ class SshNode:
         self._early = b""
 
     @classmethod
-    def start(cls, rank: int, host: str, conn, *, text: str, env: dict, log_path: str) -> "SshNode":
-        chan = conn.session(text)
-        chan.sendall(json.dumps(env).encode() + b"\n")
+    def attach(cls, rank: int, host: str, conn, chan, *, early: bytes, python: str, env: dict,
+               log_path: str) -> "SshNode":
+        """Take over a gated channel (backends/ssh_gate.py) that passed its checks, and start the node."""
+        chan.sendall(f"go {python}\n".encode() + json.dumps(env).encode() + b"\n")
         node = cls(rank, host, conn, chan, LogFile(log_path))
+        node._early = early
         node._hello()
         return node
 
     def _hello(self) -> None:
-        """Read the remote shell's first line (pid, start ticks, start time); keep what came after it."""
+        """Read up to the remote shell's hello line (pid, start ticks, start time); keep everything else."""
         self.chan.settimeout(HELLO_TIMEOUT)
-        data = b""
-        while b"\n" not in data:
+        data, before = self._early, b""
+        while True:
+            line, nl, rest = data.partition(b"\n")
+            if nl and line.startswith(HELLO.encode() + b" "):
+                words = line.decode(errors="replace").split()
+                if len(words) == 4:
+                    self.pid, self.start_ticks, self.started_at = int(words[1]), words[2], float(words[3])
+                self._early = before + rest
+                break
+            if nl:
+                before, data = before + line + b"\n", rest
+                continue
             chunk = self.chan.recv(4096)
-            if not chunk:
+            if not chunk:  # no watchdog came up (the shell failed): show whatever it said
+                self._early = before + data
                 break
             data += chunk
         self.chan.settimeout(None)
-        line, _, self._early = data.partition(b"\n")
-        words = line.decode(errors="replace").split()
-        if len(words) == 4 and words[0] == HELLO:
-            self.pid, self.start_ticks, self.started_at = int(words[1]), words[2], float(words[3])
-        else:
-            self._early = data  # no watchdog came up (the shell failed): show whatever it said
 
     def read(self, n: int) -> bytes:
         """For console.follow_node: the node's output, copied into its local log on the way."""
