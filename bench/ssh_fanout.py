@@ -4,9 +4,11 @@ sequential `ssh` loop measured in the same run, on N namespace hosts with real s
 The node's first setup line stamps the time it started running (only in the real run: KIT_RUN_ID reaches the
 node through the watchdog, after kit's checks) and ends the node, so nothing heavy runs after it. pdsh and the
 loop run the same stamp. Prints seconds, ratios (kit / pdsh, kit / loop), kit's own CPU seconds per host, and
-kit's phases (connect, preflight, upload, start) from the run record. Target: kit no slower than pdsh.
+kit's phases (connect, preflight, upload, start) from the run record. Target: kit no slower than pdsh. First, a
+2-node run of the training module: submit to its first step, split into kit start-up, connect, preflight,
+upload, start, and node start to first step (imports, rendezvous, the step).
 
-    .venv/bin/python bench/ssh_fanout.py [--sizes 2 8 32]
+    .venv/bin/python bench/ssh_fanout.py [--sizes 2 8 32] [--no-train]
 """
 
 import argparse
@@ -81,10 +83,44 @@ def time_loop(h, base: Path, n: int) -> float:
     return _wait_stamps(stamps, n) - started
 
 
+def time_train(h, base: Path) -> dict:
+    """A 2-node run of the reference training module: submit -> first training step, split into kit's phases
+    (from the run record) and the rest (the nodes' imports, rendezvous and the first step)."""
+    from tests.train.launch import job_spec
+    from tests.train.support import synthetic_rows, tiny_args, write_csv
+    data = write_csv(base / "d.csv", synthetic_rows(120))
+    args = tiny_args(data, base / "out", base / "cache", "--max-steps", "3", "--log-every", "1")
+    job = base / "train.yaml"
+    job.write_text(json.dumps(job_spec("ddp", args, 2, 2, 2, {"PYTHONPATH": str(REPO)})))
+    cfg = ssh_cluster_config(h.ssh, base / "train-cluster.yaml", python=sys.executable, cpu_threads_per_process=1)
+    started = time.time()
+    proc = subprocess.Popen([sys.executable, "-m", "launcher", "submit", str(job), "--cluster", cfg, "--run-id",
+                             "fanout-train"], cwd=h.bed.path("work"), stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    first = None
+    for line in proc.stdout:
+        if first is None and "step 1/" in line:
+            first = time.time() - started
+    if proc.wait() != 0 or first is None:
+        raise RuntimeError("the training run failed or printed no step")
+    status = json.loads(Path(h.bed.path("work"), "runs", "fanout-train", "status.json").read_text())
+    phases = status["timings"]
+    nodes_up = status["started_at"] - started
+    return {"first_step_s": round(first, 2), **phases,
+            "kit_startup_s": round(nodes_up - sum(phases.values()), 2),
+            "node_start_to_first_step_s": round(first - nodes_up, 2)}
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--sizes", type=int, nargs="+", default=[2, 8, 32])
+    p.add_argument("--no-train", action="store_true", help="skip the 2-node submit-to-first-step breakdown")
     args = p.parse_args()
+    if not args.no_train:
+        with harness(2, ssh=True) as h:
+            base = Path(h.bed.path("bench"))
+            base.mkdir()
+            print(f"2-node training, submit to first step: {time_train(h, base)}", flush=True)
     print(f"{'hosts':>5} {'kit s':>7} {'pdsh s':>7} {'loop s':>7} {'kit/pdsh':>8} {'kit/loop':>8} "
           f"{'kit cpu/host':>12}  kit phases")
     missed = False

@@ -58,7 +58,7 @@ except OSError as e:
 
 def _text(cluster, argv) -> str:
     env = {k: v for k, v in cluster.env.items()}
-    return "bash -c " + shlex.quote(node_command(cluster.workdir, tuple(cluster.setup), env, tuple(argv)))
+    return "bash --norc -c " + shlex.quote(node_command(cluster.workdir, tuple(cluster.setup), env, tuple(argv)))
 
 
 def _said(out: str) -> list:

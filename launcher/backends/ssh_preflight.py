@@ -105,7 +105,7 @@ def entry_checker(plan: LaunchPlan, host: str, job):
         if node is None:
             return None
         text = entrypoint_check_command(node, job.entrypoint, plan.runtime_vars)
-        code, out, err = conn.run("bash -c " + shlex.quote(text), timeout=CHECK_TIMEOUT)
+        code, out, err = conn.run("bash --norc -c " + shlex.quote(text), timeout=CHECK_TIMEOUT)
         return interpret_entrypoint_check(job.entrypoint, node, CheckResult(code, out, err),
                                           f"{host}:{node.workdir}")
 
