@@ -6,7 +6,8 @@ import shlex
 from concurrent.futures import ThreadPoolExecutor
 
 from launcher.plan.model import LaunchPlan, NodePlan
-from launcher.preflight.entrypoint import CheckResult, entrypoint_check_command, interpret_entrypoint_check
+from launcher.preflight.entrypoint import (CHECK_SOURCE, CheckResult, entrypoint_check_command,
+                                          interpret_entrypoint_check)
 from launcher.render.shell import join_argv
 
 CHECK_TIMEOUT = 120.0
@@ -34,9 +35,15 @@ def _swap_launch(node: NodePlan, argv: tuple, runtime_vars) -> str:
     return node.command[:-len(launch)] + "exec " + join_argv(argv) + "\n"
 
 
-def _probe_text(plan: LaunchPlan, node: NodePlan) -> str:
+def _probe_text(plan: LaunchPlan, node: NodePlan, entrypoint) -> str:
+    """The probe, then the local backend's entrypoint check (its CHECK_SOURCE, same markers), in one interpreter
+    start: each Python start on a host costs CPU that a fan-out to many hosts pays many times."""
     port = plan.world.master_port if node.machine_rank == 0 else 0
-    return _swap_launch(node, (node.argv[0], "-c", PROBE_SOURCE, str(port)), plan.runtime_vars)
+    argv = (node.argv[0], "-c", PROBE_SOURCE, str(port))
+    if entrypoint is not None:
+        kind, target = ("module", entrypoint.module) if entrypoint.module is not None else ("script", entrypoint.script)
+        argv = (node.argv[0], "-c", PROBE_SOURCE + "sys.argv = sys.argv[1:]\n" + CHECK_SOURCE, str(port), kind, target)
+    return _swap_launch(node, argv, plan.runtime_vars)
 
 
 def _read_probe(plan: LaunchPlan, node: NodePlan, result: CheckResult):
@@ -61,7 +68,7 @@ def _interpret(plan: LaunchPlan, node: NodePlan, entrypoint, results: list):
     if problem:
         return None, problem
     if entrypoint is not None:
-        problem = interpret_entrypoint_check(entrypoint, node, results[1], f"{node.host}:{node.workdir}")
+        problem = interpret_entrypoint_check(entrypoint, node, results[0], f"{node.host}:{node.workdir}")
         if problem:
             return None, f"host {node.host}: {problem}"
     return python, None
@@ -69,9 +76,7 @@ def _interpret(plan: LaunchPlan, node: NodePlan, entrypoint, results: list):
 
 def _open_gate(conn, plan: LaunchPlan, node: NodePlan, entrypoint, watchdog: str):
     from launcher.backends.ssh_gate import gate_text, read_checks
-    texts = [_probe_text(plan, node)]
-    if entrypoint is not None:
-        texts.append(entrypoint_check_command(node, entrypoint, plan.runtime_vars))
+    texts = [_probe_text(plan, node, entrypoint)]
     chan = conn.session(gate_text(texts, watchdog, plan.teardown_grace, node.command))
     results, early = read_checks(chan, len(texts), CHECK_TIMEOUT)
     python, problem = _interpret(plan, node, entrypoint, results)

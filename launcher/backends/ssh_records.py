@@ -67,9 +67,10 @@ def current_state(status: dict) -> tuple[str, str]:
     # Only when the supervisor is gone do we ask the hosts (a login costs ~0.5 s).
     left, errors = remote_alive(status)
     why = f"; could not check: {'; '.join(errors)}" if errors else ""
+    boss = f"its supervisor (kit, pid {status['supervisor_pid']})"
     if left:
-        return "lost", f"its supervisor (kit, pid {status['supervisor_pid']}) is gone; {left} node(s) still stopping{why}"
-    return "lost", f"its supervisor (kit, pid {status['supervisor_pid']}) died before recording the outcome{why}"
+        return "lost", f"{boss} is gone; {left} node(s) still stopping{why}"
+    return "lost", f"{boss} died before recording the outcome{why}"
 
 
 def cancel_ssh_run(record, status: dict) -> str:
