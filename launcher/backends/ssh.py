@@ -74,7 +74,9 @@ class SshBackend:
         console = console or Console(sys.stdout, sys.stderr)
         if self._pid != os.getpid():
             # A forked (detached) supervisor: the parent's connections are not ours; log in and check again.
-            self._stale = (self.conns, self.gates)
+            for conn in self.conns.values():
+                conn.drop_after_fork()  # the parent's waiting gates then end without starting anything
+            self._stale = (self.conns, self.gates)  # never collected: a finalizer must not talk on them
             try:
                 self._connect(plan)
                 self._open_gates(plan)
@@ -116,7 +118,7 @@ class SshBackend:
         node = plan.nodes[outcome.first_failed]
         code = outcome.node_codes[outcome.first_failed]
         text = _read(record.file(posixpath.basename(node.log)))
-        if code == 255 and not nodes[outcome.first_failed].conn.alive():
+        if nodes[outcome.first_failed].lost:
             text += f"kit: the SSH connection to host {node.host} was lost\n"
         return summarize(node.machine_rank, node.host, code, text, _known_codes(node))
 

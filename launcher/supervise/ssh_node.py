@@ -62,6 +62,7 @@ class SshNode:
     def __init__(self, rank: int, host: str, conn, chan, log: LogFile):
         self.rank, self.host, self.conn, self.chan, self.log = rank, host, conn, chan, log
         self.code = None
+        self.lost = False   # the connection dropped before the node's exit status came
         self.pid = self.start_ticks = self.started_at = None
         self._early = b""
 
@@ -126,5 +127,5 @@ class SshNode:
                 rc = self.chan.recv_exit_status()
                 self.code = 255 if rc < 0 else rc   # -1: closed without a status (connection lost)
             elif not self.conn.alive():
-                self.code = 255
+                self.code, self.lost = 255, True
         return self.code

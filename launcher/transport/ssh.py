@@ -64,6 +64,17 @@ class Connection:
         t = self.client.get_transport()
         return t is not None and t.is_active()
 
+    def drop_after_fork(self) -> None:
+        """In a forked child: close our copy of the socket only (paramiko's threads did not survive the fork, and
+        nothing may be sent on the parent's session). Once the parent has exited too, the host sees it closed."""
+        for client in (self.client, self._jump.client if self._jump else None):
+            transport = client.get_transport() if client is not None else None
+            if transport is not None:
+                try:
+                    transport.sock.close()
+                except OSError:
+                    pass
+
     def close(self) -> None:
         for thing in (self._sftp, self.client, self._jump):
             try:

@@ -78,6 +78,9 @@ def test_cancel_of_a_detached_run_spares_other_processes(ssh_hosts, tmp_path):
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _start(ssh_hosts, tmp_path, "ssh-detached", detach=True)
+        # The submitting process's checked-but-unused launch channels ended without starting anything.
+        assert wait_for(lambda: not [p for h in ssh_hosts.hosts for p in h.processes()
+                                     if any("kit_go" in c for c in p["cmdline"])], timeout=5)
         status = kit("status", "ssh-detached", cwd=workdir(ssh_hosts))
         assert "state running" in status.stdout, status.stdout + status.stderr
         result = kit("cancel", "ssh-detached", cwd=workdir(ssh_hosts), timeout=90)
