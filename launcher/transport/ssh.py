@@ -91,10 +91,15 @@ def _sock_via_jump(endpoint: Endpoint, accepted: Accepted):
     host, _, port = rest.partition(":")
     settings = {"config_file": endpoint.extra.get("config_file"), "connect_timeout": endpoint.timeout,
                 "user": user or None, "port": int(port) if port else None, "port_given": bool(port),
-                "accept_new_host_keys": endpoint.accept_new}
+                "accept_new_host_keys": endpoint.accept_new,
+                "known_hosts": endpoint.known_hosts[0] if endpoint.known_hosts else None}
     jump = connect(resolve(host, None, settings), accepted)
-    chan = jump.client.get_transport().open_channel(
-        "direct-tcpip", (endpoint.hostname, endpoint.port), ("127.0.0.1", 0), timeout=endpoint.timeout)
+    try:
+        chan = jump.client.get_transport().open_channel(
+            "direct-tcpip", (endpoint.hostname, endpoint.port), ("127.0.0.1", 0), timeout=endpoint.timeout)
+    except Exception as e:
+        jump.close()
+        raise KitError(f"{endpoint.where}: the jump host {host} could not reach it: {e}") from None
     return jump, chan
 
 

@@ -77,3 +77,18 @@ def test_unreachable_host_fails_within_the_timeout(ssh_hosts):
         connect_all([good, ep], Accepted())
     assert time.monotonic() - started < 4.5
     assert "n1" not in str(info.value)
+
+
+def test_proxyjump_from_the_openssh_config(ssh_hosts, tmp_path):
+    # n2 reached through n1, as `ssh -J` would: the jump's host key is checked the same way.
+    config = tmp_path / "config"
+    config.write_text("Host n2\n  ProxyJump n1\n" + open(ssh_hosts.ssh_config).read())
+    ep = resolve("n2", None, {"config_file": str(config), "known_hosts": ssh_hosts.known_hosts})
+    assert ep.proxy_jump == "n1"
+    conn = connect(ep, Accepted())
+    try:
+        assert conn.run("hostname")[1].strip() == "n2"
+        # sshd on n2 saw the connection come from n1's address, not from this machine.
+        assert conn.run("echo $SSH_CLIENT")[1].split()[0] == ssh_hosts.hosts[0].address
+    finally:
+        conn.close()
