@@ -29,7 +29,7 @@ HAND = """#!/bin/bash
 #SBATCH --nodes=2
 #SBATCH --ntasks-per-node=1
 #SBATCH --output={out}/slurm-%j.out
-srun --output={out}/node%n.log bash -c 'export ACCELERATE_USE_CPU=1; \
+srun --output={out}/node%n.log bash -c 'export ACCELERATE_USE_CPU=1 TOKENIZERS_PARALLELISM=false; \
 MASTER=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1); \
 exec {python} -m accelerate.commands.launch --multi_gpu --num_machines 2 --machine_rank $SLURM_NODEID \
 --main_process_ip $MASTER --main_process_port {port} --num_processes 2 --rdzv_backend static --same_network \
@@ -45,7 +45,8 @@ def _wait_first_step(log: Path, started: float, timeout=240.0) -> tuple[float, f
         text = log.read_text(errors="replace") if log.exists() else ""
         if text and first_line is None:
             first_line = time.time() - started
-        if "step 1/" in text:
+        # The logged line of step 1, not a progress redraw that mentions it.
+        if any(line.lstrip("\r").startswith("step 1/") for line in text.splitlines()):
             return first_line, time.time() - started
         time.sleep(0.02)
     raise RuntimeError(f"no first step in {log}")

@@ -1,5 +1,5 @@
-"""What SLURM says about a job: state through submitit's sacct watcher, details (reason, nodes, requeues, exit code)
-from `scontrol show job` while the controller still knows the job, and the exit codes each node's command wrote
+"""What SLURM says about a job: `scontrol show job` while the controller still knows the job (state, reason,
+nodes, requeues, exit code), submitit's sacct watcher once it has forgotten it, and the exit codes each node wrote
 into the run directory, so a finished job reports its true result even without accounting."""
 
 import os
@@ -87,12 +87,10 @@ def sacct_state(folder: str, job_id: str) -> str:
 
 def query(folder: str, job_id: str) -> JobInfo:
     fields = scontrol_job(job_id)
-    state = sacct_state(folder, job_id)
-    ctl_state = fields.get("JobState", "")
-    # sacct lags the controller (a final row can appear before its exit code and end time): while the
-    # controller still knows the job, its word wins; sacct is what remains after the controller forgets it.
-    if ctl_state:
-        state = ctl_state
+    # sacct lags the controller (a final row can appear before its exit code and end time) and costs more on a
+    # busy login node: while the controller still knows the job, its word is used; submitit's sacct watcher
+    # answers once the controller has forgotten it (MinJobAge, 300 s by default).
+    state = fields.get("JobState", "") or sacct_state(folder, job_id)
     if state == "UNKNOWN":
         state = _sacct_field(job_id, "State") or "UNKNOWN"
     code = _exit_code(fields.get("ExitCode", "")) if fields else _exit_code(_sacct_field(job_id, "ExitCode"))

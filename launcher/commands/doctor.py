@@ -10,8 +10,8 @@ from launcher.errors import KitError
 def doctor(args) -> int:
     from launcher.spec import Overrides, apply_overrides, load_cluster, load_job, load_user_deepspeed
     cluster = load_cluster(args.cluster)
-    if cluster.backend != "ssh":
-        raise KitError(f"kit doctor checks the hosts of an ssh cluster; {cluster.name} is a {cluster.backend} "
+    if cluster.backend not in ("ssh", "slurm"):
+        raise KitError(f"kit doctor checks ssh and slurm clusters; {cluster.name} is a {cluster.backend} "
                        f"cluster")
     job = plan = None
     if args.job:
@@ -19,7 +19,10 @@ def doctor(args) -> int:
         job = load_job(args.job)
         plan = build_plan(job, cluster, Overrides(), "kit-doctor", user_deepspeed=load_user_deepspeed(job))
         job, cluster = apply_overrides(job, cluster, Overrides())
-    from launcher.backends.ssh_doctor import doctor_rows
+    if cluster.backend == "slurm":
+        from launcher.preflight.slurm import doctor_rows   # the checks `kit submit` runs before sbatch
+    else:
+        from launcher.backends.ssh_doctor import doctor_rows
     rows = doctor_rows(cluster, job, plan)
     failed = any(r[2] == "FAIL" for r in rows)
     if args.format == "json":

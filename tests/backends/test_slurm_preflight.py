@@ -29,3 +29,18 @@ def test_refused_before_submission(slurm_cluster, tmp_path, case):
     assert len(lines) == 1 and message in lines[0], r.stderr
     assert "Traceback" not in r.stderr
     assert queue(slurm_cluster) == []
+
+
+def test_doctor_prints_the_same_checks_as_a_table(slurm_cluster, tmp_path):
+    job = write_job(tmp_path, nodes=2, args=["--out", str(tmp_path)])
+    good = kit("doctor", "--cluster", cluster_file(slurm_cluster, tmp_path), "--job", job,
+               cwd=workdir(slurm_cluster), timeout=60)
+    assert good.returncode == 0, good.stdout + good.stderr
+    for check in ("slurm tools", "partition", "nodes and GPUs", "workdir", "entrypoint"):
+        assert any(line.startswith("slurm") and check in line and "PASS" in line
+                   for line in good.stdout.splitlines()), (check, good.stdout)
+    bad = kit("doctor", "--cluster", cluster_file(slurm_cluster, tmp_path, slurm={"partition": "nope"}),
+              cwd=workdir(slurm_cluster), timeout=60)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "FAIL" in bad.stdout and "no such partition on this cluster (partitions: debug)" in bad.stdout
+    assert "SKIP" in bad.stdout and "some checks FAILED" in bad.stdout

@@ -1,8 +1,10 @@
 """kit submit on the real 2-node SLURM cluster: one world across both hosts, followed to the end."""
 
+import json
 import os
 
-from tests.backends.slurmrun import cluster_file, kit, status_of, workdir, write_job
+from launcher.backends.slurm_query import sacct_state
+from tests.backends.slurmrun import cluster_file, kit, status_of, wait_for, workdir, write_job
 from tests.launcher.localrun import reports
 
 
@@ -27,6 +29,7 @@ def test_two_node_probe_run_ranks_on_two_hosts(slurm_cluster, tmp_path):
     run_dir = os.path.join(workdir(slurm_cluster), "runs", "slurm-probe")
     dry = kit("submit", job, "--cluster", cluster, "--gpus", "0", "--run-id", "slurm-probe", "--dry-run",
               "--format", "json", cwd=workdir(slurm_cluster))
-    import json
     planned = json.loads(dry.stdout)["files"]["runs/slurm-probe/job.sbatch"]
     assert open(os.path.join(run_dir, "job.sbatch")).read() == planned
+    # Once the controller forgets the job (MinJobAge), submitit's sacct watcher is what kit asks.
+    assert wait_for(lambda: sacct_state(run_dir, st["job_id"]) == "COMPLETED", timeout=30)
