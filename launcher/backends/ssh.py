@@ -56,9 +56,13 @@ class SshBackend:
         for node in plan.nodes:
             remote_env(plan, node, os.environ)
         started = time.monotonic()
-        self._connect(plan)
-        self.timings["connect_s"] = round(time.monotonic() - started, 3)
-        self._open_gates(plan)
+        try:
+            self._connect(plan)
+            self.timings["connect_s"] = round(time.monotonic() - started, 3)
+            self._open_gates(plan)
+        except KeyboardInterrupt:  # closing the waiting channels is all it takes: nothing has started
+            self._close()
+            raise KitError("interrupted while checking the hosts; nothing was started") from None
         self.timings["preflight_s"] = round(time.monotonic() - started - self.timings["connect_s"], 3)
 
     def _open_gates(self, plan: LaunchPlan) -> None:
