@@ -84,3 +84,27 @@ def test_missing_entrypoint_fails_before_launch_naming_the_host(ssh_hosts, tmp_p
     assert result.returncode == 2
     assert "kit: error: host n1: entrypoint.script" in result.stderr and "no such file" in result.stderr
     _no_run(ssh_hosts, "ssh-no-entry")
+
+
+def test_busy_master_port_fails_before_launch_naming_the_master_host(ssh_hosts, tmp_path):
+    import subprocess
+    import sys
+    n1 = ssh_hosts.hosts[0]
+    port = 29411
+    # Listens until its stdin closes (killing nsenter would not reach it inside the host's PID namespace).
+    listener = n1.popen([sys.executable, "-c", f"import socket,sys; s=socket.socket(); s.bind(('', {port})); "
+                         "s.listen(); print('up', flush=True); sys.stdin.read()"], stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE, text=True)
+    try:
+        assert listener.stdout.readline().strip() == "up"
+        out = tmp_path / "out"
+        out.mkdir()
+        job = write_job(tmp_path, args=["--out", str(out)])
+        result = kit("submit", job, "--cluster", cluster(ssh_hosts, tmp_path), "--run-id", "ssh-busy-port",
+                     "--port", str(port), cwd=workdir(ssh_hosts), timeout=60)
+        assert result.returncode == 2
+        assert f"kit: error: host n1: master port {port} is in use" in result.stderr, result.stderr
+        _no_run(ssh_hosts, "ssh-busy-port")
+    finally:
+        listener.stdin.close()
+        listener.wait(10)
