@@ -56,8 +56,9 @@ def _task_wrapper(run_dir: str) -> str:
 
 
 def _requeue_lines(max_requeues: int) -> list[str]:
-    """Bounded requeues: the warning trap requeues while requeues are left, else stops the step (ranks still get
-    SIGTERM and checkpoint); a job requeued from outside more often than allowed stops before launching."""
+    """Bounded requeues: the warning trap requeues while requeues are left, else sends SIGTERM to the step's
+    processes (ranks checkpoint and exit; a SIGTERM to srun itself would SIGKILL the tasks, seen on the test
+    cluster); a job requeued from outside more often than allowed stops before launching."""
     return [
         "kit_restarts=${SLURM_RESTART_COUNT:-0}",
         f'if [ "$kit_restarts" -gt {max_requeues} ]; then',
@@ -65,8 +66,9 @@ def _requeue_lines(max_requeues: int) -> list[str]:
         "  exit 1",
         "fi",
         'if [ "$kit_restarts" -gt 0 ]; then echo "kit: attempt $((kit_restarts + 1)) after $kit_restarts requeue(s)" >&2; fi',
-        f'kit_warned() {{ if [ "$kit_restarts" -lt {max_requeues} ]; then scontrol requeue "$SLURM_JOB_ID"; '
-        'else kill -TERM "$kit_step"; fi; }',
+        f'kit_warned() {{ if [ "$kit_restarts" -lt {max_requeues} ]; then echo "kit: time limit near: requeueing" >&2; '
+        'scontrol requeue "$SLURM_JOB_ID"; else echo "kit: time limit near, no requeue left: stopping" >&2; '
+        'scancel --signal=TERM "$SLURM_JOB_ID"; fi; }',
         "trap kit_warned USR1",
     ]
 
