@@ -68,3 +68,21 @@ def test_requeue_and_time_limit_warning_checkpoint_requeue_and_resume(slurm_clus
     assert st["state"] == "succeeded" and st["restarts"] == 2
     assert json.loads((tmp_path / "out" / "metrics.json").read_text())
     print(f"two requeues, whole run {time.monotonic() - started:.1f} s; checkpoints at steps {saved}")
+
+
+def test_real_time_limit_warning_reaches_the_batch_shell_and_ranks_checkpoint(slurm_cluster, tmp_path):
+    # --time=1 with the warning 50 s before the end: SLURM sends B:USR1 within the first ~30 s. No requeue left,
+    # so the trap sends SIGTERM to the step's processes: every rank saves its checkpoint, then the job ends.
+    out = tmp_path / "out"
+    out.mkdir()
+    job = write_job(tmp_path, nodes=2, args=["--out", str(out), "--linger", "300", "--on-term", "save:1"])
+    cluster = cluster_file(slurm_cluster, tmp_path, slurm={"partition": slurm_cluster.partition, "time": "1",
+                                                           "signal_before": 50, "max_requeues": 0})
+    r = kit("submit", job, "--cluster", cluster, "--gpus", "0", "--run-id", "slurm-timelimit",
+            cwd=workdir(slurm_cluster), timeout=150)
+    assert r.returncode != 0
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith("ckpt")) == ["ckpt0", "ckpt1"], r.stderr
+    run_dir = f"{workdir(slurm_cluster)}/runs/slurm-timelimit"
+    job_id = status_of(slurm_cluster, "slurm-timelimit")["job_id"]
+    batch = open(f"{run_dir}/slurm-{job_id}.out").read()
+    assert "kit: time limit near, no requeue left: stopping" in batch, batch
