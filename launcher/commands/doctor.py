@@ -1,5 +1,5 @@
 """`kit doctor --cluster C [--job J]`: can this cluster run jobs? One verdict per check and host; exit 1 on any
-FAIL. Only SSH clusters have hosts to check."""
+FAIL. SSH clusters: every host (backends/ssh_doctor.py); SLURM clusters: the checks submit runs."""
 
 import json
 import sys
