@@ -50,9 +50,11 @@ def submit(args) -> int:
         preflight_slurm(plan, resolved_job, resolved_cluster)
     backend.check(plan)
     base_dir = os.getcwd()
-    # Paths in the plan are relative to the nodes' workdir; for a local run that is below this directory.
-    record = runs.create(os.path.normpath(os.path.join(base_dir, resolved_cluster.workdir)), plan,
-                         resolved_job, resolved_cluster)
+    # Paths in the plan are relative to the nodes' workdir; for a local run that is below this directory. SSH
+    # hosts may have disks of their own: the record and the streamed logs stay here, the backend uploads files.
+    record_root = base_dir if plan.backend == "ssh" else os.path.normpath(
+        os.path.join(base_dir, resolved_cluster.workdir))
+    record = runs.create(record_root, plan, resolved_job, resolved_cluster)
     print(f"kit: run {plan.run_id} ({plan.world.world_size} processes on {len(plan.nodes)} node(s)); "
           f"record in {record.path}", file=sys.stderr, flush=True)
     if args.detach and hasattr(backend, "detach"):

@@ -75,3 +75,22 @@ def test_logs_runs_and_status_cover_ssh_runs(ssh_run, ssh_hosts):
                for line in listed.splitlines()), listed
     status = kit("status", "ssh-two-node", cwd=workdir(ssh_hosts)).stdout
     assert "host n1" in status and "host n2" in status and "state succeeded" in status
+
+
+def test_record_stays_here_and_files_go_to_the_hosts_workdir(ssh_hosts, tmp_path):
+    # The hosts' workdir is not the submitting directory (as with separate disks): the record and the streamed
+    # logs are written here, the node's accelerate YAML and the watchdog are uploaded into the workdir.
+    here, remote = tmp_path / "here", tmp_path / "remote-wd"
+    here.mkdir()
+    remote.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    job = write_job(tmp_path, args=["--out", str(out), "--linger", "1"])
+    result = kit("submit", job, "--cluster", cluster(ssh_hosts, tmp_path, workdir=str(remote)), "--run-id",
+                 "ssh-elsewhere", cwd=here, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "probe rank 1/2 ready" in (here / "runs" / "ssh-elsewhere" / "node1.log").read_text()
+    assert (remote / "runs" / "ssh-elsewhere" / "accelerate.node1.yaml").is_file()
+    assert (remote / "runs" / "ssh-elsewhere" / "kit-watchdog.py").is_file()
+    assert not (remote / "runs" / "ssh-elsewhere" / "status.json").exists()
+    assert "state succeeded" in kit("status", "ssh-elsewhere", cwd=here).stdout
