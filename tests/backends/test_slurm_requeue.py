@@ -71,15 +71,16 @@ def test_requeue_and_time_limit_warning_checkpoint_requeue_and_resume(slurm_clus
 
 
 def test_real_time_limit_warning_reaches_the_batch_shell_and_ranks_checkpoint(slurm_cluster, tmp_path):
-    # --time=1 with the warning 50 s before the end: SLURM sends B:USR1 within the first ~30 s. No requeue left,
-    # so the trap sends SIGTERM to the step's processes: every rank saves its checkpoint, then the job ends.
+    # SLURM may send the warning up to 60 s before the time asked for (its event resolution): with --time=2 and
+    # the warning 30 s before the end it comes 30-90 s after the start, after the ranks are ready. No requeue
+    # left, so the trap sends SIGTERM to the step's processes: every rank saves its checkpoint, then the job ends.
     out = tmp_path / "out"
     out.mkdir()
     job = write_job(tmp_path, nodes=2, args=["--out", str(out), "--linger", "300", "--on-term", "save:1"])
-    cluster = cluster_file(slurm_cluster, tmp_path, slurm={"partition": slurm_cluster.partition, "time": "1",
-                                                           "signal_before": 50, "max_requeues": 0})
+    cluster = cluster_file(slurm_cluster, tmp_path, slurm={"partition": slurm_cluster.partition, "time": "2",
+                                                           "signal_before": 30, "max_requeues": 0})
     r = kit("submit", job, "--cluster", cluster, "--gpus", "0", "--run-id", "slurm-timelimit",
-            cwd=workdir(slurm_cluster), timeout=150)
+            cwd=workdir(slurm_cluster), timeout=180)
     assert r.returncode != 0
     assert sorted(p.name for p in out.iterdir() if p.name.startswith("ckpt")) == ["ckpt0", "ckpt1"], r.stderr
     run_dir = f"{workdir(slurm_cluster)}/runs/slurm-timelimit"
