@@ -58,7 +58,10 @@ class Connection:
             try:
                 self._sftp.stat(cur)
             except IOError:
-                self._sftp.mkdir(cur)
+                try:
+                    self._sftp.mkdir(cur)
+                except IOError:
+                    self._sftp.stat(cur)  # hosts sharing a filesystem race to create it: fine if it is there now
 
     def alive(self) -> bool:
         t = self.client.get_transport()
