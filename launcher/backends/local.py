@@ -5,13 +5,13 @@ import sys
 import time
 
 from launcher.errors import KitError
-from launcher.plan.model import LaunchPlan, NodePlan
+from launcher.plan.model import LaunchPlan
 from launcher.runs import RunRecord
 from launcher.backends.environment import node_process_env
 from launcher.supervise import liveness, tree
 from launcher.supervise.cancel import cancel_local_run
 from launcher.supervise.console import Console, follow_node
-from launcher.supervise.failure import TRAIN_EXIT_CODES, TRAIN_MODULE, summarize
+from launcher.supervise.failure import known_codes, read_log, summarize
 from launcher.supervise.local_node import LocalNode
 from launcher.supervise.supervisor import Cancel, finalize, supervise
 from launcher.supervise.watchdog import become_subreaper
@@ -52,7 +52,7 @@ class LocalBackend:
         if outcome.first_failed is not None:
             node = plan.nodes[outcome.first_failed]
             failure = summarize(node.machine_rank, node.host, outcome.node_codes[outcome.first_failed],
-                                _read(os.path.join(base_dir, node.workdir, node.log)), _known_codes(node))
+                                read_log(os.path.join(base_dir, node.workdir, node.log)), known_codes(node.argv))
         outcome = finalize(outcome, failure)
         record.update_status(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
                              node_exit_codes=outcome.node_codes,
@@ -81,15 +81,3 @@ class LocalBackend:
         return nodes, threads
 
 
-def _known_codes(node: NodePlan) -> dict:
-    """The training module's exit codes mean something; another program's are just numbers."""
-    modules = [node.argv[i + 1] for i, w in enumerate(node.argv[:-1]) if w == "-m"]
-    return TRAIN_EXIT_CODES if modules[-1:] == [TRAIN_MODULE] and len(modules) > 1 else {}
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""

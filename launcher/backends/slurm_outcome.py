@@ -6,17 +6,10 @@ from typing import Optional
 
 from launcher.backends.slurm_query import JobInfo, node_exit_codes
 from launcher.render.slurm import node_exit_file
-from launcher.supervise.failure import TRAIN_EXIT_CODES, Failure, summarize
+from launcher.supervise.failure import TRAIN_EXIT_CODES, Failure, read_log, summarize
 
 SIGTERM_EXIT = 143
 
-
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
 
 
 def describe(info: JobInfo) -> str:
@@ -39,7 +32,7 @@ def _first_failure(status: dict, codes: list) -> Optional[Failure]:
     rank = min(failed, key=lambda i: (_mtime(status, i), i))
     hosts = [n.get("host", "?") for n in status.get("nodes", [])]
     host = hosts[rank] if rank < len(hosts) else "?"
-    log = _read(os.path.join(status["path"], f"node{rank}.log"))
+    log = read_log(os.path.join(status["path"], f"node{rank}.log"))
     return summarize(rank, host, codes[rank], log, TRAIN_EXIT_CODES if status.get("train_module") else {})
 
 

@@ -12,7 +12,7 @@ from launcher.plan.model import LaunchPlan, NodePlan
 from launcher.runs import RunRecord
 from launcher.supervise import tree
 from launcher.supervise.console import Console, follow_node
-from launcher.supervise.failure import summarize
+from launcher.supervise.failure import known_codes, read_log, summarize
 from launcher.supervise.local_node import WATCHDOG
 from launcher.supervise.supervisor import Cancel, finalize, supervise
 
@@ -118,13 +118,12 @@ class SshBackend:
         return outcome.code, outcome.state, failure
 
     def _failure(self, plan, record, outcome, nodes):
-        from launcher.backends.local import _known_codes
         node = plan.nodes[outcome.first_failed]
         code = outcome.node_codes[outcome.first_failed]
-        text = _read(record.file(posixpath.basename(node.log)))
+        text = read_log(record.file(posixpath.basename(node.log)))
         if nodes[outcome.first_failed].lost:
             text += f"kit: the SSH connection to host {node.host} was lost\n"
-        return summarize(node.machine_rank, node.host, code, text, _known_codes(node))
+        return summarize(node.machine_rank, node.host, code, text, known_codes(node.argv))
 
     def _upload(self, plan: LaunchPlan) -> None:
         """The plan's files each node needs, and the watchdog, into the node's workdir (SFTP, hosts in parallel)."""
@@ -185,10 +184,3 @@ class SshBackend:
 def _remote_watchdog(plan: LaunchPlan, node: NodePlan) -> str:
     return posixpath.join(node.workdir, plan.run_dir, REMOTE_WATCHDOG)
 
-
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""

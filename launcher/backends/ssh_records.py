@@ -5,7 +5,7 @@ import time
 
 from launcher.errors import KitError
 from launcher.supervise import liveness
-from launcher.supervise.cancel import CANCEL_MARGIN, _alive, _wait_gone
+from launcher.supervise.cancel import CANCEL_MARGIN, stop_supervisor
 from launcher.supervise.ssh_node import STARTTIME
 
 
@@ -75,13 +75,7 @@ def current_state(status: dict) -> tuple[str, str]:
 
 def cancel_ssh_run(record, status: dict) -> str:
     run_id = status.get("run_id", "?")
-    grace = float(status.get("teardown_grace") or 40.0)
-    boss = liveness.supervisor(status)
-    if boss is not None:
-        # The supervisor stops every node through its channels and records the outcome.
-        print(f"run {run_id}: stopping on every host (ranks get up to {grace:.0f} s to save)", flush=True)
-        boss.terminate()
-        _wait_gone([boss], grace + CANCEL_MARGIN)
+    grace = stop_supervisor(status, " on every host")  # the supervisor stops every node through its channels
     _, errors = _on_hosts(status, "kill -TERM {pid}")   # the watchdog stops its node, with the grace period
     deadline = time.monotonic() + grace + CANCEL_MARGIN
     while time.monotonic() < deadline and remote_alive(status)[0]:

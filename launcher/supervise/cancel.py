@@ -25,15 +25,22 @@ def _alive(proc) -> bool:
         return False
 
 
-def cancel_local_run(record, status: dict) -> str:
-    run_id = status.get("run_id", "?")
+def stop_supervisor(status: dict, where: str = "") -> float:
+    """Ask a live supervisor to stop its run (it tears its nodes down and records the outcome), wait for it to
+    exit; return the run's grace period."""
     grace = float(status.get("teardown_grace") or 40.0)
     boss = liveness.supervisor(status)
     if boss is not None:
-        # The supervisor tears its nodes down (ranks get their grace period) and records the outcome.
-        print(f"run {run_id}: stopping (ranks get up to {grace:.0f} s to save)", flush=True)
+        print(f"run {status.get('run_id', '?')}: stopping{where} (ranks get up to {grace:.0f} s to save)",
+              flush=True)
         boss.terminate()
         _wait_gone([boss], grace + CANCEL_MARGIN)
+    return grace
+
+
+def cancel_local_run(record, status: dict) -> str:
+    run_id = status.get("run_id", "?")
+    grace = stop_supervisor(status)
     dogs = liveness.live_watchdogs(status)
     for dog in dogs:
         dog.terminate()  # a watchdog stops its node on SIGTERM, with the grace period

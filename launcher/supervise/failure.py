@@ -107,6 +107,21 @@ def summarize(node: int, host: str, node_code: int, log_text: str, known: dict =
     return Failure(node, host, rank, code, meaning(code, known), last_words(lines, node, rank))
 
 
+def read_log(path: str) -> str:
+    """A node log as text, or "" when it was never written."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def known_codes(argv) -> dict:
+    """The training module's exit codes mean something; another program's are just numbers."""
+    modules = [argv[i + 1] for i, w in enumerate(argv[:-1]) if w == "-m"]
+    return TRAIN_EXIT_CODES if modules[-1:] == [TRAIN_MODULE] and len(modules) > 1 else {}
+
+
 def summary_line(run_id: str, state: str, f: Failure) -> str:
     who = f"node {f.node} ({f.host})" + (f" rank {f.rank}" if f.rank is not None else "")
     tail = f": {f.last_line}" if f.last_line else ""

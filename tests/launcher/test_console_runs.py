@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from tests.launcher.localrun import LOCAL_CLUSTER, REPO, kit, pids_of_run, write_job
+from tests.launcher.localrun import LOCAL_CLUSTER, pids_of_run, write_job
 
 
 def test_closed_output_pipe_never_stalls_the_run(tmp_path):

@@ -1,6 +1,5 @@
 """A real failure of the training module ends with one line that says why, and kit exits with the rank's code."""
 
-import sys
 
 import yaml
 

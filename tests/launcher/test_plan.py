@@ -1,9 +1,7 @@
 """The plan is a pure function: deterministic, no I/O, inputs untouched."""
 
-import builtins
 import copy
 import os
-import subprocess
 import sys
 import threading
 

@@ -1,7 +1,6 @@
 """The node watchdog alone (no torch): it sees and stops every descendant, daemons included, when told to or
 when its supervisor disappears, and it exits only when nothing of its node is left."""
 
-import os
 import signal
 import subprocess
 import sys

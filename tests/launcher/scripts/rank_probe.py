@@ -89,7 +89,12 @@ if args.flood:
 if state.process_index == args.fail_rank:
     if args.fail_message:
         print(args.fail_message, file=sys.stderr, flush=True)
-    sys.exit(args.fail_code)
+    sys.stdout.flush()
+    # Not sys.exit: tearing down a live gloo group at interpreter exit can abort in C++ (exit 134, not ours).
+    os._exit(args.fail_code)
 deadline = time.monotonic() + args.linger
 while time.monotonic() < deadline:  # sleep in steps: a signal handler runs between them
     time.sleep(0.1)
+if dist.is_initialized():
+    dist.barrier()  # nobody leaves while a peer still talks to it
+    dist.destroy_process_group()
