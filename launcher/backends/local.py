@@ -52,7 +52,10 @@ class LocalBackend:
         if outcome.first_failed is not None:
             node = plan.nodes[outcome.first_failed]
             failure = summarize(node.machine_rank, node.host, outcome.node_codes[outcome.first_failed],
-                                read_log(os.path.join(base_dir, node.workdir, node.log)), known_codes(node.argv))
+                                read_log(os.path.join(base_dir, node.workdir, node.log)), known_codes(node.argv),
+                                ranks_dir=os.path.join(base_dir, node.workdir, plan.run_dir,
+                                                       f"node{node.machine_rank}.ranks"),
+                                procs_per_node=plan.world.procs_per_node)
         outcome = finalize(outcome, failure)
         record.update_status(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
                              node_exit_codes=outcome.node_codes,

@@ -6,6 +6,8 @@ CalledProcessError ("returned non-zero exit status C"). Both are read back from 
 every line; pure functions over text, so every backend (local, ssh, slurm) summarises the same way.
 """
 
+import glob
+import os
 import re
 import signal
 from dataclasses import dataclass
@@ -96,7 +98,17 @@ def last_words(lines: list[str], node: int, rank: Optional[int]) -> str:
     return ""
 
 
-def summarize(node: int, host: str, node_code: int, log_text: str, known: dict = TRAIN_EXIT_CODES) -> Failure:
+def rank_stderr(ranks_dir: str, local_rank: int) -> str:
+    """What torchrun teed of one rank's stderr (`--tee 3 --log_dir`), newest attempt; "" when there is none.
+
+    The node log interleaves a rank's stdout and stderr from two tail threads, so its last line may be stdout;
+    the rank's own stderr file ends with what it said last about its error."""
+    paths = glob.glob(os.path.join(ranks_dir, "*", "attempt_*", str(local_rank), "stderr.log"))
+    return read_log(max(paths, key=os.path.getmtime)) if paths else ""
+
+
+def summarize(node: int, host: str, node_code: int, log_text: str, known: dict = TRAIN_EXIT_CODES,
+              ranks_dir: str = "", procs_per_node: int = 1) -> Failure:
     """`known`: what the entrypoint's exit codes mean (the training module's, or none for another program)."""
     lines = [ln for ln in log_text.splitlines() if ln.strip()]
     setup = [ln for ln in lines if SETUP_FAILED in ln]
@@ -104,13 +116,20 @@ def summarize(node: int, host: str, node_code: int, log_text: str, known: dict =
         return Failure(node, host, None, node_code, "setup failed", strip_tag(setup[-1]).strip())
     rank, code = rank_exit(lines)
     code = node_code if code is None else code
-    return Failure(node, host, rank, code, meaning(code, known), last_words(lines, node, rank))
+    words = last_words(lines, node, rank)
+    if ranks_dir and rank is not None:
+        # split on "\n" only: progress redraws start with "\r" and are not what the rank said about its error.
+        said = [ln.strip() for ln in rank_stderr(ranks_dir, rank - node * procs_per_node).split("\n")
+                if not ln.startswith("\r")]
+        said = [ln for ln in said if ln and not ln.startswith("Traceback")]
+        words = said[-1] if said else words
+    return Failure(node, host, rank, code, meaning(code, known), words)
 
 
 def read_log(path: str) -> str:
-    """A node log as text, or "" when it was never written."""
+    """A log as text, or "" when it was never written (newline="": a progress redraw's "\r" stays visible)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with open(path, encoding="utf-8", errors="replace", newline="") as f:
             return f.read()
     except OSError:
         return ""

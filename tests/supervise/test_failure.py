@@ -89,3 +89,14 @@ def test_kit_knows_the_training_modules_exit_codes():
     train = importlib.import_module("train")
     codes = {getattr(train, n): n for n in dir(train) if n.startswith("EXIT_")}
     assert set(codes) == set(TRAIN_EXIT_CODES) | {PREEMPTED}
+
+
+def test_the_ranks_own_stderr_file_outranks_the_interleaved_node_log(tmp_path):
+    """torchrun tails a rank's stdout and stderr in two threads: the node log's last line may be stdout."""
+    attempt = tmp_path / "node1.ranks" / "none_x" / "attempt_0" / "0"
+    attempt.mkdir(parents=True)
+    (attempt / "stderr.log").write_text("\rtrain: 1/9\nbad data: /x.csv:1: missing column 'text'\n\rtrain: 2/9\n")
+    log = TORCHRUN_FAILURE.replace("[node1/rank1] bad data: /data/x.csv:1: missing column 'text' (columns: a, b)\n",
+                                   "") + "[node1/rank1] probe ready\n"
+    f = summarize(1, "h", 1, log, ranks_dir=str(tmp_path / "node1.ranks"), procs_per_node=1)
+    assert f.last_line == "bad data: /x.csv:1: missing column 'text'"
