@@ -10,6 +10,9 @@ from typing import Iterable, Optional
 
 import psutil
 
+# One definition, in the self-contained watchdog (which kit imports, never the other way round).
+from launcher.supervise.watchdog import live_descendants  # noqa: F401
+
 
 def same_process(pid: Optional[int], created: Optional[float]) -> Optional[psutil.Process]:
     """The process `pid` if it is still the one created at `created`, else None."""
@@ -34,21 +37,6 @@ def run_processes(run_id: str) -> list[psutil.Process]:
         except psutil.Error:
             continue
     return found
-
-
-def live_descendants() -> list[psutil.Process]:
-    try:
-        children = psutil.Process().children(recursive=True)
-    except psutil.Error:
-        return []
-    out = []
-    for proc in children:
-        try:
-            if proc.status() != psutil.STATUS_ZOMBIE:
-                out.append(proc)
-        except psutil.Error:
-            continue
-    return out
 
 
 def terminate(procs: Iterable[psutil.Process], grace: float, poll: float = 0.1) -> None:

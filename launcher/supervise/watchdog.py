@@ -49,6 +49,22 @@ def become_subreaper() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
 
 
+def live_descendants() -> list:
+    """Every live process below this one (zombies excluded); as subreaper that includes re-parented orphans."""
+    try:
+        procs = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return []
+    alive = []
+    for p in procs:
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p)
+        except psutil.Error:
+            continue
+    return alive
+
+
 def split_progress(line: bytes):
     """(tag, text) if `line` is a progress line, else None."""
     m = _TAG.match(line)
@@ -149,20 +165,6 @@ class Watchdog:
                 code = os.waitstatus_to_exitcode(status)
                 self.code = 128 - code if code < 0 else code
 
-    def _descendants(self) -> list:
-        try:
-            procs = psutil.Process().children(recursive=True)
-        except psutil.Error:
-            return []
-        alive = []
-        for p in procs:
-            try:
-                if p.status() != psutil.STATUS_ZOMBIE:
-                    alive.append(p)
-            except psutil.Error:
-                continue
-        return alive
-
     def _signal_all(self, procs, sig, already) -> None:
         for p in procs:
             if sig == signal.SIGTERM and p in already:
@@ -182,7 +184,7 @@ class Watchdog:
             if self.deadline is None:
                 time.sleep(POLL)
                 continue
-            left = self._descendants()
+            left = live_descendants()
             if not left and self.code is not None:
                 break
             if time.monotonic() >= self.deadline:
