@@ -7,7 +7,7 @@ import sys
 from launcher.errors import KitError
 
 FORMATS = ("text", "json")
-COMMANDS = ("submit", "status", "logs", "cancel", "runs", "doctor")
+COMMANDS = ("submit", "status", "logs", "cancel", "runs", "doctor", "sweep")
 
 
 class UsageError(KitError):
@@ -45,7 +45,10 @@ def _submit_args(sub) -> None:
     p.add_argument("--port", type=int, help="rendezvous port (default: derived from the run id)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a job field (deepspeed.zero_stage=3) or a cluster field (cluster.workdir=/x)")
-    p.add_argument("--run-id", help="run id (default: <job>-<time>-<random>)")
+    p.add_argument("--run-id", help="run id (default: <job>-<time>-<random>; a sweep's: <job>-sweep-<hash of "
+                                    "the sweep>, so the same sweep run again continues it)")
+    p.add_argument("--sweep", metavar="FILE", help="run a hyperparameter sweep described in FILE (or in the job's "
+                                                   "sweep: section): one run per trial")
     p.add_argument("--dry-run", action="store_true", help="print the plan; start and write nothing")
     # No default: a --format given without --dry-run is an error, not a real run.
     p.add_argument("--format", choices=FORMATS, help="dry-run output format (default: text); needs --dry-run")
@@ -74,6 +77,15 @@ def _doctor_args(sub) -> None:
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
 
 
+def _sweep_args(sub) -> None:
+    p = sub.add_parser("sweep", help="hyperparameter sweeps (start one with kit submit JOB --sweep FILE)")
+    actions = p.add_subparsers(dest="sweep_command", required=True, parser_class=_Parser)
+    s = actions.add_parser("status", help="one table of a sweep's trials: parameters, state, metric; best marked")
+    s.add_argument("sweep_id", nargs="?", help="sweep id (default: the latest sweep)")
+    s.add_argument("--run-root", default="runs", help="directory of run records (default: runs)")
+    s.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kit", description="Plan and launch multi-node PyTorch training jobs.")
     from launcher import __version__
@@ -82,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     _submit_args(sub)
     _record_args(sub)
     _doctor_args(sub)
+    _sweep_args(sub)
     return parser
 
 
@@ -102,6 +115,9 @@ def main(argv=None) -> int:
         if args.command == "submit":
             from launcher.commands.submit import submit
             return submit(args)
+        if args.command == "sweep":
+            from launcher.commands.sweep import sweep_status
+            return sweep_status(args)
         if args.command == "doctor":
             from launcher.commands.doctor import doctor
             return doctor(args)

@@ -13,6 +13,7 @@ from launcher.preflight import preflight
 from launcher.commands.outcome import outcome_line
 from launcher.render.dryrun import render_json, render_text
 from launcher.spec import Overrides, apply_overrides, load_cluster, load_job, load_user_deepspeed
+from launcher.sweep.load import sweep_of
 
 
 def new_run_id(job_name: str) -> str:
@@ -31,9 +32,13 @@ def submit(args) -> int:
     cluster = load_cluster(args.cluster)
     overrides = overrides_from(args)
     resolved_job, resolved_cluster = apply_overrides(job, cluster, overrides)
-    run_id = args.run_id or new_run_id(job.name)
     # A local cluster with no `python:` runs kit's own interpreter, so the venv kit lives in is used.
     default_python = sys.executable if resolved_cluster.backend == "local" else "python"
+    spec = sweep_of(job, args.job, args.sweep)
+    if spec is not None:
+        from launcher.commands.sweep import submit_sweep
+        return submit_sweep(args, job, cluster, overrides, resolved_job, resolved_cluster, spec, default_python)
+    run_id = args.run_id or new_run_id(job.name)
     plan = build_plan(job, cluster, overrides, run_id, default_python=default_python,
                       user_deepspeed=load_user_deepspeed(resolved_job))
     if warning := dropped_warning(plan, os.environ):

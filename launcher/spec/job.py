@@ -5,6 +5,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from launcher.spec.base import ENV_NAME_PATTERN, NAME_PATTERN, StrictModel, no_reserved_env
+from launcher.sweep.spec import SweepSpec
 
 Strategy = Literal["ddp", "deepspeed", "fsdp"]
 MixedPrecision = Literal["no", "fp16", "bf16"]
@@ -101,6 +102,8 @@ class JobSpec(StrictModel):
     # Names whose values come from the submitting shell's environment at run time, never stored or printed.
     secret_env: list[EnvName] = []
     dynamo_backend: Optional[Literal["no", "eager", "aot_eager", "inductor", "cudagraphs"]] = None
+    # A hyperparameter sweep over this job (see launcher/sweep); `kit submit` then runs one run per trial.
+    sweep: Optional[SweepSpec] = None
 
     _no_is_string = field_validator("mixed_precision", mode="before")(yaml_no_to_str)
 

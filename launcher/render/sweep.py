@@ -1,0 +1,35 @@
+"""Print a sweep plan: every trial's parameters, then one trial's full plan (the others differ only there)."""
+
+from launcher.render.dryrun import masked_dict, render_text
+from launcher.render.text import to_json
+
+
+def _cell(value) -> str:
+    return str(value)
+
+
+def trial_table(plan) -> str:
+    names = list(plan.spec.parameters)
+    header = ["trial", "run id", *names]
+    rows = [[str(t.index), t.run_id, *(_cell(t.params[n]) for n in names)] for t in plan.trials]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return "".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n" for r in [header, *rows])
+
+
+def render_sweep_text(plan) -> str:
+    s = plan.spec
+    method = f"grid, {len(plan.trials)} combinations" if s.method == "grid" else \
+        f"random, {len(plan.trials)} trials drawn with seed {s.seed}"
+    head = (f"sweep {plan.sweep_id}: {method}; metric {s.metric} ({s.goal}), {s.parallel} at a time, "
+            f"backend {plan.backend}\n"
+            f"each trial is a run <sweep>-t<N>, writing to {s.output_root}/<run id> ({s.output_arg}); "
+            f"its metric is read from <that dir>/{s.metrics_file}\n\n")
+    first = plan.trials[0]
+    return (head + trial_table(plan) + f"\nplan of trial {first.index} ({first.run_id}); the other trials differ "
+            f"only in their run id, port and the swept values:\n\n" + render_text(first.plan))
+
+
+def render_sweep_json(plan) -> str:
+    data = plan.to_dict()
+    data["trial_plans"] = {t.run_id: masked_dict(t.plan) for t in plan.trials}
+    return to_json(data)

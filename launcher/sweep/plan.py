@@ -1,0 +1,91 @@
+"""(job, sweep spec, cluster, overrides) -> SweepPlan: every trial's LaunchPlan, built by the one plan function."""
+
+import dataclasses
+import hashlib
+import json
+import posixpath
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from launcher.errors import KitError
+from launcher.plan.build import build_plan
+from launcher.plan.model import LaunchPlan
+from launcher.spec.cluster import ClusterSpec
+from launcher.spec.job import JobSpec
+from launcher.spec.overrides import Overrides, _pairs, apply_overrides
+from launcher.sweep.spec import SweepSpec
+from launcher.sweep.trials import Trial, check_fields, expand, trial_job
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    index: int
+    run_id: str                # `<sweep id>-t<index>`: an ordinary run
+    params: dict[str, Any]
+    output_dir: str            # relative to the workdir; the metric is read from here
+    plan: LaunchPlan
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    sweep_id: str
+    job_name: str
+    backend: str
+    spec: SweepSpec
+    trials: tuple[TrialPlan, ...]
+
+    @property
+    def metrics_paths(self) -> dict[str, str]:
+        return {t.run_id: posixpath.join(t.output_dir, self.spec.metrics_file) for t in self.trials}
+
+    def to_dict(self) -> dict:
+        return {
+            "sweep_id": self.sweep_id, "job_name": self.job_name, "backend": self.backend,
+            "spec": self.spec.model_dump(mode="json"),
+            "trials": [{"index": t.index, "run_id": t.run_id, "params": t.params, "output_dir": t.output_dir}
+                       for t in self.trials],
+        }
+
+
+def sweep_id_for(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: Overrides) -> str:
+    """The same sweep (job, spec, cluster, overrides) always gets the same id, so running it again continues it
+    (trials that already succeeded are skipped) instead of starting over under a new name."""
+    material = json.dumps([job.model_dump(mode="json", exclude={"sweep"}), spec.model_dump(mode="json"),
+                           cluster.model_dump(mode="json"), dataclasses.asdict(overrides)], sort_keys=True)
+    return f"{job.name}-sweep-{hashlib.sha256(material.encode()).hexdigest()[:8]}"
+
+
+def _trial_overrides(overrides: Overrides, cluster: ClusterSpec, spec: SweepSpec, index: int) -> Overrides:
+    """Trials that run at once must not share a fixed rendezvous port; a derived port differs per run id already."""
+    fixed = overrides.master_port if overrides.master_port is not None else cluster.master_port
+    if spec.parallel == 1 or not isinstance(fixed, int):
+        return overrides
+    return dataclasses.replace(overrides, master_port=fixed + index % spec.parallel)
+
+
+def _check_overrides(spec: SweepSpec, overrides: Overrides) -> None:
+    swept = set(spec.parameters)
+    for key, _, said in _pairs(overrides):
+        if key in swept:
+            raise KitError(f"{said} fixes {key}, which the sweep varies; drop one of them")
+
+
+def plan_sweep(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: Overrides,
+               sweep_id: Optional[str] = None, default_python: str = "python",
+               user_deepspeed: Optional[dict] = None) -> SweepPlan:
+    check_fields(job, spec)
+    _check_overrides(spec, overrides)
+    sweep_id = sweep_id or sweep_id_for(job, spec, cluster, overrides)
+    resolved_cluster = apply_overrides(job, cluster, overrides)[1]
+    trials = []
+    for trial in expand(spec):
+        run_id = f"{sweep_id}-t{trial.index}"
+        output_dir = posixpath.join(spec.output_root, run_id)
+        tjob = trial_job(job, spec, trial, output_dir)
+        plan = build_plan(tjob, cluster, _trial_overrides(overrides, resolved_cluster, spec, trial.index), run_id,
+                          default_python=default_python, user_deepspeed=user_deepspeed)
+        trials.append(TrialPlan(trial.index, run_id, trial.params, output_dir, plan))
+    return SweepPlan(sweep_id, job.name, resolved_cluster.backend, spec, tuple(trials))
+
+
+__all__ = ["SweepPlan", "TrialPlan", "Trial", "plan_sweep", "sweep_id_for"]

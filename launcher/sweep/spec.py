@@ -1,0 +1,112 @@
+"""The sweep spec (`sweep:` in a job YAML, or a file given with `--sweep`): strict, like every kit schema."""
+
+import math
+import re
+from typing import Annotated, Literal, Optional, Union
+
+from pydantic import Field, StringConstraints, field_validator, model_validator
+
+from launcher.spec.base import StrictModel
+
+# A training argument (`--lr`) or a job field (`mixed_precision`, `deepspeed.zero_stage`, `env.OMP_NUM_THREADS`).
+ARG_PATTERN = re.compile(r"^--[A-Za-z0-9][A-Za-z0-9_-]*$")
+FIELD_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+# Job fields a trial may not change: they name the program or the sweep itself.
+FIXED_FIELDS = ("name", "entrypoint", "args", "secret_env", "sweep")
+# A metric is a path into the trial's metrics.json: `test.accuracy`, `evals.-1.accuracy` (the last validation).
+METRIC_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.(-?[0-9]+|[A-Za-z_][A-Za-z0-9_]*))*$"
+
+Scalar = Union[bool, int, float, str]
+Number = Union[int, float]
+
+
+class Range(StrictModel):
+    """A continuous (or, with two integer ends, integer) range for random search."""
+
+    low: Number
+    high: Number
+    scale: Literal["linear", "log"] = "linear"
+
+    @field_validator("low", "high", mode="before")
+    @classmethod
+    def yaml_exponent(cls, value):
+        """YAML 1.1 reads `1e-5` (no dot) as a string; in a range it can only mean the number."""
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                return value
+        return value
+
+    @model_validator(mode="after")
+    def ordered(self):
+        if not self.low < self.high:
+            raise ValueError(f"empty range: low ({self.low}) must be below high ({self.high})")
+        if self.scale == "log" and self.low <= 0:
+            raise ValueError(f"log scale needs low > 0, got {self.low}")
+        if not all(math.isfinite(v) for v in (self.low, self.high)):
+            raise ValueError("range ends must be finite numbers")
+        return self
+
+    @property
+    def integer(self) -> bool:
+        return isinstance(self.low, int) and isinstance(self.high, int) and self.scale == "linear"
+
+
+class Values(StrictModel):
+    values: Annotated[list[Scalar], Field(min_length=1)]
+
+
+ParamSpec = Union[Annotated[list[Scalar], Field(min_length=1)], Values, Range]
+
+
+class SweepSpec(StrictModel):
+    method: Literal["grid", "random"]
+    # Random search: how many trials to draw.
+    trials: Optional[Annotated[int, Field(ge=1, le=10000)]] = None
+    seed: int = 0
+    metric: Annotated[str, StringConstraints(pattern=METRIC_PATTERN)]
+    goal: Literal["max", "min"]
+    parallel: Annotated[int, Field(ge=1)] = 1
+    parameters: Annotated[dict[str, ParamSpec], Field(min_length=1)]
+    # Each trial writes to <output_root>/<trial run id>, passed to the program as `<output_arg> <dir>`; the
+    # metric is read from <dir>/<metrics_file>.
+    output_arg: Annotated[str, StringConstraints(pattern=ARG_PATTERN.pattern)] = "--output-dir"
+    output_root: Annotated[str, StringConstraints(min_length=1)] = "outputs"
+    metrics_file: Annotated[str, StringConstraints(min_length=1)] = "metrics.json"
+
+    @field_validator("parameters")
+    @classmethod
+    def names(cls, params: dict) -> dict:
+        for name in params:
+            if name.startswith("-"):
+                if not ARG_PATTERN.fullmatch(name):
+                    raise ValueError(f"{name!r} is not a training argument like --lr")
+            elif not FIELD_PATTERN.fullmatch(name):
+                raise ValueError(f"{name!r} is neither a training argument (--lr) nor a job field "
+                                 f"(mixed_precision, deepspeed.zero_stage)")
+            elif name.split(".")[0] in FIXED_FIELDS:
+                raise ValueError(f"{name!r} cannot vary between trials; sweep training arguments (--lr) "
+                                 f"or distribution fields (mixed_precision, deepspeed.zero_stage) instead")
+        return params
+
+    @model_validator(mode="after")
+    def consistent(self):
+        ranges = [name for name, p in self.parameters.items() if isinstance(p, Range)]
+        if self.method == "grid":
+            if ranges:
+                raise ValueError(f"parameters.{ranges[0]}: a grid needs a list of values; ranges are for "
+                                 f"method: random")
+            if self.trials is not None:
+                raise ValueError("trials is for method: random; a grid runs every combination")
+        elif self.trials is None:
+            raise ValueError("method random needs trials (how many to draw)")
+        if self.output_arg in self.parameters:
+            raise ValueError(f"parameters.{self.output_arg}: each trial gets its own output directory; "
+                             f"do not sweep it")
+        return self
+
+    def choices(self, name: str):
+        """The parameter's values list, or its Range."""
+        p = self.parameters[name]
+        return p.values if isinstance(p, Values) else p
