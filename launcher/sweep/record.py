@@ -1,0 +1,81 @@
+"""The sweep record: <run root>/<sweep id>/sweep.json lists the trials and their parameters. Each trial is an
+ordinary run with its own record (<run root>/<sweep id>-t<N>/), which holds the trial's state."""
+
+import json
+import os
+import time
+from dataclasses import dataclass
+
+from launcher.errors import KitError
+from launcher.render.text import to_json
+
+SWEEP_FILE = "sweep.json"
+
+
+@dataclass
+class SweepRecord:
+    path: str          # absolute directory of the sweep record
+
+    @property
+    def sweep_id(self) -> str:
+        return os.path.basename(self.path)
+
+    def file(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    def read(self) -> dict:
+        try:
+            with open(self.file(SWEEP_FILE), encoding="utf-8") as f:
+                return json.load(f)
+        except (OSError, ValueError) as e:
+            raise KitError(f"sweep record {self.path}: {SWEEP_FILE} is unreadable ({e}); "
+                           f"inspect or remove that directory") from None
+
+    def update(self, **fields) -> dict:
+        data = {**self.read(), **fields}
+        _write(self.file(SWEEP_FILE), to_json(data))
+        return data
+
+    def trial_dir(self, run_id: str) -> str:
+        """Trials' records sit next to the sweep's, under the same run root."""
+        return os.path.join(os.path.dirname(self.path), run_id)
+
+
+def _write(path: str, text: str) -> None:
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def open_sweep(root: str, plan) -> SweepRecord:
+    """Create the sweep record, or take up an existing one of the same sweep (a re-run continues it)."""
+    record = SweepRecord(os.path.abspath(os.path.join(root, plan.sweep_id)))
+    data = plan.to_dict()
+    if os.path.exists(record.file(SWEEP_FILE)):
+        old = record.read()
+        if old.get("trials") != data["trials"] or old.get("spec") != data["spec"]:
+            raise KitError(f"sweep {plan.sweep_id} already exists at {record.path} with other trials; "
+                           f"pick another --run-id")
+        return record
+    os.makedirs(record.path, exist_ok=True)
+    _write(record.file(SWEEP_FILE), to_json({**data, "created_at": time.time()}))
+    return record
+
+
+def is_sweep(run_root: str, run_id: str) -> bool:
+    return bool(run_id) and os.path.isfile(os.path.join(run_root, run_id, SWEEP_FILE))
+
+
+def find_sweep(run_root: str, sweep_id: str) -> SweepRecord:
+    if not is_sweep(run_root, sweep_id):
+        raise KitError(f"sweep {sweep_id}: no sweep record under {run_root}/ (see `kit runs`)")
+    return SweepRecord(os.path.abspath(os.path.join(run_root, sweep_id)))
+
+
+def latest_sweep(run_root: str):
+    if not os.path.isdir(run_root):
+        return None
+    found = [(os.path.getmtime(os.path.join(run_root, n, SWEEP_FILE)), n) for n in os.listdir(run_root)
+             if is_sweep(run_root, n)]
+    return max(found)[1] if found else None
