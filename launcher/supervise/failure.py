@@ -118,12 +118,39 @@ def summarize(node: int, host: str, node_code: int, log_text: str, known: dict =
     code = node_code if code is None else code
     words = last_words(lines, node, rank)
     if ranks_dir and rank is not None:
-        # split on "\n" only: progress redraws start with "\r" and are not what the rank said about its error.
-        said = [ln.strip() for ln in rank_stderr(ranks_dir, rank - node * procs_per_node).split("\n")
-                if not ln.startswith("\r")]
-        said = [ln for ln in said if ln and not ln.startswith("Traceback")]
-        words = said[-1] if said else words
+        said = _said(ranks_dir, rank - node * procs_per_node)
+        if said:
+            words = said
+        elif not _spoke_in_log(lines, node, rank):
+            words = _others_said(ranks_dir, node, rank, procs_per_node) or words
     return Failure(node, host, rank, code, meaning(code, known), words)
+
+
+def _said(ranks_dir: str, local_rank: int) -> str:
+    """The last line of one rank's teed stderr; split on "\n" only: progress redraws start with "\r" and are
+    not what the rank said about its error."""
+    said = [ln.strip() for ln in rank_stderr(ranks_dir, local_rank).split("\n") if not ln.startswith("\r")]
+    said = [ln for ln in said if ln and not ln.startswith("Traceback")]
+    return said[-1] if said else ""
+
+
+def _spoke_in_log(lines: list[str], node: int, rank: int) -> bool:
+    own = f"[node{node}/rank{rank}] "
+    return any(ln.startswith(own) and ln[len(own):].strip() for ln in lines)
+
+
+def _others_said(ranks_dir: str, node: int, rank: int, procs_per_node: int) -> str:
+    """The failing rank said nothing (a collective check that only the main process explains, then every rank
+    exits with its code): the main process's words, then those of the node's other ranks, named as theirs."""
+    runs_dir = os.path.dirname(os.path.normpath(ranks_dir))
+    candidates = [(os.path.join(runs_dir, "node0.ranks"), 0, 0)]
+    candidates += [(ranks_dir, lr, node * procs_per_node + lr) for lr in range(procs_per_node)]
+    for where, local_rank, global_rank in candidates:
+        if global_rank != rank and os.path.isdir(where):
+            said = _said(where, local_rank)
+            if said:
+                return f"rank {global_rank} said: {said}"
+    return ""
 
 
 def read_log(path: str) -> str:

@@ -100,3 +100,20 @@ def test_the_ranks_own_stderr_file_outranks_the_interleaved_node_log(tmp_path):
                                    "") + "[node1/rank1] probe ready\n"
     f = summarize(1, "h", 1, log, ranks_dir=str(tmp_path / "node1.ranks"), procs_per_node=1)
     assert f.last_line == "bad data: /x.csv:1: missing column 'text'"
+
+
+def test_a_silent_root_cause_rank_borrows_the_main_processs_words(tmp_path):
+    """A collective check fails on every rank; only the main process explains, and torchrun may name another
+    rank (here rank 1, on node 1, which said nothing) as the root cause."""
+    main = tmp_path / "node0.ranks" / "none_a" / "attempt_0" / "0"
+    main.mkdir(parents=True)
+    (main / "stderr.log").write_text("world check failed: expected world size 4, found 2\n")
+    silent = tmp_path / "node1.ranks" / "none_b" / "attempt_0" / "0"
+    silent.mkdir(parents=True)
+    (silent / "stderr.log").write_text("\rtrain: 1/9\n")
+    log = TORCHRUN_FAILURE.replace("[node1/rank1] bad data: /data/x.csv:1: missing column 'text' (columns: a, b)\n",
+                                   "").replace("[node1/rank1] loading data\n", "")
+    f = summarize(1, "h", 3, log.replace("exitcode  : 4", "exitcode  : 3"),
+                  ranks_dir=str(tmp_path / "node1.ranks"), procs_per_node=1)
+    assert (f.rank, f.code, f.meaning) == (1, 3, "world check failed")
+    assert f.last_line == "rank 0 said: world check failed: expected world size 4, found 2"
