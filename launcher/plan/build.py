@@ -9,7 +9,7 @@ from launcher.plan.env import INHERIT, node_env, secret_names
 from launcher.plan.model import LaunchPlan, NodePlan, Submission, World
 from launcher.plan.port import master_port
 from launcher.plan.shape import Shape, resolve_shape
-from launcher.plan.tags import worker_tag_template
+from launcher.plan.tags import WORKER_TAG_ENV, worker_tag_template
 from launcher.render.accelerate import LaunchSettings, accelerate_config, distributed_type, launch_argv
 from launcher.render.deepspeed import deepspeed_config
 from launcher.render.fsdp import fsdp_config
@@ -78,7 +78,8 @@ def _settings(job, cluster, shape, python, config_file, rank, master, port, run_
         cpu_threads_per_process=shape.cpu_threads,
         dynamo_backend=job.dynamo_backend,
         gpu_ids=_local_gpu_ids(cluster, shape, rank),
-        rank_log_dir=None if rank.startswith("$") else f"{run_dir}/node{rank}.ranks",
+        # On SLURM `rank` is ${SLURM_NODEID}: each task tees into its own node's directory.
+        rank_log_dir=f"{run_dir}/node{rank}.ranks",
         module=job.entrypoint.module,
         script=job.entrypoint.script,
         args=tuple(job.args),
@@ -95,9 +96,10 @@ def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan
     files[config_file] = to_yaml(accelerate_config(settings, section))
     argv = launch_argv(settings)
     prelude = (MASTER_ADDR_PRELUDE,) if slurm else ()
-    if not slurm:
-        env = {**env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": worker_tag_template(rank)}
-    command = node_command(cluster.workdir, tuple(cluster.setup), env, argv, runtime_vars, prelude, secrets)
+    # kit's tag wins over a job's own template; on SLURM its node number is resolved inside each task.
+    env = {**env, WORKER_TAG_ENV: worker_tag_template(rank_word)}
+    command = node_command(cluster.workdir, tuple(cluster.setup), env, argv, runtime_vars, prelude, secrets,
+                           job_args=len(job.args), runtime_env=(WORKER_TAG_ENV,))
     shared = tuple(p for p in files if not p.startswith(f"{run_dir}/accelerate"))
     return NodePlan(
         machine_rank=rank, host=host.name, workdir=cluster.workdir, argv=argv, env=env, secret_env=secrets,
