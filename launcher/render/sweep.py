@@ -25,8 +25,19 @@ def render_sweep_text(plan) -> str:
             f"each trial is a run <sweep>-t<N>, writing to {s.output_root}/<run id> ({s.output_arg}); "
             f"its metric is read from <that dir>/{s.metrics_file}\n\n")
     first = plan.trials[0]
-    return (head + trial_table(plan) + f"\nplan of trial {first.index} ({first.run_id}); the other trials differ "
-            f"only in their run id, port and the swept values:\n\n" + render_text(first.plan))
+    return (head + trial_table(plan) + array_section(plan) + f"\nplan of trial {first.index} ({first.run_id}); "
+            f"the other trials differ only in their run id, port and the swept values:\n\n"
+            + render_text(first.plan))
+
+
+def array_section(plan) -> str:
+    """SLURM: the one script that is submitted, once, for the whole sweep ("" on other backends)."""
+    a = plan.array
+    if a is None:
+        return ""
+    return (f"\nsubmission: {' '.join(a.argv)} (from {a.workdir}), once: one job array, task N runs trial N's "
+            f"job.sbatch below with bash (its #SBATCH lines are comments there; the array's hold)\n"
+            f"--- file {a.script_path}\n{a.script}")
 
 
 def render_sweep_json(plan) -> str:
