@@ -37,9 +37,9 @@ class SweepPlan:
     backend: str
     spec: SweepSpec
     trials: tuple[TrialPlan, ...]
-    lanes: int = 1             # how many trials run at once on local and SSH clusters
     # SLURM: the one job array that runs every trial (slurm_script.py); None on other backends.
     array: Optional[ArrayPlan] = None
+    lanes: int = 1             # how many trials run at once on local and SSH clusters (lanes.py)
 
     @property
     def metrics_paths(self) -> dict[str, str]:
@@ -97,7 +97,8 @@ def plan_sweep(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: O
                           default_python=default_python, user_deepspeed=user_deepspeed)
         trials.append(TrialPlan(trial.index, run_id, trial.params, output_dir, plan, lane, lanes.placement[lane]))
     array = array_plan(sweep_id, spec.parallel, trials) if resolved_cluster.backend == "slurm" else None
-    return SweepPlan(sweep_id, job.name, resolved_cluster.backend, spec, tuple(trials), lanes.count, array)
+    return SweepPlan(sweep_id, job.name, resolved_cluster.backend, spec, tuple(trials), array,
+                     lanes=lanes.count)
 
 
 __all__ = ["SweepPlan", "TrialPlan", "Trial", "plan_sweep", "sweep_id_for"]
