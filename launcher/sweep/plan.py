@@ -13,6 +13,7 @@ from launcher.plan.model import LaunchPlan
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 from launcher.spec.overrides import Overrides, _pairs, apply_overrides
+from launcher.sweep.lanes import plan_lanes
 from launcher.sweep.slurm_script import ArrayPlan, array_plan
 from launcher.sweep.spec import SweepSpec
 from launcher.sweep.trials import Trial, check_fields, expand, trial_job
@@ -25,6 +26,8 @@ class TrialPlan:
     params: dict[str, Any]
     output_dir: str            # relative to the workdir; the metric is read from here
     plan: LaunchPlan
+    lane: int = 0              # trials of one lane run one after another (lanes.py)
+    placement: str = ""        # the lane's own GPUs or hosts, when lanes do not share them
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class SweepPlan:
     trials: tuple[TrialPlan, ...]
     # SLURM: the one job array that runs every trial (slurm_script.py); None on other backends.
     array: Optional[ArrayPlan] = None
+    lanes: int = 1             # how many trials run at once on local and SSH clusters (lanes.py)
 
     @property
     def metrics_paths(self) -> dict[str, str]:
@@ -45,8 +49,9 @@ class SweepPlan:
         data = {
             "sweep_id": self.sweep_id, "job_name": self.job_name, "backend": self.backend,
             "spec": self.spec.model_dump(mode="json"),
-            "trials": [{"index": t.index, "run_id": t.run_id, "params": t.params, "output_dir": t.output_dir}
-                       for t in self.trials],
+            "lanes": self.lanes,
+            "trials": [{"index": t.index, "run_id": t.run_id, "params": t.params, "output_dir": t.output_dir,
+                        "lane": t.lane, "placement": t.placement} for t in self.trials],
         }
         if self.array is not None:
             data["array"] = self.array.to_dict()
@@ -61,12 +66,10 @@ def sweep_id_for(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides:
     return f"{job.name}-sweep-{hashlib.sha256(material.encode()).hexdigest()[:8]}"
 
 
-def _trial_overrides(overrides: Overrides, cluster: ClusterSpec, spec: SweepSpec, index: int) -> Overrides:
-    """Trials that run at once must not share a fixed rendezvous port; a derived port differs per run id already."""
-    fixed = overrides.master_port if overrides.master_port is not None else cluster.master_port
-    if spec.parallel == 1 or not isinstance(fixed, int):
-        return overrides
-    return dataclasses.replace(overrides, master_port=fixed + index % spec.parallel)
+def _job_overrides(overrides: Overrides) -> Overrides:
+    """The overrides that act on the job: each lane's cluster has the cluster ones applied already."""
+    return dataclasses.replace(overrides, master_port=None,
+                               sets=tuple(s for s in overrides.sets if not s.startswith("cluster.")))
 
 
 def _check_overrides(spec: SweepSpec, overrides: Overrides) -> None:
@@ -83,16 +86,19 @@ def plan_sweep(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: O
     _check_overrides(spec, overrides)
     sweep_id = sweep_id or sweep_id_for(job, spec, cluster, overrides)
     resolved_cluster = apply_overrides(job, cluster, overrides)[1]
+    expanded = expand(spec)
+    outputs = [posixpath.join(spec.output_root, f"{sweep_id}-t{t.index}") for t in expanded]
+    tjobs = [trial_job(job, spec, t, out) for t, out in zip(expanded, outputs)]
+    lanes = plan_lanes(resolved_cluster, [apply_overrides(j, cluster, overrides)[0] for j in tjobs], spec.parallel)
     trials = []
-    for trial in expand(spec):
-        run_id = f"{sweep_id}-t{trial.index}"
-        output_dir = posixpath.join(spec.output_root, run_id)
-        tjob = trial_job(job, spec, trial, output_dir)
-        plan = build_plan(tjob, cluster, _trial_overrides(overrides, resolved_cluster, spec, trial.index), run_id,
+    for trial, output_dir, tjob in zip(expanded, outputs, tjobs):
+        run_id, lane = f"{sweep_id}-t{trial.index}", trial.index % lanes.count
+        plan = build_plan(tjob, lanes.clusters[lane], _job_overrides(overrides), run_id,
                           default_python=default_python, user_deepspeed=user_deepspeed)
-        trials.append(TrialPlan(trial.index, run_id, trial.params, output_dir, plan))
+        trials.append(TrialPlan(trial.index, run_id, trial.params, output_dir, plan, lane, lanes.placement[lane]))
     array = array_plan(sweep_id, spec.parallel, trials) if resolved_cluster.backend == "slurm" else None
-    return SweepPlan(sweep_id, job.name, resolved_cluster.backend, spec, tuple(trials), array=array)
+    return SweepPlan(sweep_id, job.name, resolved_cluster.backend, spec, tuple(trials), array,
+                     lanes=lanes.count)
 
 
 __all__ = ["SweepPlan", "TrialPlan", "Trial", "plan_sweep", "sweep_id_for"]
