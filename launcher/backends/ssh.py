@@ -7,6 +7,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from launcher.backends.ssh_files import watchdog_path
 from launcher.errors import KitError
 from launcher.plan.model import LaunchPlan, NodePlan
 from launcher.runs import RunRecord
@@ -15,8 +16,6 @@ from launcher.supervise.console import Console, follow_node
 from launcher.supervise.failure import known_codes, read_log, summarize
 from launcher.supervise.local_node import WATCHDOG
 from launcher.supervise.supervisor import Cancel, finalize, supervise
-
-REMOTE_WATCHDOG = "kit-watchdog.py"
 
 
 def remote_env(plan: LaunchPlan, node: NodePlan, environ) -> dict:
@@ -69,7 +68,7 @@ class SshBackend:
         """Each node's launch channel, its checks run; raise (starting nothing) if any host failed one."""
         from launcher.backends.ssh_preflight import open_gates
         self.gates, problems = open_gates(self.conns, plan, self.entrypoint,
-                                          lambda node: _remote_watchdog(plan, node))
+                                          lambda node: watchdog_path(plan, node))
         if problems:
             self._close()
             raise KitError("\nkit: error: ".join(problems))
@@ -127,13 +126,13 @@ class SshBackend:
 
     def _upload(self, plan: LaunchPlan) -> None:
         """The plan's files each node needs, and the watchdog, into the node's workdir (SFTP, hosts in parallel)."""
+        from launcher.backends.ssh_files import WATCHDOG as OURS, uploads
         watchdog = open(WATCHDOG, "rb").read()
 
         def one(node):
             conn = self.conns[node.host]
-            for rel in node.files:
-                conn.put(posixpath.join(node.workdir, rel), plan.files[rel])
-            conn.put(_remote_watchdog(plan, node), watchdog)
+            for name, path in uploads(plan, node):
+                conn.put(path, watchdog if name == OURS else plan.files[name])
 
         self._parallel(one, plan.nodes, "could not upload the run's files")
 
@@ -179,8 +178,4 @@ class SshBackend:
         for conn in self.conns.values():
             conn.close()
         self.conns = {}
-
-
-def _remote_watchdog(plan: LaunchPlan, node: NodePlan) -> str:
-    return posixpath.join(node.workdir, plan.run_dir, REMOTE_WATCHDOG)
 

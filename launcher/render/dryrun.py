@@ -27,7 +27,15 @@ def _world_line(plan: LaunchPlan) -> str:
             f"master {w.master_addr}:{w.master_port}")
 
 
-def _node_text(node, secret_env: dict[str, str]) -> str:
+def _uploads_text(plan: LaunchPlan, node) -> list[str]:
+    from launcher.backends.ssh_files import WATCHDOG, uploads
+    out = ["  uploads (host:path):"]
+    for name, path in uploads(plan, node):
+        out.append(f"    {node.host}:{path}" + ("  (kit's node watchdog)" if name == WATCHDOG else ""))
+    return out
+
+
+def _node_text(plan: LaunchPlan, node, secret_env: dict[str, str]) -> str:
     out = [f"node {node.machine_rank}  host {node.host}  machine_rank {node.machine_rank}  "
            f"workdir {node.workdir}  log {node.log}"]
     if node.env:
@@ -37,6 +45,8 @@ def _node_text(node, secret_env: dict[str, str]) -> str:
     if passthrough:
         out.append("  secret env passed from your environment: "
                    + ", ".join(f"{n}={MASK}" for n in passthrough))
+    if plan.backend == "ssh":
+        out += _uploads_text(plan, node)
     out.append("  command (bash -c):")
     out.append(_indent(node.command).rstrip("\n"))
     return "\n".join(out)
@@ -51,6 +61,15 @@ def _inherit_line(plan: LaunchPlan) -> str:
             + " (a job that needs one sets it in env)")
 
 
+def _where_line(plan: LaunchPlan) -> str:
+    workdirs = ", ".join(sorted({n.workdir for n in plan.nodes}))
+    return (f"files: uploaded over SFTP into each host's workdir ({workdirs}) before any node starts, as listed "
+            f"per node. A workdir the hosts share (one filesystem, such as the directory you submit from mounted "
+            f"on every host) holds every node's accelerate.node<R>.yaml side by side and one copy of the others; "
+            f"separate disks hold one node's files each. The run record and the node logs stay in {plan.run_dir} "
+            f"under the directory you submit from.")
+
+
 def render_text(plan: LaunchPlan) -> str:
     head = [
         f"kit plan: run {plan.run_id}  job {plan.job_name}  cluster {plan.cluster_name} ({plan.backend})",
@@ -62,11 +81,13 @@ def render_text(plan: LaunchPlan) -> str:
     ]
     if plan.submission.kind == "processes":
         head.append(f"teardown: SIGTERM to every process of every node, SIGKILL after {plan.teardown_grace:g} s")
+    if plan.backend == "ssh":
+        head.append(_where_line(plan))
     if plan.runtime_vars:
         head.append("resolved inside each task: " + ", ".join("$" + v for v in plan.runtime_vars))
     parts = ["\n".join(head)]
     for node in plan.nodes:
-        parts.append(_node_text(node, mask_env(node.env, node.secret_env)))
+        parts.append(_node_text(plan, node, mask_env(node.env, node.secret_env)))
     for path, content in plan.files.items():
         parts.append(f"--- file {path}\n{content.rstrip(chr(10))}")
     return "\n\n".join(parts) + "\n"

@@ -86,9 +86,16 @@ def test_record_stays_here_and_files_go_to_the_hosts_workdir(ssh_hosts, tmp_path
     out = tmp_path / "out"
     out.mkdir()
     job = write_job(tmp_path, args=["--out", str(out), "--linger", "1"])
-    result = kit("submit", job, "--cluster", cluster(ssh_hosts, tmp_path, workdir=str(remote)), "--run-id",
-                 "ssh-elsewhere", cwd=here, timeout=120)
+    argv = ("submit", job, "--cluster", cluster(ssh_hosts, tmp_path, workdir=str(remote)), "--run-id",
+            "ssh-elsewhere")
+    dry = kit(*argv, "--dry-run", cwd=here).stdout
+    result = kit(*argv, cwd=here, timeout=120)
     assert result.returncode == 0, result.stderr
+    # The dry-run said which file goes to which host:path; the hosts' (here shared) workdir holds exactly those.
+    said = {line.split()[0] for line in dry.splitlines() if line.startswith("    n") and ":/" in line}
+    assert {f"{h.name}:{remote}/runs/ssh-elsewhere/kit-watchdog.py" for h in ssh_hosts.hosts[:2]} <= said
+    there = {str(p) for p in (remote / "runs" / "ssh-elsewhere").iterdir() if p.is_file()}  # not the ranks' logs
+    assert {s.split(":", 1)[1] for s in said} == there
     assert "probe rank 1/2 ready" in (here / "runs" / "ssh-elsewhere" / "node1.log").read_text()
     assert (remote / "runs" / "ssh-elsewhere" / "accelerate.node1.yaml").is_file()
     assert (remote / "runs" / "ssh-elsewhere" / "kit-watchdog.py").is_file()
