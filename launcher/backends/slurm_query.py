@@ -1,14 +1,12 @@
 """What SLURM says about a job: `scontrol show job` while the controller still knows the job (state, reason,
-nodes, requeues, exit code), submitit's sacct watcher once it has forgotten it, and the exit codes each node wrote
-into the run directory, so a finished job reports its true result even without accounting."""
+nodes, requeues, exit code), submitit's sacct watcher once it has forgotten it (sacct on the login host when
+submitit cannot run there). Every command runs where slurm_where says: this machine or the login host."""
 
-import os
 import re
-import subprocess
 from dataclasses import dataclass
 from typing import Optional
 
-from launcher.render.slurm import node_exit_file
+from launcher.backends.slurm_where import CommandError, Local
 
 QUERY_TIMEOUT = 20.0
 _FIELD = re.compile(r"(\w+)=(\S*)")
@@ -51,12 +49,12 @@ class JobInfo:
         return self.kit_state in ("succeeded", "failed", "cancelled", "timeout")
 
 
-def _run(argv: list[str]) -> Optional[str]:
+def _run(where, argv: list[str]) -> Optional[str]:
     try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=QUERY_TIMEOUT, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
+        r = where.run(argv, timeout=QUERY_TIMEOUT)
+    except CommandError:
         return None
-    return r.stdout if r.returncode == 0 else None
+    return r.out if r.code == 0 else None
 
 
 def _exit_code(text: str) -> Optional[int]:
@@ -68,54 +66,37 @@ def _exit_code(text: str) -> Optional[int]:
     return 128 + sig if sig else code
 
 
-def scontrol_job(job_id: str) -> dict:
+def scontrol_job(where, job_id: str) -> dict:
     """`scontrol show job -o` as a dict; {} once the controller has forgotten the job (MinJobAge)."""
-    out = _run(["scontrol", "show", "job", "-o", job_id])
+    out = _run(where, ["scontrol", "show", "job", "-o", job_id])
     return dict(_FIELD.findall(out.splitlines()[0])) if out and out.strip() else {}
 
 
 def sacct_state(folder: str, job_id: str) -> str:
-    """State through submitit's job handle (sacct); UNKNOWN where accounting is missing or has no row yet."""
-    import logging
-
-    from submitit.slurm.slurm import SlurmJob  # lazily: keeps the CLI's import path light
-    # submitit logs a warning per failed sacct call; a cluster without accounting is a case we handle.
-    logging.getLogger("submitit").setLevel(logging.ERROR)
-    job = SlurmJob(folder, job_id)
-    return (job.watcher.get_state(job_id, mode="force") or "UNKNOWN").split()[0].upper()
+    """State through submitit's job handle (sacct) on this machine; UNKNOWN without accounting or a row yet."""
+    return Local().accounting_state(folder, job_id)
 
 
-def query(folder: str, job_id: str) -> JobInfo:
-    fields = scontrol_job(job_id)
+def query(where, folder: str, job_id: str) -> JobInfo:
+    """`where`: slurm_where.Local or LoginHost, where the SLURM commands run."""
+    fields = scontrol_job(where, job_id)
     # sacct lags the controller (a final row can appear before its exit code and end time) and costs more on a
     # busy login node: while the controller still knows the job, its word is used; submitit's sacct watcher
     # answers once the controller has forgotten it (MinJobAge, 300 s by default).
-    state = fields.get("JobState", "") or sacct_state(folder, job_id)
+    state = fields.get("JobState", "") or where.accounting_state(folder, job_id)
     if state == "UNKNOWN":
-        state = _sacct_field(job_id, "State") or "UNKNOWN"
-    code = _exit_code(fields.get("ExitCode", "")) if fields else _exit_code(_sacct_field(job_id, "ExitCode"))
+        state = _sacct_field(where, job_id, "State") or "UNKNOWN"
+    code = _exit_code(fields.get("ExitCode", "")) if fields else _exit_code(_sacct_field(where, job_id, "ExitCode"))
     return JobInfo(job_id, state.split()[0], reason=fields.get("Reason", ""), nodes=fields.get("NodeList", ""),
                    restarts=int(fields.get("Restarts", "0") or 0), exit_code=code)
 
 
-def _sacct_field(job_id: str, field: str) -> str:
-    out = _run(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", field])
+def _sacct_field(where, job_id: str, field: str) -> str:
+    out = _run(where, ["sacct", "-n", "-X", "-P", "-j", job_id, "-o", field])
     rows = [r for r in (out or "").splitlines() if r.strip()]
     return rows[-1].strip() if rows else ""
 
 
-def node_exit_codes(workdir: str, run_dir: str, n_nodes: int) -> list[Optional[int]]:
-    """Each node's exit code as its command wrote it (None: not written, e.g. killed by SIGKILL)."""
-    codes = []
-    for rank in range(n_nodes):
-        try:
-            with open(os.path.join(workdir, node_exit_file(run_dir, str(rank))), encoding="utf-8") as f:
-                codes.append(int(f.read().strip()))
-        except (OSError, ValueError):
-            codes.append(None)
-    return codes
-
-
-def hostnames(nodelist: str) -> list[str]:
-    out = _run(["scontrol", "show", "hostnames", nodelist]) if nodelist and nodelist != "(null)" else None
+def hostnames(where, nodelist: str) -> list[str]:
+    out = _run(where, ["scontrol", "show", "hostnames", nodelist]) if nodelist and nodelist != "(null)" else None
     return out.split() if out else []

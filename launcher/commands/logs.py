@@ -52,11 +52,21 @@ def print_new_lines(record: runs.RunRecord, node, offsets: dict, pending: dict) 
         sys.stdout.flush()
 
 
+def _fetch(record: runs.RunRecord) -> None:
+    """A backend whose node logs live elsewhere (SLURM through a login host) copies them into the record."""
+    from launcher.backends import get_backend
+    status = record.read_status()
+    backend = get_backend(status.get("backend", "local"))
+    if hasattr(backend, "fetch_logs"):
+        backend.fetch_logs(record, status)
+
+
 def _follow(record: runs.RunRecord, node) -> None:
     """Every node's lines as they come, tagged like the live console, until the run ends and the logs drain."""
     offsets, pending = {}, {}
     while True:
         running = _still_running(record)
+        _fetch(record)
         print_new_lines(record, node, offsets, pending)
         if not running:
             return
@@ -66,6 +76,7 @@ def _follow(record: runs.RunRecord, node) -> None:
 def logs(args) -> int:
     from launcher.commands.records import _record
     record = _record(args)
+    _fetch(record)
     paths = _node_logs(record, args.node) if args.node is not None else None
     if getattr(args, "follow", False):
         _follow(record, args.node)

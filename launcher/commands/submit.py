@@ -57,8 +57,9 @@ def submit(args) -> int:
     base_dir = os.getcwd()
     # Paths in the plan are relative to the nodes' workdir; for a local run that is below this directory. SSH
     # hosts may have disks of their own: the record and the streamed logs stay here, the backend uploads files.
-    record_root = base_dir if plan.backend == "ssh" else os.path.normpath(
-        os.path.join(base_dir, resolved_cluster.workdir))
+    # A SLURM cluster reached through a login host keeps its record here too.
+    here = plan.backend == "ssh" or getattr(backend, "record_stays_here", False)
+    record_root = base_dir if here else os.path.normpath(os.path.join(base_dir, resolved_cluster.workdir))
     record = runs.create(record_root, plan, resolved_job, resolved_cluster)
     print(f"kit: run {plan.run_id} ({plan.world.world_size} processes on {len(plan.nodes)} node(s)); "
           f"record in {record.path}", file=sys.stderr, flush=True)

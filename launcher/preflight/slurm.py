@@ -1,11 +1,11 @@
 """Before `sbatch`: can this job ever run on that partition? One line and exit 2 on the first problem, nothing
-queued. A job asking for more nodes or GPUs than the partition has would otherwise wait in the queue forever."""
+queued. A job asking for more nodes or GPUs than the partition has would otherwise wait in the queue forever.
+The checks run where the SLURM commands run (backends/slurm_where): this machine, or the login host."""
 
 import os
 import re
-import shutil
-import subprocess
 
+from launcher.backends.slurm_where import CommandError, where_for
 from launcher.errors import KitError
 
 TOOLS = ("sbatch", "srun", "scontrol")
@@ -14,24 +14,24 @@ _FIELD = re.compile(r"(\w+)=(\S*)")
 _GPU = re.compile(r"(?:^|,)gpu(?::[^:,(]+)?:(\d+)")
 
 
-def _scontrol(*args: str) -> str:
+def _scontrol(where, *args: str) -> str:
     try:
-        r = subprocess.run(["scontrol", *args], capture_output=True, text=True, timeout=TIMEOUT,
-                           stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as e:
+        r = where.run(["scontrol", *args], timeout=TIMEOUT)
+    except CommandError as e:
         raise KitError(f"preflight: scontrol {' '.join(args)} failed: {e}") from None
-    if r.returncode != 0 and "not found" not in r.stderr + r.stdout:
-        why = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+    if r.code != 0 and "not found" not in r.err + r.out:
+        why = (r.err.strip().splitlines() or [f"exit {r.code}"])[-1]
         raise KitError(f"preflight: scontrol {' '.join(args)} failed: {why} (is the SLURM controller reachable?)")
-    return r.stdout if r.returncode == 0 else ""
+    return r.out if r.code == 0 else ""
 
 
-def _partitions() -> list[dict]:
-    return [dict(_FIELD.findall(line)) for line in _scontrol("show", "partition", "-o").splitlines() if line.strip()]
+def _partitions(where) -> list[dict]:
+    return [dict(_FIELD.findall(line)) for line in _scontrol(where, "show", "partition", "-o").splitlines()
+            if line.strip()]
 
 
-def _partition(name) -> dict:
-    parts = _partitions()
+def _partition(where, name) -> dict:
+    parts = _partitions(where)
     if name is None:
         default = [p for p in parts if p.get("Default") == "YES"]
         if not default:
@@ -44,18 +44,18 @@ def _partition(name) -> dict:
     raise KitError(f"slurm.partition {name}: no such partition on this cluster (partitions: {names})")
 
 
-def _node_gpus(nodelist: str) -> dict[str, int]:
+def _node_gpus(where, nodelist: str) -> dict[str, int]:
     nodes = {}
-    for line in _scontrol("show", "node", "-o", nodelist).splitlines():
+    for line in _scontrol(where, "show", "node", "-o", nodelist).splitlines():
         fields = dict(_FIELD.findall(line))
         if "NodeName" in fields:
             nodes[fields["NodeName"]] = sum(int(n) for n in _GPU.findall(fields.get("Gres", "")))
     return nodes
 
 
-def _check_shape(part: dict, nodes: int, gpus: int) -> str:
+def _check_shape(where, part: dict, nodes: int, gpus: int) -> str:
     name = part.get("PartitionName", "?")
-    gpus_by_node = _node_gpus(part.get("Nodes", ""))
+    gpus_by_node = _node_gpus(where, part.get("Nodes", ""))
     have = len(gpus_by_node)
     if nodes > have:
         raise KitError(f"--nodes {nodes}: partition {name} has {have} node(s) ({part.get('Nodes', '')}); "
@@ -68,26 +68,37 @@ def _check_shape(part: dict, nodes: int, gpus: int) -> str:
     return f"{nodes} node(s) x {gpus} GPU(s) fit partition {name} (GPUs per node: {what})"
 
 
-def _check_tools() -> str:
-    missing = [t for t in TOOLS if shutil.which(t) is None]
+def _check_tools(where) -> str:
+    try:
+        found = where.which(TOOLS)
+    except CommandError as e:
+        raise KitError(f"preflight: cannot look for {', '.join(TOOLS)} on {where.where}: {e}") from None
+    missing = [t for t in TOOLS if not found[t]]
     if missing:
-        raise KitError(f"preflight: {', '.join(missing)} not found on PATH; run kit where the SLURM client "
-                       "commands are installed")
-    return ", ".join(shutil.which(t) for t in TOOLS)
+        fix = ("set slurm.login_host to a machine that has them" if not where.remote
+               else "install them there or pick another slurm.login_host")
+        raise KitError(f"preflight: {', '.join(missing)} not found on PATH on {where.where}; {fix}")
+    return ", ".join(found[t] for t in TOOLS)
 
 
-def _check_workdir(cluster) -> str:
-    if not os.path.isdir(cluster.workdir):
-        raise KitError(f"workdir {cluster.workdir}: no such directory (the nodes' shared working directory)")
-    return cluster.workdir
+def _check_workdir(where, cluster) -> str:
+    if not where.is_dir(cluster.workdir):
+        raise KitError(f"workdir {cluster.workdir}: no such directory on {where.where} (the nodes' shared "
+                       "working directory)")
+    return where.absolute(cluster.workdir)
 
 
-def _check_script(job, cluster) -> str:
+def _check_script(where, job, cluster) -> str:
     script = job.entrypoint.script
-    if script is not None and not os.path.isfile(os.path.join(cluster.workdir, script)):
+    if script is not None and not where.is_file(os.path.join(cluster.workdir, script)):
         raise KitError(f"entrypoint.script {script}: no such file in the node's workdir {cluster.workdir}; "
                        "a relative script path is taken from the workdir")
     return script or f"module {job.entrypoint.module} (checked on the nodes when it starts)"
+
+
+def _check_login(where) -> str:
+    where.reach()   # connects and logs in, host key checked; one line naming the host on failure
+    return where.where
 
 
 def checks(plan, job, cluster) -> list:
@@ -97,19 +108,22 @@ def checks(plan, job, cluster) -> list:
     gpus = (plan.world.procs_per_node if plan.world.device == "cuda" else 0) if plan is not None \
         else cluster.gpus_per_node
     partition = cluster.slurm.partition if cluster.slurm is not None else None
+    where = where_for(cluster)
     found = []
-    out = [("slurm tools", _check_tools),
-           ("partition", lambda: found.append(_partition(partition)) or found[0].get("PartitionName", "?")),
-           ("nodes and GPUs", lambda: _check_shape(found[0], nodes, gpus)),
-           ("workdir", lambda: _check_workdir(cluster))]
+    login = [("login host", lambda: _check_login(where))] if where.remote else []
+    out = [*login,
+           ("slurm tools", lambda: _check_tools(where)),
+           ("partition", lambda: found.append(_partition(where, partition)) or found[0].get("PartitionName", "?")),
+           ("nodes and GPUs", lambda: _check_shape(where, found[0], nodes, gpus)),
+           ("workdir", lambda: _check_workdir(where, cluster))]
     if job is not None:
-        out.append(("entrypoint", lambda: _check_script(job, cluster)))
+        out.append(("entrypoint", lambda: _check_script(where, job, cluster)))
     return out
 
 
 def preflight_slurm(plan, job, cluster) -> None:
-    """Tools, partition, shape, workdir and entrypoint script, checked from the submitting machine (it shares
-    the workdir with the nodes). The first problem raises."""
+    """Login host (when set), tools, partition, shape, workdir and entrypoint script, checked where the SLURM
+    commands run (that machine shares the workdir with the nodes). The first problem raises."""
     for _, check in checks(plan, job, cluster):
         check()
 
@@ -119,6 +133,9 @@ def doctor_rows(cluster, job, plan) -> list[tuple[str, str, str, str]]:
     partition is skipped when the partition check failed."""
     rows, failed = [], set()
     for name, check in checks(plan, job, cluster):
+        if "login host" in failed:
+            rows.append(("slurm", name, "SKIP", "needs the login host"))
+            continue
         if name == "nodes and GPUs" and "partition" in failed:
             rows.append(("slurm", name, "SKIP", "needs the partition"))
             continue

@@ -48,6 +48,9 @@ class SlurmOptions(StrictModel):
     max_requeues: Annotated[int, Field(ge=0, le=1000)] = 3
     # Verbatim `#SBATCH` options, the escape hatch for anything not modelled: ["--exclusive", "--reservation=x"].
     extra_sbatch: list[Annotated[str, StringConstraints(pattern=r"^--?[A-Za-z]")]] = []
+    # Submit from elsewhere: run sbatch/squeue/sacct/scontrol/scancel on this host over SSH (the cluster's `ssh:`
+    # section says how to log in) and reach its workdir over SFTP; unset = the SLURM commands run on this machine.
+    login_host: Optional[HostName] = None
 
 
 class SshOptions(StrictModel):
@@ -112,7 +115,10 @@ class ClusterSpec(StrictModel):
             raise ValueError("a slurm cluster takes its hosts from the allocation: remove hosts")
         if self.slurm is not None and self.backend != "slurm":
             raise ValueError(f"slurm: section given but backend is {self.backend}")
-        if self.ssh is not None and self.backend != "ssh":
+        login_host = self.slurm.login_host if self.slurm is not None else None
+        if self.ssh is not None and self.backend == "slurm" and login_host is None:
+            raise ValueError("ssh: section given but slurm.login_host is not set (ssh: says how to reach it)")
+        if self.ssh is not None and self.backend not in ("ssh", "slurm"):
             raise ValueError(f"ssh: section given but backend is {self.backend}")
         return self
 
