@@ -118,20 +118,28 @@ def summarize(node: int, host: str, node_code: int, log_text: str, known: dict =
     code = node_code if code is None else code
     words = last_words(lines, node, rank)
     if ranks_dir and rank is not None:
-        said = _said(ranks_dir, rank - node * procs_per_node)
-        if said:
-            words = said
+        own = _said(ranks_dir, rank - node * procs_per_node)
+        # A known code's explanation starts with its meaning ("resume refused: ..."): the rank's own, else, for a
+        # collective refusal (every rank exits with the code, only the main process explains), another rank's.
+        explained = code in known and (_said(ranks_dir, rank - node * procs_per_node, known[code])
+                                       or _others_said(ranks_dir, node, rank, procs_per_node, known[code]))
+        if explained:
+            words = explained
+        elif own:
+            words = own[-1]
         elif not _spoke_in_log(lines, node, rank):
             words = _others_said(ranks_dir, node, rank, procs_per_node) or words
     return Failure(node, host, rank, code, meaning(code, known), words)
 
 
-def _said(ranks_dir: str, local_rank: int) -> str:
-    """The last line of one rank's teed stderr; split on "\n" only: progress redraws start with "\r" and are
-    not what the rank said about its error."""
+def _said(ranks_dir: str, local_rank: int, starting: Optional[str] = None):
+    """One rank's teed stderr lines (split on "\n" only: progress redraws start with "\r" and are not what the
+    rank said about its error); with `starting`, the last line that starts so, or ""."""
     said = [ln.strip() for ln in rank_stderr(ranks_dir, local_rank).split("\n") if not ln.startswith("\r")]
     said = [ln for ln in said if ln and not ln.startswith("Traceback")]
-    return said[-1] if said else ""
+    if starting is None:
+        return said
+    return next((ln for ln in reversed(said) if ln.startswith(starting)), "")
 
 
 def _spoke_in_log(lines: list[str], node: int, rank: int) -> bool:
@@ -139,15 +147,15 @@ def _spoke_in_log(lines: list[str], node: int, rank: int) -> bool:
     return any(ln.startswith(own) and ln[len(own):].strip() for ln in lines)
 
 
-def _others_said(ranks_dir: str, node: int, rank: int, procs_per_node: int) -> str:
-    """The failing rank said nothing (a collective check that only the main process explains, then every rank
-    exits with its code): the main process's words, then those of the node's other ranks, named as theirs."""
+def _others_said(ranks_dir: str, node: int, rank: int, procs_per_node: int, starting: str = "") -> str:
+    """Words of the main process, then of the node's other ranks, named as theirs (the last line, or with
+    `starting` the last line that starts so)."""
     runs_dir = os.path.dirname(os.path.normpath(ranks_dir))
     candidates = [(os.path.join(runs_dir, "node0.ranks"), 0, 0)]
     candidates += [(ranks_dir, lr, node * procs_per_node + lr) for lr in range(procs_per_node)]
     for where, local_rank, global_rank in candidates:
         if global_rank != rank and os.path.isdir(where):
-            said = _said(where, local_rank)
+            said = _said(where, local_rank, starting) if starting else (_said(where, local_rank) or [""])[-1]
             if said:
                 return f"rank {global_rank} said: {said}"
     return ""

@@ -117,3 +117,27 @@ def test_a_silent_root_cause_rank_borrows_the_main_processs_words(tmp_path):
                   ranks_dir=str(tmp_path / "node1.ranks"), procs_per_node=1)
     assert (f.rank, f.code, f.meaning) == (1, 3, "world check failed")
     assert f.last_line == "rank 0 said: world check failed: expected world size 4, found 2"
+
+
+def test_a_known_code_prefers_the_rank_that_explains_it(tmp_path):
+    """The root-cause rank's last stderr line is a library's chatter; the main process said why (code 5)."""
+    for node, text in ((0, "resume refused: strategy ddp -> deepspeed_zero2; use --resume no\n"),
+                       (1, "DeepSpeed op built successfully\n")):
+        d = tmp_path / f"node{node}.ranks" / "none_a" / "attempt_0" / "0"
+        d.mkdir(parents=True)
+        (d / "stderr.log").write_text(text)
+    log = TORCHRUN_FAILURE.replace("exitcode  : 4", "exitcode  : 5")
+    f = summarize(1, "h", 1, log, ranks_dir=str(tmp_path / "node1.ranks"), procs_per_node=1)
+    assert f.last_line == "rank 0 said: resume refused: strategy ddp -> deepspeed_zero2; use --resume no"
+    # An unknown program's codes mean nothing: its own last line stays.
+    f = summarize(1, "h", 1, log, known={}, ranks_dir=str(tmp_path / "node1.ranks"), procs_per_node=1)
+    assert f.last_line == "DeepSpeed op built successfully"
+
+
+def test_the_explanation_need_not_be_the_last_line(tmp_path):
+    d = tmp_path / "node0.ranks" / "none_a" / "attempt_0" / "0"
+    d.mkdir(parents=True)
+    (d / "stderr.log").write_text("bad data: /x.csv:1: missing column 'text'\nsome library: shutting down\n")
+    f = summarize(0, "h", 1, TORCHRUN_FAILURE.replace("rank      : 1", "rank      : 0"),
+                  ranks_dir=str(tmp_path / "node0.ranks"), procs_per_node=1)
+    assert f.last_line == "bad data: /x.csv:1: missing column 'text'"
