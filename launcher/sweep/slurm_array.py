@@ -12,8 +12,10 @@ from launcher.backends.environment import node_process_env
 from launcher.errors import KitError
 from launcher.preflight.slurm import preflight_slurm
 from launcher.render.slurm import DEFAULT_MAX_REQUEUES
+from launcher.secrets import is_secret
 from launcher.supervise.failure import TRAIN_MODULE
-from launcher.sweep.slurm_follow import ACTIVE, follow_array, how_to
+from launcher.sweep.rerun import trials_to_run
+from launcher.sweep.slurm_follow import follow_array, how_to
 from launcher.sweep.slurm_script import array_option
 from launcher.sweep.trials import Trial, trial_job
 
@@ -30,26 +32,6 @@ def _uses_train_module(plan) -> bool:
     return modules[-1:] == [TRAIN_MODULE] and len(modules) > 1
 
 
-def _trial_to_run(workdir: str, trial, backend) -> bool:
-    """False for a trial that already succeeded (a re-run skips it). A finished, unsuccessful trial's record is
-    set aside (status.previous.json) so it can be written again; its logs are appended to."""
-    record = runs.RunRecord(os.path.join(workdir, trial.plan.run_dir))
-    status = record.read_status()
-    if not status:
-        return True
-    state = status.get("state")
-    if status.get("job_id") and state in ACTIVE:
-        state, _ = backend.current_state(status)
-    if state == "succeeded":
-        return False
-    # Without a job id nothing was submitted (kit stopped before sbatch): nothing to wait for.
-    if status.get("job_id") and state in ACTIVE:
-        raise KitError(f"trial {trial.run_id} is still {state} (SLURM job {status.get('job_id')}); wait for it "
-                       f"or cancel the sweep first")
-    os.replace(record.file(runs.STATUS), record.file("status.previous.json"))
-    return True
-
-
 def _write_trials(plan, record, todo, resolved_job, resolved_cluster, workdir) -> dict:
     made = {}
     for trial in todo:
@@ -64,8 +46,11 @@ def _write_trials(plan, record, todo, resolved_job, resolved_cluster, workdir) -
 def _sbatch(plan, argv, workdir: str) -> str:
     import subprocess
     first = plan.trials[0].plan
-    # Secrets travel in sbatch's environment (SLURM exports it to every task), never in a script.
-    env = node_process_env(first, first.nodes[0], dict(os.environ))
+    node = first.nodes[0]
+    # sbatch's environment reaches every task (SLURM exports it): the inherited one plus the secret values,
+    # which never go into a script. The trials' own variables are in their scripts, per trial.
+    full = node_process_env(first, node, dict(os.environ))
+    env = {k: v for k, v in full.items() if k not in node.env or is_secret(k, node.secret_env)}
     try:
         r = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=SUBMIT_TIMEOUT,
                            stdin=subprocess.DEVNULL)
@@ -119,7 +104,8 @@ def run_array(plan, record, job, cluster, resolved_job, resolved_cluster, args) 
                        f"{os.path.dirname(os.path.join(workdir, first.run_dir))}")
     backend.check(first)
     preflight_slurm(first, resolved_job, resolved_cluster)
-    todo = [t for t in plan.trials if _trial_to_run(workdir, t, backend)]
+    # A re-run skips trials that succeeded and sets the others' old records aside, as on every backend.
+    todo = trials_to_run(plan, os.path.dirname(record.path), lambda line: print(line, file=sys.stderr))
     if not todo:
         print(f"kit: sweep {plan.sweep_id}: every trial succeeded already; nothing to run", file=sys.stderr)
         return 0
@@ -131,7 +117,9 @@ def run_array(plan, record, job, cluster, resolved_job, resolved_cluster, args) 
         _fail_all(made)
         raise
     _mark_submitted(made, todo, array_id, workdir, resolved_cluster)
-    record.update(array_job_id=array_id, array_tasks=[t.index for t in todo], submitted_at=time.time())
+    # `workdir`: where `kit sweep status` reads each trial's metrics file (outputs are relative to it).
+    record.update(state="running", array_job_id=array_id, array_tasks=[t.index for t in todo], workdir=workdir,
+                  submitted_at=time.time(), finished_at=None, exit_code=None)
     skipped = len(plan.trials) - len(todo)
     print(f"kit: sweep {plan.sweep_id}: submitted SLURM job array {array_id} ({len(todo)} trial(s), at most "
           f"{plan.spec.parallel} at once{f'; {skipped} succeeded before' if skipped else ''}): {' '.join(argv)}",

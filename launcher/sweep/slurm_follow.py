@@ -30,7 +30,11 @@ def _refresh(backend, trial: runs.RunRecord) -> tuple[str, str]:
     status = trial.read_status()
     if not status.get("job_id"):
         return status.get("state", "not started"), ""
-    return backend.current_state(status)
+    state, line = backend.current_state(status)
+    if state == "running" and not status.get("started_at"):
+        # When its array task was first seen running: the trial's duration leaves out its wait in the queue.
+        trial.update_status(started_at=time.time())
+    return state, line
 
 
 def refresh_trials(record) -> dict[str, str]:
@@ -82,10 +86,12 @@ def follow_array(record, run_ids: list[str]) -> int:
         print(_outcome(run_id, status), file=sys.stderr)
         if status.get("state") != "succeeded" and first_bad is None:
             first_bad = status.get("exit_code") or 1
-    good = sum(1 for r in ended if _trial_record(record, r).read_status().get("state") == "succeeded")
-    print(f"kit: sweep {record.sweep_id}: {good} of {len(run_ids)} trial(s) succeeded; the table: "
-          f"`kit sweep status {record.sweep_id}`", file=sys.stderr, flush=True)
-    return 0 if first_bad is None else first_bad
+    code = 0 if first_bad is None else first_bad
+    record.update(state="succeeded" if code == 0 else "failed", exit_code=code, finished_at=time.time())
+    from launcher.sweep.status import print_status  # the same table as `kit sweep status`
+    sys.stdout.flush()
+    print_status(os.path.dirname(record.path), record.sweep_id)
+    return code
 
 
 def cancel_array(record) -> str:
@@ -105,6 +111,7 @@ def cancel_array(record) -> str:
         time.sleep(0.5)
         states = refresh_trials(record)
     left = sorted(r for r, s in states.items() if s in ACTIVE)
+    record.update(state="cancelled", finished_at=time.time())
     if left:
         return (f"kit: sweep {record.sweep_id}: scancel sent to SLURM job array {array_id}; still ending: "
                 f"{', '.join(left)}")
