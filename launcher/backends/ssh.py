@@ -140,9 +140,9 @@ class SshBackend:
         from launcher.supervise.ssh_node import SshNode
 
         def one(node):
-            chan, early, python = self.gates[node.machine_rank]
+            chan, early = self.gates[node.machine_rank]
             return SshNode.attach(node.machine_rank, node.host, self.conns[node.host], chan, early=early,
-                                  python=python, env=remote_env(plan, node, os.environ),
+                                  env=remote_env(plan, node, os.environ),
                                   log_path=record.file(posixpath.basename(node.log)))
 
         nodes = self._parallel(one, plan.nodes, "could not start the node")

@@ -1,61 +1,58 @@
-"""One login per host: the node's launch channel first runs the preflight checks, then waits for kit's word.
+"""One login and one Python start per host: the node's launch channel runs the checks and then becomes the node.
 
-kit opens the channel, reads each check's stdout, stderr and exit status, and only when every host passed does it
-write `go PYTHON`; then the shell execs the watchdog (ssh_node.launch_text) on the same channel. Anything else,
-or the channel closing, ends the shell having started nothing. Logging in once instead of twice halves the
-remote login-shell starts, which dominate fan-out time.
+The login shell execs a small bash (the gate) that runs the check program: the node's own preamble (cd, setup
+lines, environment), then its python with the probe, the entrypoint check and ssh_boot.BOOT_SOURCE. The checks
+print their results and the program waits for kit's word. Only when every host passed does kit write `go`; the
+same process then becomes the node's watchdog (ssh_boot.py). Anything else, or the channel closing, ends it
+having started nothing. Each login's shell start, each Python start and each small process costs CPU on the
+host; on a fan-out to many hosts that work, not the network, sets the time to start (bench/ssh_fanout.py).
 """
 
 import shlex
 
+from launcher.backends.ssh_boot import WAITING
 from launcher.preflight.entrypoint import CheckResult
-from launcher.supervise.ssh_node import launch_text
+from launcher.supervise.ssh_node import CHECK_STDERR
 
-SPLIT = "kit-gate-split"
-ERR = "kit-stderr: "
-# A check's stderr comes back on the one stream of the channel, each line marked; its stdout unmarked; then its
-# status. `1>&3` first keeps the check's stdout out of the pipe that marks its stderr.
-_RUN = ('kit_run() { { bash -c "$1" 2>&1 1>&3 3>&- | sed -u "s/^/' + ERR + '/"; kit_s=${PIPESTATUS[0]}; } 3>&1; '
-        'printf "\\n' + SPLIT + ' %s\\n" "$kit_s"; }')
+ERR = CHECK_STDERR.decode()
+# The check's stderr comes back on the one stream of the channel, each line marked; its stdout unmarked.
+# `1>&3` first keeps its stdout out of the pipe that marks its stderr. The gate shell stays as the check
+# program's parent: the program reads the login's environment and directory from it (ssh_boot.py).
+_GATE = ('{ bash --norc -c "$1" 2>&1 1>&3 3>&- | sed -u "s/^/' + ERR + '/"; exit "${PIPESTATUS[0]}"; } 3>&1')
 
 
-def gate_text(checks: list, watchdog: str, grace: float, command: str) -> str:
-    lines = [_RUN, *(f"kit_run {shlex.quote(t)}" for t in checks),
-             "read -r kit_go kit_python || exit 0",
-             '[ "$kit_go" = go ] || exit 0',
-             launch_text('"$kit_python"', watchdog, grace, command)]
+def gate_text(check_text: str) -> str:
     # --norc: the login shell that runs this has sourced ~/.bashrc already (its environment is inherited); a
     # bash it execs would source it again (bash does so under sshd), ~0.1 s of CPU more per host.
-    return "bash --norc -c " + shlex.quote("\n".join(lines) + "\n")
+    return "bash --norc -c " + " ".join(map(shlex.quote, (_GATE, "kit-gate", check_text)))
 
 
-def read_checks(chan, count: int, timeout: float) -> tuple[list, bytes]:
-    """The checks' results as they come; a channel that ends early yields exit 255 for the rest. Returns the
-    results and whatever bytes came after the last one."""
+def read_checks(chan, timeout: float) -> tuple[CheckResult, bytes, bool]:
+    """The check's result: (its exit status, or 0 while it waits for `go`; stdout; stderr), whatever bytes came
+    after it said it waits, and whether it waits (False: it ended, and the status is its exit status)."""
     chan.settimeout(timeout)
-    buf, results, out, err = b"", [], [], []
-    while len(results) < count:
+    buf, out, err, waiting = b"", [], [], False
+    while not waiting:
         chunk = chan.recv(65536)
         if not chunk:
             break
         buf += chunk
-        while b"\n" in buf and len(results) < count:
+        while b"\n" in buf and not waiting:
             raw, buf = buf.split(b"\n", 1)
             line = raw.decode(errors="replace")
-            if line.startswith(SPLIT + " "):
-                code = line[len(SPLIT) + 1:].strip()
-                results.append(CheckResult(int(code) if code.isdigit() else 255, _text(out), _text(err)))
-                out, err = [], []
+            if line == WAITING:
+                waiting = True
             elif line.startswith(ERR):
                 err.append(line[len(ERR):])
             else:
                 out.append(line)
+    if not waiting:
+        err.append(buf.decode(errors="replace"))
+        buf = b""
+    code = 0 if waiting else chan.recv_exit_status()
     chan.settimeout(None)
-    while len(results) < count:
-        results.append(CheckResult(255, _text(out), _text(err + [buf.decode(errors="replace")])))
-        out, err, buf = [], [], b""
-    return results, buf
+    return CheckResult(255 if code < 0 else code, _text(out), _text(err)), buf, waiting
 
 
 def _text(lines: list) -> str:
-    return "".join(line + "\n" for line in lines)
+    return "".join(line + "\n" for line in lines if line)

@@ -35,68 +35,70 @@ def _swap_launch(node: NodePlan, argv: tuple, runtime_vars) -> str:
     return node.command[:-len(launch)] + "exec " + join_argv(argv) + "\n"
 
 
-def _probe_text(plan: LaunchPlan, node: NodePlan, entrypoint) -> str:
-    """The probe, then the local backend's entrypoint check (its CHECK_SOURCE, same markers), in one interpreter
-    start: each Python start on a host costs CPU that a fan-out to many hosts pays many times."""
+def _check_text(plan: LaunchPlan, node: NodePlan, entrypoint, watchdog: str) -> str:
+    """The node's preamble, then one interpreter start for everything: the probe, the local backend's entrypoint
+    check (its CHECK_SOURCE, same markers), and the boot that waits for kit's word and becomes the watchdog.
+    Each Python start on a host costs CPU that a fan-out to many hosts pays many times."""
+    from launcher.backends.ssh_boot import BOOT_SOURCE
     port = plan.world.master_port if node.machine_rank == 0 else 0
-    argv = (node.argv[0], "-c", PROBE_SOURCE, str(port))
+    source, args = PROBE_SOURCE, [str(port)]
     if entrypoint is not None:
         kind, target = ("module", entrypoint.module) if entrypoint.module is not None else ("script", entrypoint.script)
-        argv = (node.argv[0], "-c", PROBE_SOURCE + "sys.argv = sys.argv[1:]\n" + CHECK_SOURCE, str(port), kind, target)
-    return _swap_launch(node, argv, plan.runtime_vars)
+        source, args = source + "sys.argv = sys.argv[1:]\n" + CHECK_SOURCE, args + [kind, target]
+    boot = (watchdog, f"{plan.teardown_grace:g}", node.command)
+    return _swap_launch(node, (node.argv[0], "-c", source + BOOT_SOURCE, *args, *boot), plan.runtime_vars)
 
 
 def _read_probe(plan: LaunchPlan, node: NodePlan, result: CheckResult):
-    """(interpreter path, None) or (None, problem line)."""
+    """None, or a problem line."""
     said = dict(line[len(PROBE):].split(" ", 1) for line in result.stdout.splitlines() if line.startswith(PROBE))
     where = f"host {node.host}"
     if "python" not in said:
         last = ([ln for ln in result.stderr.splitlines() if ln.strip()] or ["no output"])[-1]
         if "No module named 'psutil'" in result.stderr:
-            return None, f"{where}: {node.argv[0]} has no psutil (kit's node watchdog needs it): pip install psutil"
-        return None, (f"{where}: python {node.argv[0]!r} not usable after the setup lines "
+            return f"{where}: {node.argv[0]} has no psutil (kit's node watchdog needs it): pip install psutil"
+        return (f"{where}: python {node.argv[0]!r} not usable after the setup lines "
                       f"(exit {result.returncode}): {last}")
     if said.get("port", "free").startswith("busy"):
-        return None, (f"{where}: master port {plan.world.master_port} is in use on the master host; "
+        return (f"{where}: master port {plan.world.master_port} is in use on the master host; "
                       f"pick another with --port")
-    return said["python"].strip(), None
+    return None
 
 
-def _interpret(plan: LaunchPlan, node: NodePlan, entrypoint, results: list):
-    """(interpreter path, None) or (None, problem line naming the host)."""
-    python, problem = _read_probe(plan, node, results[0])
-    if problem:
-        return None, problem
-    if entrypoint is not None:
-        problem = interpret_entrypoint_check(entrypoint, node, results[0], f"{node.host}:{node.workdir}")
-        if problem:
-            return None, f"host {node.host}: {problem}"
-    return python, None
+def _interpret(plan: LaunchPlan, node: NodePlan, entrypoint, result: CheckResult):
+    """None, or a problem line naming the host."""
+    problem = _read_probe(plan, node, result)
+    if problem is None and entrypoint is not None:
+        problem = interpret_entrypoint_check(entrypoint, node, result, f"{node.host}:{node.workdir}")
+        problem = problem and f"host {node.host}: {problem}"
+    return problem
 
 
 def _open_gate(conn, plan: LaunchPlan, node: NodePlan, entrypoint, watchdog: str):
     from launcher.backends.ssh_gate import gate_text, read_checks
-    texts = [_probe_text(plan, node, entrypoint)]
-    chan = conn.session(gate_text(texts, watchdog, plan.teardown_grace, node.command))
-    results, early = read_checks(chan, len(texts), CHECK_TIMEOUT)
-    python, problem = _interpret(plan, node, entrypoint, results)
-    return chan, early, python, problem
+    chan = conn.session(gate_text(_check_text(plan, node, entrypoint, watchdog)))
+    result, early, waiting = read_checks(chan, CHECK_TIMEOUT)
+    problem = _interpret(plan, node, entrypoint, result)
+    if problem is None and not waiting:  # the checks passed, then the program died before waiting for kit
+        last = ([ln for ln in result.stderr.splitlines() if ln.strip()] or ["no output"])[-1]
+        problem = f"host {node.host}: the node's checks passed, then it ended (exit {result.returncode}): {last}"
+    return chan, early, problem
 
 
 def open_gates(conns: dict, plan: LaunchPlan, entrypoint, watchdog_path) -> tuple[dict, list]:
-    """Every node's launch channel at once, checks run and waiting for `go`: ({rank: (chan, early bytes,
-    python)}, [problem lines]). On problems the caller closes the channels, which starts nothing."""
+    """Every node's launch channel at once, checks run and waiting for `go`: ({rank: (chan, early bytes)},
+    [problem lines]). On problems the caller closes the channels, which starts nothing."""
     with ThreadPoolExecutor(max_workers=max(1, min(64, len(plan.nodes)))) as pool:
         futures = [pool.submit(_open_gate, conns[n.host], plan, n, entrypoint, watchdog_path(n))
                    for n in plan.nodes]
         gates, problems = {}, []
         for node, fut in zip(plan.nodes, futures):
             try:
-                chan, early, python, problem = fut.result()
+                chan, early, problem = fut.result()
             except Exception as e:  # a channel refused or a check that never answered: name the host
                 problems.append(f"host {node.host}: preflight failed: {e or type(e).__name__}")
                 continue
-            gates[node.machine_rank] = (chan, early, python)
+            gates[node.machine_rank] = (chan, early)
             if problem:
                 problems.append(problem)
     return gates, problems

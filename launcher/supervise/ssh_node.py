@@ -2,30 +2,20 @@
 
 The SSH channel is the watchdog's control line: kit writes `stop`/`hurry`/`kill` to its stdin, and when kit dies
 (even by SIGKILL) the connection drops, sshd closes that stdin and the watchdog stops the node (EOF = supervisor
-gone). Secrets travel as the first stdin line (`--env-from-stdin`), never in a command line. The remote shell
-prints the watchdog's pid (= its session and process-group id) and start time first, for the run record.
+gone). Secrets travel as the first stdin line (`--env-from-stdin`), never in a command line. The watchdog says
+its pid (= its session and process-group id) and start time first, for the run record (backends/ssh_boot.py).
 """
 
 import json
-import shlex
 import time
 
 from launcher.supervise.watchdog import PROGRESS_LOG_INTERVAL, split_progress
 
 HELLO = "kit-node"
+CHECK_STDERR = b"kit-stderr: "   # how backends/ssh_gate.py marks the checks' stderr lines
 HELLO_TIMEOUT = 30.0
 # Field 22 of /proc/PID/stat (start time in clock ticks): pid and start time name one process for good.
 STARTTIME = "sed 's/.*) //' /proc/{pid}/stat | cut -d' ' -f20"
-# After setsid: this shell leads a new session; exec keeps its pid for the watchdog.
-_LEADER = f'echo "{HELLO} $$ $({STARTTIME.format(pid="$$")}) $(date +%s)"; exec "$@"'
-
-
-def launch_text(python_word: str, watchdog: str, grace: float, command: str) -> str:
-    """Shell text that starts the node: its command, unchanged, as one argv word of the watchdog.
-    `python_word` is shell text already (a quoted path, or "$var")."""
-    head = ["setsid", "-w", "sh", "-c", _LEADER, HELLO]
-    tail = [watchdog, "--env-from-stdin", "--grace", f"{grace:g}", "--", "bash", "-c", command]
-    return " ".join(["exec", *map(shlex.quote, head), python_word, *map(shlex.quote, tail)])
 
 
 class LogFile:
@@ -67,17 +57,17 @@ class SshNode:
         self._early = b""
 
     @classmethod
-    def attach(cls, rank: int, host: str, conn, chan, *, early: bytes, python: str, env: dict,
-               log_path: str) -> "SshNode":
+    def attach(cls, rank: int, host: str, conn, chan, *, early: bytes, env: dict, log_path: str) -> "SshNode":
         """Take over a gated channel (backends/ssh_gate.py) that passed its checks, and start the node."""
-        chan.sendall(f"go {python}\n".encode() + json.dumps(env).encode() + b"\n")
+        chan.sendall(b"go\n" + json.dumps(env).encode() + b"\n")
         node = cls(rank, host, conn, chan, LogFile(log_path))
         node._early = early
         node._hello()
         return node
 
     def _hello(self) -> None:
-        """Read up to the remote shell's hello line (pid, start ticks, start time); keep everything else."""
+        """Read up to the watchdog's hello line (pid, start ticks, start time). Before it come only the last of
+        the checks' marked stderr lines (dropped) and, if no watchdog came up, why (kept)."""
         self.chan.settimeout(HELLO_TIMEOUT)
         data, before = self._early, b""
         while True:
@@ -86,7 +76,8 @@ class SshNode:
                 words = line.decode(errors="replace").split()
                 if len(words) == 4:
                     self.pid, self.start_ticks, self.started_at = int(words[1]), words[2], float(words[3])
-                self._early = before + rest
+                kept = [ln for ln in before.splitlines(True) if not ln.startswith(CHECK_STDERR)]
+                self._early = b"".join(kept) + rest
                 break
             if nl:
                 before, data = before + line + b"\n", rest

@@ -1,5 +1,6 @@
 """One paramiko connection per host, opened in parallel; every connect bounded by ssh.connect_timeout."""
 
+import posixpath
 import socket
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +18,7 @@ class Connection:
     def __init__(self, endpoint: Endpoint, client, jump=None):
         self.endpoint, self.client, self._jump = endpoint, client, jump
         self._sftp = None
+        self._dirs = set()   # directories known to exist on the host
 
     def run(self, command: str, timeout: float = 60.0, stdin: bytes = b"") -> tuple[int, str, str]:
         """Run shell text on the host and wait: (exit status, stdout, stderr)."""
@@ -42,7 +44,7 @@ class Connection:
         """Write a file on the host (parents created), via a temporary name so no reader sees half of it."""
         if self._sftp is None:
             self._sftp = self.client.open_sftp()
-        self._makedirs(path.rsplit("/", 1)[0] if "/" in path else ".")
+        self._makedirs(posixpath.dirname(path))
         tmp = f"{path}.kit-tmp-{self.endpoint.name}"  # hosts sharing a filesystem may write the same file
         with self._sftp.open(tmp, "wb") as f:
             f.write(content.encode() if isinstance(content, str) else content)
@@ -50,18 +52,19 @@ class Connection:
         self._sftp.posix_rename(tmp, path)
 
     def _makedirs(self, path: str) -> None:
-        parts, cur = path.split("/"), ""
-        for part in parts:
-            cur = f"{cur}/{part}" if cur or path.startswith("/") else part
-            if not part:
-                continue
+        """Like mkdir -p, from the deepest existing directory down: one round trip when it is there already,
+        none for a directory this connection has seen (a fan-out pays every round trip once per host)."""
+        if path in self._dirs or path in ("", ".", "/"):
+            return
+        try:
+            self._sftp.stat(path)
+        except IOError:
+            self._makedirs(posixpath.dirname(path))
             try:
-                self._sftp.stat(cur)
+                self._sftp.mkdir(path)
             except IOError:
-                try:
-                    self._sftp.mkdir(cur)
-                except IOError:
-                    self._sftp.stat(cur)  # hosts sharing a filesystem race to create it: fine if it is there now
+                self._sftp.stat(path)  # hosts sharing a filesystem race to create it: fine if it is there now
+        self._dirs.add(path)
 
     def alive(self) -> bool:
         t = self.client.get_transport()
