@@ -86,8 +86,12 @@ def test_record_stays_here_and_files_go_to_the_hosts_workdir(ssh_hosts, tmp_path
     out = tmp_path / "out"
     out.mkdir()
     job = write_job(tmp_path, args=["--out", str(out), "--linger", "1"])
-    argv = ("submit", job, "--cluster", cluster(ssh_hosts, tmp_path, workdir=str(remote)), "--run-id",
-            "ssh-elsewhere")
+    # The checks run the setup lines too, in the same process that then starts the node: the node must still
+    # start from the login's environment, its setup lines applied once.
+    setup = ['echo "kit-test host $(hostname)"', 'export KIT_TEST_SETUPS=$((${KIT_TEST_SETUPS:-0} + 1))',
+             'echo "kit-test setup lines ran $KIT_TEST_SETUPS time(s)"']
+    argv = ("submit", job, "--cluster", cluster(ssh_hosts, tmp_path, workdir=str(remote), setup=setup),
+            "--run-id", "ssh-elsewhere")
     dry = kit(*argv, "--dry-run", cwd=here).stdout
     result = kit(*argv, cwd=here, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -97,6 +101,7 @@ def test_record_stays_here_and_files_go_to_the_hosts_workdir(ssh_hosts, tmp_path
     there = {str(p) for p in (remote / "runs" / "ssh-elsewhere").iterdir() if p.is_file()}  # not the ranks' logs
     assert {s.split(":", 1)[1] for s in said} == there
     assert "probe rank 1/2 ready" in (here / "runs" / "ssh-elsewhere" / "node1.log").read_text()
+    assert "kit-test setup lines ran 1 time(s)" in (here / "runs" / "ssh-elsewhere" / "node0.log").read_text()
     assert (remote / "runs" / "ssh-elsewhere" / "accelerate.node1.yaml").is_file()
     assert (remote / "runs" / "ssh-elsewhere" / "kit-watchdog.py").is_file()
     assert not (remote / "runs" / "ssh-elsewhere" / "status.json").exists()
