@@ -87,8 +87,6 @@ class SlurmBackend:
             print(f"\nkit: stopped following; the job keeps running. {_how_to(plan.run_id, record)}",
                   file=sys.stderr, flush=True)
             return 130, "still running", None
-        if fields.get("ended_by"):
-            print(f"kit: SLURM job {fields['job_id']}: {fields['ended_by']}", file=sys.stderr, flush=True)
         return fields["exit_code"], fields["state"], failure_of(fields)
 
     def _follow(self, record: RunRecord) -> dict:
@@ -96,16 +94,20 @@ class SlurmBackend:
         offsets, pending, said = {}, {}, None
         while True:
             info = query(self.where, record.path, status["job_id"])
-            if describe(info) != said:
+            if describe(info) != said and not info.finished:
                 said = describe(info)
                 print(f"kit: {said}", file=sys.stderr, flush=True)
                 status = _note(self.where, record, info)
             copy_node_logs(self.where, status, record.path)
             print_new_lines(record, None, offsets, pending)
             if info.finished:
+                status = _note(self.where, record, info)
                 fields = final_fields(self.where, status, info)
                 record.update_status(**fields, finished_at=time.time())
-                return {**fields, "job_id": status["job_id"]}
+                # The run's end as kit reads it (SLURM says FAILED for a job whose time ran out at the warning).
+                why = f": {fields['ended_by']}" if fields["ended_by"] else ""
+                print(f"kit: SLURM job {status['job_id']} {fields['state']}{why}", file=sys.stderr, flush=True)
+                return fields
             time.sleep(POLL)
 
     def fetch_logs(self, record: RunRecord, status: dict) -> None:

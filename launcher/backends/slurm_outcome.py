@@ -88,7 +88,7 @@ def _ended_by(state: str, status: dict) -> str:
     limit = status.get("max_requeues")
     budget = f" (slurm.max_requeues={limit})" if limit is not None else ""
     if state == "timeout":
-        return (f"the time limit came with no requeue left{budget}; the ranks were stopped to checkpoint. "
+        return (f"the time limit came with no requeue left{budget}; the ranks got SIGTERM to checkpoint and stop. "
                 "Resubmit (the training module's --resume auto continues from the checkpoint) or raise slurm.time")
     return f"requeued more often than allowed{budget}; resubmit to continue from the last checkpoint"
 

@@ -73,7 +73,8 @@ def test_requeue_and_time_limit_warning_checkpoint_requeue_and_resume(slurm_clus
 def test_real_time_limit_warning_reaches_the_batch_shell_and_ranks_checkpoint(slurm_cluster, tmp_path):
     # SLURM may send the warning up to 60 s before the time asked for (its event resolution): with --time=2 and
     # the warning 30 s before the end it comes 30-90 s after the start, after the ranks are ready. No requeue
-    # left, so the trap sends SIGTERM to the step's processes: every rank saves its checkpoint, then the job ends.
+    # left, so the trap sends SIGTERM to the step's processes: every rank saves its checkpoint, then the job ends
+    # as `timeout`.
     out = tmp_path / "out"
     out.mkdir()
     job = write_job(tmp_path, nodes=2, args=["--out", str(out), "--linger", "300", "--on-term", "save:1"])
@@ -87,3 +88,10 @@ def test_real_time_limit_warning_reaches_the_batch_shell_and_ranks_checkpoint(sl
     job_id = status_of(slurm_cluster, "slurm-timelimit")["job_id"]
     batch = open(f"{run_dir}/slurm-{job_id}.out").read()
     assert "kit: time limit near, no requeue left: stopping" in batch, batch
+    # The job ran out of time with its checkpoint saved: `timeout`, never a plain failure.
+    st = status_of(slurm_cluster, "slurm-timelimit")
+    assert st["state"] == "timeout" and st["failure"] is None, st
+    assert "no requeue left (slurm.max_requeues=0)" in r.stderr and "kit: run slurm-timelimit timeout" in r.stderr
+    assert "failed" not in r.stderr, r.stderr
+    s = kit("status", "slurm-timelimit", cwd=workdir(slurm_cluster))
+    assert "state timeout" in s.stdout and "no requeue left" in s.stdout, s.stdout

@@ -1,9 +1,16 @@
-"""SLURM's job states and exit codes as kit reports them (pure: no cluster)."""
+"""SLURM's job states and exit codes as kit reports them, and how a finished job's run directory reads (no
+cluster: the run directory is written by the test)."""
+
+import json
 
 import pytest
 
-from launcher.backends.slurm_outcome import describe
+from launcher.backends.slurm_files import REQUEUES_EXHAUSTED, TIME_LIMIT_NO_REQUEUE
+from launcher.backends.slurm_outcome import describe, final_fields
 from launcher.backends.slurm_query import JobInfo, _exit_code
+from launcher.backends.slurm_where import Local
+from launcher.render.slurm import sbatch_script
+from launcher.spec.cluster import ClusterSpec
 
 
 @pytest.mark.parametrize("slurm,restarts,kit", [
@@ -28,3 +35,46 @@ def test_a_requeued_job_is_never_described_as_failed():
                                        ("x", None)])
 def test_exit_codes_read_like_a_shell_says_them(text, code):
     assert _exit_code(text) == code
+
+
+def _ended_job(tmp_path, argv, node_code, batch_text="") -> dict:
+    """A finished job's run directory (the record and the workdir are one directory here, as without a login
+    host): plan.json with node 0's argv, node 0's exit file and log, the batch shell's output."""
+    run = tmp_path / "runs" / "r"
+    run.mkdir(parents=True)
+    (run / "plan.json").write_text(json.dumps({"nodes": [{"argv": argv}]}))
+    (run / "node0.exit").write_text(f"{node_code}\n")
+    (run / "node0.log").write_text("bad data: reviews.csv:1: missing column 'text'\n")
+    (run / "slurm-7.out").write_text(batch_text)
+    return {"path": str(run), "workdir": str(tmp_path), "run_dir": "runs/r", "job_id": "7", "max_requeues": 0,
+            "nodes": [{"rank": 0, "host": "n1"}]}
+
+
+TRAIN = ["python", "-m", "accelerate.commands.launch", "--multi_gpu", "-m", "train", "--data", "x.csv"]
+SCRIPT = ["python", "-m", "accelerate.commands.launch", "--multi_gpu", "probe.py"]
+
+
+@pytest.mark.parametrize("argv,meaning", [(TRAIN, "bad data"), (SCRIPT, "exit code 4")])
+def test_exit_codes_mean_something_only_for_the_training_module_in_plan_json(tmp_path, argv, meaning):
+    fields = final_fields(Local(), _ended_job(tmp_path, argv, 4), JobInfo("7", "FAILED", exit_code=1))
+    assert fields["state"] == "failed" and fields["exit_code"] == 4
+    assert fields["failure"]["meaning"] == meaning
+
+
+def test_the_time_limit_with_no_requeue_left_ends_as_timeout_not_failed(tmp_path):
+    batch = "kit: time limit near, no requeue left: stopping\n"
+    fields = final_fields(Local(), _ended_job(tmp_path, SCRIPT, 143, batch), JobInfo("7", "FAILED", exit_code=143))
+    assert fields["state"] == "timeout" and fields["failure"] is None and fields["exit_code"] == 143
+    assert "no requeue left (slurm.max_requeues=0)" in fields["ended_by"]
+
+
+def test_requeued_from_outside_past_the_budget_ends_as_preempted(tmp_path):
+    batch = "kit: requeued 4 times, more than slurm.max_requeues=3; stopping\n"
+    fields = final_fields(Local(), _ended_job(tmp_path, SCRIPT, 1, batch), JobInfo("7", "FAILED", exit_code=1))
+    assert fields["state"] == "preempted" and fields["failure"] is None
+
+
+def test_the_batch_shell_says_what_the_outcome_looks_for():
+    script = sbatch_script(ClusterSpec(name="c", backend="slurm"), run_id="r", job_name="j", nodes=2, gpus=0,
+                           run_dir="runs/r", workdir="/w", node_command="true")
+    assert TIME_LIMIT_NO_REQUEUE in script and REQUEUES_EXHAUSTED in script
