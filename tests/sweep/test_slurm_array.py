@@ -1,0 +1,121 @@
+"""A sweep on the real SLURM test cluster is ONE job array of 2-node jobs: 4 trials of the training module run as
+4 tasks of one array job, at most 2 at once, each a full 2-node job; every trial's record and outputs are an
+ordinary run's. Cancelling the sweep cancels the array and leaves no process on either node."""
+
+import json
+import os
+
+import yaml
+
+from tests.backends.slurmrun import (cluster_file, kit, probe_processes, status_of, wait_for,
+                                     workdir, write_job)
+from tests.train.support import synthetic_rows, tiny_args, write_csv
+
+PARAMS = {"--lr": [0.001, 0.002], "--batch-size": [8, 16]}
+
+
+def _sweep_file(tmp_path, **fields) -> str:
+    spec = {"method": "grid", "metric": "test.accuracy", "goal": "max", "parallel": 2, "parameters": PARAMS,
+            **fields}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return str(path)
+
+
+def _sweep_record(slurm_cluster, sweep_id) -> dict:
+    with open(os.path.join(workdir(slurm_cluster), "runs", sweep_id, "sweep.json")) as f:
+        return json.load(f)
+
+
+def _array_rows(slurm_cluster, array_id) -> dict:
+    """sacct's rows of the array job: task job id (<array>_<index>) -> state."""
+    out = slurm_cluster.run(["sacct", "-n", "-X", "-P", "-j", array_id, "-o", "JobID,State"]).stdout
+    return dict(line.split("|")[:2] for line in out.splitlines() if line.strip())
+
+
+def test_a_sweep_is_one_job_array_of_two_node_trials(slurm_cluster, tmp_path):
+    data = write_csv(tmp_path / "d.csv", synthetic_rows(120))
+    args = tiny_args(data, tmp_path / "unused", tmp_path / "cache", "--max-steps", "3", "--no-save-model")
+    job = write_job(tmp_path, name="swp", nodes=2, args=args, entrypoint={"module": "train"})
+    sweep_id = "slurm-sweep"
+    r = kit("submit", job, "--sweep", _sweep_file(tmp_path), "--cluster",
+            cluster_file(slurm_cluster, tmp_path, cpu_threads_per_process=1), "--gpus", "0", "--run-id", sweep_id,
+            cwd=workdir(slurm_cluster), timeout=600)
+    assert r.returncode == 0, r.stderr[-4000:]
+    array_id = _sweep_record(slurm_cluster, sweep_id)["array_job_id"]
+    assert f"submitted SLURM job array {array_id} (4 trial(s), at most 2 at once)" in r.stderr
+    # One array job with 4 tasks, nothing else: the sweep was submitted once.
+    rows = _array_rows(slurm_cluster, array_id)
+    assert rows == {f"{array_id}_{i}": "COMPLETED" for i in range(4)}, rows
+    for i in range(4):
+        run_id = f"{sweep_id}-t{i}"
+        st = status_of(slurm_cluster, run_id)
+        assert st["state"] == "succeeded" and st["exit_code"] == 0, st
+        assert st["job_id"] == f"{array_id}_{i}"
+        # A full 2-node job: machine ranks 0 and 1, on two different hosts.
+        assert {n["host"] for n in st["nodes"]} == {"n1", "n2"}, st["nodes"]
+        run_dir = os.path.join(workdir(slurm_cluster), "runs", run_id)
+        for rank in (0, 1):
+            with open(os.path.join(run_dir, f"node{rank}.log"), encoding="utf-8") as f:
+                assert f"[node{rank}/rank{rank}]" in f.read()
+        # The task's batch output sits in the trial's own run dir, named by the job id its record holds.
+        with open(os.path.join(run_dir, f"slurm-{array_id}_{i}.out"), encoding="utf-8") as f:
+            assert f"kit: array task {i} of sweep {sweep_id} runs trial {run_id}" in f.read()
+        metrics = os.path.join(workdir(slurm_cluster), "outputs", run_id, "metrics.json")
+        with open(metrics, encoding="utf-8") as f:
+            assert "accuracy" in json.load(f)["test"]
+    # Each trial is an ordinary SLURM run for the record commands.
+    s = kit("status", f"{sweep_id}-t3", cwd=workdir(slurm_cluster))
+    assert "state succeeded" in s.stdout and "exit code 0" in s.stdout, s.stdout + s.stderr
+    # The sweep's table: 4 succeeded trials with their metric, one marked best.
+    table = kit("sweep", "status", sweep_id, "--format", "json", cwd=workdir(slurm_cluster))
+    assert table.returncode == 0, table.stderr
+    view = json.loads(table.stdout)
+    assert [(t["run_id"], t["state"]) for t in view["trials"]] == [(f"{sweep_id}-t{i}", "succeeded") for i in range(4)]
+    assert all(isinstance(t["metric"], float) for t in view["trials"]), view["trials"]
+    best = max(view["trials"], key=lambda t: t["metric"])
+    assert view["best"] == best["run_id"] and view["state"] == "succeeded", view
+
+def test_a_failing_trial_fails_alone_and_sets_the_exit_code(slurm_cluster, tmp_path):
+    job = write_job(tmp_path, name="swpf", nodes=2)
+    sweep = _sweep_file(tmp_path, output_arg="--out", output_root="probe-fail", metric="rank",
+                        parameters={"--fail-rank": [-1, 1]})
+    sweep_id = "slurm-sweep-fail"
+    for i in range(2):
+        os.makedirs(os.path.join(workdir(slurm_cluster), "probe-fail", f"{sweep_id}-t{i}"))
+    r = kit("submit", job, "--sweep", sweep, "--cluster", cluster_file(slurm_cluster, tmp_path), "--gpus", "0",
+            "--run-id", sweep_id, cwd=workdir(slurm_cluster), timeout=300)
+    good, bad = (status_of(slurm_cluster, f"{sweep_id}-t{i}") for i in range(2))
+    assert good["state"] == "succeeded", good
+    assert bad["state"] == "failed" and bad["failure"]["node"] == 1 and bad["failure"]["host"] == "n2", bad
+    assert r.returncode == bad["exit_code"] != 0, r.stderr[-3000:]
+    assert f"kit: run {sweep_id}-t1 failed: node 1 (n2)" in r.stderr
+
+
+def test_cancel_of_the_sweep_cancels_the_array_and_leaves_nothing(slurm_cluster, tmp_path):
+    job = write_job(tmp_path, name="swpc", nodes=2, args=["--linger", "300"])
+    sweep = _sweep_file(tmp_path, output_arg="--out", output_root="probe-out", metric="rank",
+                        parameters={"--fail-code": [3, 4, 5, 6]})
+    sweep_id = "slurm-sweep-cancel"
+    out = os.path.join(workdir(slurm_cluster), "probe-out")
+    for i in range(4):  # the probe writes into its --out directory; the training module makes its own
+        os.makedirs(os.path.join(out, f"{sweep_id}-t{i}"))
+    r = kit("submit", job, "--sweep", sweep, "--cluster", cluster_file(slurm_cluster, tmp_path), "--gpus", "0",
+            "--run-id", sweep_id, "--detach", cwd=workdir(slurm_cluster), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"kit cancel {sweep_id}" in r.stderr
+
+    def ready(i):
+        d = os.path.join(out, f"{sweep_id}-t{i}")
+        return os.path.isdir(d) and len([n for n in os.listdir(d) if n.endswith(".json")]) == 2
+    # Two trials (2 nodes each) run at once; the other two wait in the array.
+    assert wait_for(lambda: ready(0) and ready(1), timeout=120)
+    assert not ready(2) and not ready(3)
+    c = kit("cancel", sweep_id, cwd=workdir(slurm_cluster), timeout=180)
+    assert c.returncode == 0, c.stdout + c.stderr
+    assert wait_for(lambda: not probe_processes(slurm_cluster, sweep_id), timeout=30), \
+        probe_processes(slurm_cluster, sweep_id)
+    states = [status_of(slurm_cluster, f"{sweep_id}-t{i}")["state"] for i in range(4)]
+    assert states == ["cancelled"] * 4, states
+    array_id = _sweep_record(slurm_cluster, sweep_id)["array_job_id"]
+    assert slurm_cluster.run(["squeue", "-h", "-j", array_id], check=False).stdout.strip() == ""
