@@ -7,6 +7,7 @@ from launcher.commands.logs import logs
 from launcher.errors import KitError
 from launcher.backends import get_backend
 from launcher.supervise import liveness
+from launcher.sweep.record import find_sweep, is_sweep, list_sweeps, state_now
 
 
 def _state(st: dict) -> tuple[str, str]:
@@ -38,10 +39,17 @@ def runs_cmd(args) -> int:
         state, _ = _state(st)
         print(f"{run_id:<44} {st.get('backend', '?'):<8} {state:<10} "
               f"{'' if code is None else code:>4}  {_when(st.get('created_at'))}")
+    for sweep_id, data in list_sweeps(args.run_root):  # its trials are the runs <sweep>-t<N> above
+        code = data.get("exit_code")
+        print(f"{sweep_id:<44} {'sweep':<8} {state_now(data):<10} "
+              f"{'' if code is None else code:>4}  {_when(data.get('created_at'))}")
     return 0
 
 
 def status(args) -> int:
+    if is_sweep(args.run_root, args.run_id):
+        from launcher.sweep.status import print_status
+        return print_status(args.run_root, args.run_id)
     record = _record(args)
     st = record.read_status(strict=True)
     state, note = _state(st)
@@ -65,6 +73,10 @@ def status(args) -> int:
 
 
 def cancel(args) -> int:
+    if is_sweep(args.run_root, args.run_id):
+        from launcher.sweep.cancel import cancel_sweep
+        print(cancel_sweep(find_sweep(args.run_root, args.run_id)))
+        return 0
     record = runs.find(args.run_root, args.run_id)
     st = record.read_status(strict=True)
     run_id = st.get("run_id", args.run_id)

@@ -10,17 +10,28 @@ def _cell(value) -> str:
 
 def trial_table(plan) -> str:
     names = list(plan.spec.parameters)
-    header = ["trial", "run id", *names]
-    rows = [[str(t.index), t.run_id, *(_cell(t.params[n]) for n in names)] for t in plan.trials]
+    placed = any(t.placement for t in plan.trials)
+    header = ["trial", "run id", *names, *(["lane", "runs on"] if placed else [])]
+    rows = [[str(t.index), t.run_id, *(_cell(t.params[n]) for n in names),
+             *([str(t.lane), t.placement] if placed else [])] for t in plan.trials]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     return "".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n" for r in [header, *rows])
+
+
+def _at_once(plan) -> str:
+    s = plan.spec
+    if plan.backend == "slurm" or plan.lanes == s.parallel:
+        return f"{s.parallel} at a time"
+    if plan.lanes == len(plan.trials):
+        return f"{plan.lanes} at a time (every trial)"
+    return f"{plan.lanes} at a time (parallel {s.parallel}: no two trials share a GPU)"
 
 
 def render_sweep_text(plan) -> str:
     s = plan.spec
     method = f"grid, {len(plan.trials)} combinations" if s.method == "grid" else \
         f"random, {len(plan.trials)} trials drawn with seed {s.seed}"
-    head = (f"sweep {plan.sweep_id}: {method}; metric {s.metric} ({s.goal}), {s.parallel} at a time, "
+    head = (f"sweep {plan.sweep_id}: {method}; metric {s.metric} ({s.goal}), {_at_once(plan)}, "
             f"backend {plan.backend}\n"
             f"each trial is a run <sweep>-t<N>, writing to {s.output_root}/<run id> ({s.output_arg}); "
             f"its metric is read from <that dir>/{s.metrics_file}\n\n")

@@ -28,6 +28,7 @@ class TrialPlan:
     plan: LaunchPlan
     lane: int = 0              # trials of one lane run one after another (lanes.py)
     placement: str = ""        # the lane's own GPUs or hosts, when lanes do not share them
+    cluster: Optional[ClusterSpec] = None   # the lane's cluster the plan was built on (for the run record)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class SweepPlan:
             "sweep_id": self.sweep_id, "job_name": self.job_name, "backend": self.backend,
             "spec": self.spec.model_dump(mode="json"),
             "lanes": self.lanes,
+            "parameter_names": list(self.spec.parameters),   # in the spec's order (JSON keys get sorted)
             "trials": [{"index": t.index, "run_id": t.run_id, "params": t.params, "output_dir": t.output_dir,
                         "lane": t.lane, "placement": t.placement} for t in self.trials],
         }
@@ -95,7 +97,8 @@ def plan_sweep(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: O
         run_id, lane = f"{sweep_id}-t{trial.index}", trial.index % lanes.count
         plan = build_plan(tjob, lanes.clusters[lane], _job_overrides(overrides), run_id,
                           default_python=default_python, user_deepspeed=user_deepspeed)
-        trials.append(TrialPlan(trial.index, run_id, trial.params, output_dir, plan, lane, lanes.placement[lane]))
+        trials.append(TrialPlan(trial.index, run_id, trial.params, output_dir, plan, lane, lanes.placement[lane],
+                                lanes.clusters[lane]))
     array = array_plan(sweep_id, spec.parallel, trials) if resolved_cluster.backend == "slurm" else None
     return SweepPlan(sweep_id, job.name, resolved_cluster.backend, spec, tuple(trials), array,
                      lanes=lanes.count)

@@ -57,6 +57,7 @@ def open_sweep(root: str, plan) -> SweepRecord:
         if old.get("trials") != data["trials"] or old.get("spec") != data["spec"]:
             raise KitError(f"sweep {plan.sweep_id} already exists at {record.path} with other trials; "
                            f"pick another --run-id")
+        record.update(**data)
         return record
     os.makedirs(record.path, exist_ok=True)
     _write(record.file(SWEEP_FILE), to_json({**data, "created_at": time.time()}))
@@ -71,6 +72,30 @@ def find_sweep(run_root: str, sweep_id: str) -> SweepRecord:
     if not is_sweep(run_root, sweep_id):
         raise KitError(f"sweep {sweep_id}: no sweep record under {run_root}/ (see `kit runs`)")
     return SweepRecord(os.path.abspath(os.path.join(run_root, sweep_id)))
+
+
+def state_now(data: dict) -> str:
+    """The recorded state; `lost` for a sweep whose driver died while it ran (its trials stopped themselves)."""
+    state = data.get("state") or ("array" if data.get("array_job_id") else "?")
+    if state == "running" and data.get("driver_pid"):
+        from launcher.supervise import tree
+        if tree.same_process(data["driver_pid"], data.get("driver_start")) is None:
+            return "lost"
+    return state
+
+
+def list_sweeps(run_root: str) -> list[tuple[str, dict]]:
+    """(sweep id, sweep.json) of every sweep under run_root, oldest first; an unreadable one is left out."""
+    if not os.path.isdir(run_root):
+        return []
+    found = []
+    for name in sorted(os.listdir(run_root)):
+        if is_sweep(run_root, name):
+            try:
+                found.append((name, SweepRecord(os.path.join(run_root, name)).read()))
+            except KitError:
+                continue
+    return sorted(found, key=lambda item: item[1].get("created_at", 0))
 
 
 def latest_sweep(run_root: str):

@@ -1,0 +1,49 @@
+"""`kit cancel <sweep>`: stop the sweep's driver (it stops starting trials and stops each running one), then
+cancel whatever trial still runs through its own backend, as `kit cancel <trial>` would; return only when no
+process of any trial is left. A SLURM sweep is one job array: scancel of the array (slurm_follow.py)."""
+
+import os
+import time
+
+import psutil
+
+from launcher import runs
+from launcher.backends import get_backend
+from launcher.supervise import liveness, tree
+from launcher.supervise.cancel import CANCEL_MARGIN
+from launcher.sweep.rerun import trial_state
+
+STILL = liveness.ACTIVE + ("lost",)
+
+
+def _grace(run_root: str, run_ids: list) -> float:
+    graces = [runs.RunRecord(os.path.join(run_root, r)).read_status().get("teardown_grace") for r in run_ids]
+    return max([float(g) for g in graces if g] or [40.0])
+
+
+def cancel_sweep(record) -> str:
+    data = record.read()
+    sweep_id = data["sweep_id"]
+    if data.get("backend") == "slurm":
+        from launcher.sweep.slurm_follow import cancel_array
+        return cancel_array(record)
+    run_root = os.path.dirname(record.path)
+    run_ids = [t["run_id"] for t in data["trials"]]
+    driver = tree.same_process(data.get("driver_pid"), data.get("driver_start"))
+    active = [r for r in run_ids if trial_state(os.path.join(run_root, r))[0] in STILL]
+    if driver is None and not active:
+        return f"sweep {sweep_id}: no trial of it is running; nothing to cancel"
+    if driver is not None:
+        print(f"sweep {sweep_id}: stopping its driver (kit, pid {driver.pid}) and every running trial "
+              f"(ranks get up to {_grace(run_root, run_ids):.0f} s to save)", flush=True)
+        driver.terminate()
+        # The driver ends once each trial it runs has ended; a trial started just now records its grace late.
+        psutil.wait_procs([driver], timeout=_grace(run_root, run_ids) + 2 * CANCEL_MARGIN)
+    for run_id in run_ids:  # what the driver did not stop (it died, or a trial outlived it)
+        trial = runs.RunRecord(os.path.join(run_root, run_id))
+        state, status = trial_state(trial.path)
+        if state in STILL:
+            print(get_backend(status.get("backend", "local")).cancel(trial, status), flush=True)
+    if record.read().get("state") in liveness.ACTIVE:
+        record.update(state="cancelled", finished_at=time.time())
+    return f"sweep {sweep_id}: cancelled; no process of any trial is left"

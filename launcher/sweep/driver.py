@@ -1,0 +1,133 @@
+"""The sweep driver on local and SSH clusters: runs the trials lane by lane (lanes.py), one forked supervisor per
+running trial (trial_proc.py), prints a line as each trial starts and ends, and the table at the end.
+
+A failed trial does not stop the others. Ctrl-C or SIGTERM (`kit cancel <sweep>`) stops starting trials and
+forwards the request to every running trial's supervisor, which tears its run down as for a single run (a
+second Ctrl-C shortens the grace period, a third kills); the driver returns once every trial has ended."""
+
+import os
+import signal
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from launcher.supervise import tree
+from launcher.supervise.supervisor import Cancel
+from launcher.sweep.rerun import trial_state, trials_to_run
+from launcher.sweep.table import collect, duration_text, metric_text, render_text, trial_row
+from launcher.sweep.trial_proc import start_trial
+from launcher.sweep.trials import describe
+
+POLL_SECONDS = 0.2
+
+
+@dataclass
+class _Running:
+    trial: object
+    pid: int
+    pipe: int
+    started: float
+
+
+def _console_path(record, trial) -> str:
+    return record.file(f"t{trial.index}.console.log")
+
+
+def _last_kit_line(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [line.strip() for line in f if line.startswith("kit:")]
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+class Driver:
+    def __init__(self, plan, record, ctx, console):
+        self.plan, self.record, self.ctx, self.console = plan, record, ctx, console
+        self.running: dict[int, _Running] = {}
+        self.queues: dict[int, deque] = {}
+
+    def _note(self, text: str) -> None:
+        self.console.note(text)
+
+    def _start(self, trial) -> None:
+        errors = {k: v for k, v in (self.record.read().get("errors") or {}).items() if k != trial.run_id}
+        self.record.update(errors=errors)
+        pid, pipe = start_trial(trial, self.ctx, _console_path(self.record, trial),
+                                close_fds=[r.pipe for r in self.running.values()])
+        self.running[trial.lane] = _Running(trial, pid, pipe, time.time())
+        where = f" on {trial.placement}" if trial.placement else ""
+        self._note(f"kit: sweep {self.plan.sweep_id}: trial {trial.index} ({describe(trial.params)}) started as "
+                   f"run {trial.run_id}{where}")
+
+    def _ended(self, run: _Running) -> None:
+        os.close(run.pipe)
+        trial = run.trial
+        state, status = trial_state(os.path.join(self.ctx.run_root, trial.run_id))
+        last = _last_kit_line(_console_path(self.record, trial))
+        if not status:  # it stopped before its run record was written: a check failed
+            state = "failed"
+            self.record.update(errors={**(self.record.read().get("errors") or {}), trial.run_id: last})
+        took = duration_text(time.time() - run.started)
+        if state == "succeeded":
+            row = trial_row(self.record, self.ctx.run_root, trial.run_id)
+            detail = f"{self.plan.spec.metric} {metric_text(row['metric'])}"
+        else:
+            detail = last or f"exit code {status.get('exit_code', '?')}"
+        self._note(f"kit: sweep {self.plan.sweep_id}: trial {trial.index} ({describe(trial.params)}) {state} "
+                   f"after {took}: {detail}")
+
+    def _forward(self, cancel: Cancel, sent: int) -> int:
+        if sent == 0 and cancel.count and self.running:
+            self._note(f"kit: stopping sweep {self.plan.sweep_id}: every running trial stops as a run does "
+                       f"(Ctrl-C again to shorten)")
+        for _ in range(cancel.count - sent):
+            for run in self.running.values():
+                try:
+                    os.kill(run.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        return cancel.count
+
+    def _reap(self) -> None:
+        for lane, run in list(self.running.items()):
+            if os.waitpid(run.pid, os.WNOHANG)[0]:
+                del self.running[lane]
+                self._ended(run)
+
+    def run(self) -> int:
+        me = tree.same_process(os.getpid(), None)
+        self.record.update(state="running", driver_pid=os.getpid(), driver_start=me.create_time(),
+                           started_at=time.time(), finished_at=None, exit_code=None)
+        with Cancel(on_hangup=self.console.hang_up) as cancel:
+            todo = trials_to_run(self.plan, self.ctx.run_root, self._note)
+            self.queues = {k: deque(t for t in todo if t.lane == k) for k in range(self.plan.lanes)}
+            sent = 0
+            while True:
+                sent = self._forward(cancel, sent)
+                if not cancel.count:
+                    for lane, queue in self.queues.items():
+                        if lane not in self.running and queue:
+                            self._start(queue.popleft())
+                self._reap()
+                if not self.running and (cancel.count or not any(self.queues.values())):
+                    break
+                time.sleep(POLL_SECONDS)
+        return self._finish(cancel)
+
+    def _finish(self, cancel: Cancel) -> int:
+        view = collect(self.record, self.ctx.run_root)
+        if cancel.count:
+            state, code = "cancelled", 128 + (cancel.signum or signal.SIGINT)
+        elif all(r["state"] == "succeeded" for r in view["trials"]):
+            state, code = "succeeded", 0
+        else:
+            state, code = "failed", 1
+        self.record.update(state=state, exit_code=code, finished_at=time.time())
+        view["state"] = state
+        for line in render_text(view).splitlines():
+            self.console.line(line)
+        from launcher.sweep.plot import write_plot
+        write_plot(self.record, view, self.console.note)
+        return code

@@ -1,0 +1,105 @@
+"""Run a sweep: open its record, then SLURM submits one job array (slurm_array.py); local and SSH clusters run
+the trials lane by lane under the sweep driver (driver.py), in the foreground or detached."""
+
+import os
+import sys
+import time
+import traceback
+
+from launcher.backends import get_backend
+from launcher.backends.environment import dropped_warning
+from launcher.errors import KitError
+from launcher.preflight import preflight
+from launcher.supervise import tree
+from launcher.supervise.console import Console
+from launcher.sweep.driver import Driver
+from launcher.sweep.record import open_sweep
+from launcher.sweep.trial_proc import TrialContext
+
+
+def record_base(backend_name: str, cluster, base_dir: str) -> str:
+    """Where `kit submit` keeps a run's record (see commands/submit.py): the trials' records go there too."""
+    here = backend_name == "ssh" or getattr(get_backend(backend_name), "record_stays_here", False)
+    return base_dir if here else os.path.normpath(os.path.join(base_dir, cluster.workdir))
+
+
+def _gate(plan, ctx: TrialContext) -> None:
+    """The checks `kit submit` makes, once, on the first trial: a wrong entrypoint, python or host stops the
+    sweep here (one line, exit 2) before anything is written. Each trial checks again before it starts."""
+    first = plan.trials[0].plan
+    backend = get_backend(plan.backend)
+    if hasattr(backend, "bind"):
+        backend.bind(ctx.cluster, ctx.job)
+    preflight(first, ctx.job, ctx.cluster, ctx.base_dir)
+    backend.check(first)
+    for conn in getattr(backend, "conns", {}).values():  # SSH: close the waiting launch channels unused
+        conn.close()
+
+
+def _refuse_if_running(record) -> None:
+    data = record.read()
+    driver = tree.same_process(data.get("driver_pid"), data.get("driver_start"))
+    if driver is not None:
+        raise KitError(f"sweep {record.sweep_id} is running already (kit, pid {driver.pid}); follow it with "
+                       f"`kit sweep status {record.sweep_id}` or stop it with `kit cancel {record.sweep_id}`")
+
+
+def _how_to(record, root_arg: str) -> str:
+    s = record.sweep_id
+    return (f"kit: sweep {s} detached; follow it with `kit sweep status {s}{root_arg}` (a trial: `kit logs "
+            f"{s}-tN{root_arg}`), stop it with `kit cancel {s}{root_arg}`")
+
+
+def _detach(plan, record, ctx: TrialContext, root_arg: str) -> int:
+    """The driver goes on in a forked child in its own session; its console goes to the sweep record."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        # Recorded before we return, so a `kit cancel` right after finds the driver.
+        record.update(state="running", driver_pid=pid, driver_start=tree.same_process(pid, None).create_time())
+        print(_how_to(record, root_arg), file=sys.stderr)
+        return 0
+    code = 1
+    try:
+        os.setsid()
+        console = os.open(record.file("console.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        null = os.open(os.devnull, os.O_RDONLY)
+        for fd, target in ((null, 0), (console, 1), (console, 2)):
+            os.dup2(fd, target)
+        code = Driver(plan, record, ctx, Console(sys.stdout, sys.stderr)).run()
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def run_sweep(plan, job, cluster, resolved_job, resolved_cluster, args) -> int:
+    base_dir = os.getcwd()
+    base = record_base(plan.backend, resolved_cluster, base_dir)
+    run_root = os.path.normpath(os.path.join(base, resolved_cluster.run_root))
+    ctx = TrialContext(job=resolved_job, cluster=resolved_cluster, spec=plan.spec, base_dir=base_dir,
+                       record_base=base, run_root=run_root)
+    if warning := dropped_warning(plan.trials[0].plan, os.environ):
+        print(warning, file=sys.stderr)
+    if plan.backend == "slurm":
+        from launcher.sweep.slurm_array import run_array
+        record = open_sweep(run_root, plan)
+        record.update(workdir=os.path.normpath(os.path.join(base_dir, resolved_cluster.workdir)))
+        return run_array(plan, record, job, cluster, resolved_job, resolved_cluster, args)
+    try:
+        _gate(plan, ctx)
+    except KeyboardInterrupt:
+        raise KitError("interrupted during the checks; nothing was started") from None
+    record = open_sweep(run_root, plan)
+    _refuse_if_running(record)
+    workdir = None if plan.backend == "ssh" else os.path.normpath(os.path.join(base_dir, resolved_cluster.workdir))
+    record.update(workdir=workdir, created_at=record.read().get("created_at") or time.time())
+    root_arg = "" if os.path.relpath(run_root) == "runs" else f" --run-root {run_root}"
+    print(f"kit: sweep {plan.sweep_id}: {len(plan.trials)} trial(s), {plan.lanes} at a time; record in "
+          f"{record.path}", file=sys.stderr, flush=True)
+    if args.detach:
+        return _detach(plan, record, ctx, root_arg)
+    return Driver(plan, record, ctx, Console(sys.stdout, sys.stderr)).run()

@@ -1,0 +1,77 @@
+"""sweep.png in the sweep record: the metric against each parameter, one panel per parameter, the best marked.
+A log x axis for log ranges and for positive numbers spanning a decade or more; text values are categories."""
+
+import math
+
+PNG = "sweep.png"
+
+
+def _number(value):
+    """Numbers as numbers: YAML reads `1e-4` (no dot) as text, and it means the number here."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _log_axis(spec_param, xs: list) -> bool:
+    if isinstance(spec_param, dict) and spec_param.get("scale") == "log":
+        return True
+    return bool(xs) and min(xs) > 0 and max(xs) / min(xs) >= 10
+
+
+def _panel(ax, name: str, spec_param, points: list, best, metric: str) -> None:
+    xs = [_number(p) for p, _ in points]
+    if all(x is not None for x in xs):
+        ax.scatter(xs, [m for _, m in points])
+        if _log_axis(spec_param, xs):
+            ax.set_xscale("log")
+        if best is not None:
+            ax.scatter([_number(best[0])], [best[1]], marker="*", s=200, color="tab:red", label="best")
+    else:  # categories, in the order the sweep lists them
+        labels = list(dict.fromkeys(str(p) for p, _ in points))
+        ax.scatter([labels.index(str(p)) for p, _ in points], [m for _, m in points])
+        ax.set_xticks(range(len(labels)), labels)
+        if best is not None:
+            ax.scatter([labels.index(str(best[0]))], [best[1]], marker="*", s=200, color="tab:red", label="best")
+    ax.set_xlabel(name)
+    ax.set_ylabel(metric)
+    ax.grid(alpha=0.3)
+    if best is not None:
+        ax.legend(loc="best", fontsize="small")
+
+
+def write_plot(record, view: dict, note) -> None:
+    """Write the plot if any trial has a metric; `note(line)` tells where, or why not."""
+    scored = [r for r in view["trials"] if r["metric"] is not None]
+    if not scored:
+        return
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        note("kit: matplotlib is not installed; no sweep.png")
+        return
+    spec = record.read()["spec"]["parameters"]
+    names = view["parameters"]
+    best = next((r for r in scored if r["run_id"] == view["best"]), None)
+    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.6), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        points = [(r["params"][name], r["metric"]) for r in scored]
+        _panel(ax, name, spec.get(name), points, None if best is None else (best["params"][name], best["metric"]),
+               view["metric"])
+    fig.suptitle(f"sweep {view['sweep_id']}: {view['metric']} ({view['goal']})", fontsize="medium")
+    fig.tight_layout()
+    try:
+        fig.savefig(record.file(PNG), dpi=100)
+        note(f"kit: plot: {record.file(PNG)}")
+    except OSError as e:
+        note(f"kit: could not write {record.file(PNG)}: {e.strerror}")
+    finally:
+        plt.close(fig)

@@ -1,0 +1,49 @@
+"""Running a sweep again continues it: trials that succeeded are skipped; any other trial's old record is set
+aside as `<run id>.attempt<N>` (a run id is never reused in place), and the trial runs again."""
+
+import os
+
+from launcher import runs
+from launcher.backends import get_backend
+from launcher.errors import KitError
+from launcher.supervise import liveness
+
+
+def trial_state(path: str) -> tuple[str, dict]:
+    """(state now, status) of the trial's record at `path`; ("", {}) when it has none."""
+    status = runs.RunRecord(path).read_status()
+    if not status:
+        return "", {}
+    try:
+        return get_backend(status.get("backend", "local")).current_state(status)[0], status
+    except KitError:
+        return status.get("state", "?"), status
+
+
+def set_aside(path: str) -> str:
+    n = 1
+    while os.path.exists(f"{path}.attempt{n}"):
+        n += 1
+    os.rename(path, f"{path}.attempt{n}")
+    return f"{os.path.basename(path)}.attempt{n}"
+
+
+def trials_to_run(plan, record_root: str, note) -> list:
+    """The trials still to run, in order; `note(line)` tells what happened to earlier attempts."""
+    todo, aside = [], []
+    for trial in plan.trials:
+        path = os.path.join(record_root, trial.run_id)
+        state, _ = trial_state(path)
+        if state == "succeeded":
+            note(f"kit: sweep {plan.sweep_id}: trial {trial.index} succeeded before ({trial.run_id}); skipped")
+            continue
+        if state in liveness.ACTIVE:
+            raise KitError(f"trial {trial.run_id} is still {state}; wait for it or stop it with "
+                           f"`kit cancel {plan.sweep_id}` before running the sweep again")
+        if state:
+            aside.append(path)
+        todo.append(trial)
+    for path in aside:  # only once nothing refused the re-run
+        note(f"kit: sweep {plan.sweep_id}: {os.path.basename(path)} runs again; its earlier record is now "
+             f"{set_aside(path)}")
+    return todo

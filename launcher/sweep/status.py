@@ -1,0 +1,21 @@
+"""`kit sweep status [S]` (and `kit status S`): the table of a sweep's trials, or JSON, and sweep.png."""
+
+import os
+import sys
+
+from launcher.errors import KitError
+from launcher.sweep.plot import write_plot
+from launcher.sweep.record import find_sweep, latest_sweep
+from launcher.sweep.table import collect, render_json, render_text
+
+
+def print_status(run_root: str, sweep_id, fmt: str = "text") -> int:
+    sweep_id = sweep_id or latest_sweep(run_root)
+    if sweep_id is None:
+        raise KitError(f"no sweeps under {run_root}/ yet; start one with `kit submit JOB --sweep FILE`")
+    record = find_sweep(run_root, sweep_id)
+    view = collect(record, os.path.dirname(record.path))
+    sys.stdout.write(render_json(view) if fmt == "json" else render_text(view))
+    sys.stdout.flush()
+    write_plot(record, view, lambda line: print(line, file=sys.stderr))
+    return 0

@@ -1,0 +1,119 @@
+"""A sweep's trials as one table: parameters, state, metric, duration, the best trial marked. Each trial's state
+comes from its own run record, read through its backend (`kit status <trial>` reads it the same way)."""
+
+import os
+import time
+from typing import Optional
+
+from launcher.render.text import to_json
+from launcher.supervise import tree
+from launcher.sweep import metrics
+from launcher.sweep.rerun import trial_state
+from launcher.sweep.trials import describe
+
+ACTIVE = ("starting", "running", "pending", "requeued")
+
+
+def duration_text(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(round(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def metric_text(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value + 0.0:.4f}"  # + 0.0: no "-0.0000"
+
+
+def _duration(status: dict, state: str) -> Optional[float]:
+    start = status.get("started_at") or status.get("created_at")
+    end = status.get("finished_at") or (time.time() if state in ACTIVE else None)
+    return None if not start or not end else max(0.0, end - start)
+
+
+def _row(trial: dict, run_root: str, data: dict, driver_alive: bool) -> dict:
+    path = os.path.join(run_root, trial["run_id"])
+    state, status = trial_state(path)
+    error = (data.get("errors") or {}).get(trial["run_id"])
+    if not status:
+        state = "failed" if error else ("pending" if driver_alive else "not run")
+    value = None
+    if state == "succeeded":
+        spec = data["spec"]
+        found = metrics.trial_metrics(path, data.get("workdir"), trial["output_dir"], spec["metrics_file"])
+        value = None if found is None else metrics.lookup(found, spec["metric"])
+    return {"index": trial["index"], "run_id": trial["run_id"], "params": trial["params"], "state": state,
+            "exit_code": status.get("exit_code", 2 if error else None), "metric": value,
+            "duration_s": _duration(status, state), "error": error}
+
+
+def trial_row(record, run_root: str, run_id: str) -> dict:
+    data = record.read()
+    return _row(next(t for t in data["trials"] if t["run_id"] == run_id), run_root, data, True)
+
+
+def _best(rows: list, goal: str) -> Optional[dict]:
+    scored = [r for r in rows if r["state"] == "succeeded" and r["metric"] is not None]
+    if not scored:
+        return None
+    pick = max if goal == "max" else min
+    return pick(scored, key=lambda r: r["metric"])
+
+
+def _sweep_state(data: dict, rows: list, driver_alive: bool) -> str:
+    if driver_alive or any(r["state"] in ACTIVE for r in rows):
+        return "running"
+    if data.get("state") == "cancelled":
+        return "cancelled"
+    if data.get("state") == "running" and data.get("driver_pid"):
+        return "lost"  # the driver died; its trials stopped themselves (their pipe from it closed)
+    if all(r["state"] == "succeeded" for r in rows):
+        return "succeeded"
+    if any(r["state"] == "not run" for r in rows):
+        return "incomplete"
+    return "failed"
+
+
+def collect(record, run_root: str) -> dict:
+    data = record.read()
+    driver = tree.same_process(data.get("driver_pid"), data.get("driver_start"))
+    alive = driver is not None and driver.pid != os.getpid()  # the driver's own final table: it is done
+    rows = [_row(t, run_root, data, alive) for t in data["trials"]]
+    spec = data["spec"]
+    best = _best(rows, spec["goal"])
+    return {"sweep_id": data["sweep_id"], "job": data.get("job_name"), "backend": data.get("backend"),
+            "state": _sweep_state(data, rows, alive), "method": spec["method"], "metric": spec["metric"],
+            "goal": spec["goal"], "parameters": data.get("parameter_names") or list(spec["parameters"]),
+            "best": None if best is None else best["run_id"], "trials": rows}
+
+
+def _table(header: list, rows: list) -> list:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+
+
+def render_text(view: dict) -> str:
+    names = view["parameters"]
+    header = ["TRIAL", *names, "STATE", view["metric"], "DURATION", "EXIT"]
+    rows = []
+    for r in view["trials"]:
+        mark = " *" if r["run_id"] == view["best"] else ""
+        code = r["exit_code"]
+        rows.append([f"{r['index']}{mark}", *(str(r["params"][n]) for n in names), r["state"],
+                     metric_text(r["metric"]), duration_text(r["duration_s"]), "-" if code is None else str(code)])
+    lines = [f"sweep {view['sweep_id']}  job {view['job']}  backend {view['backend']}  state {view['state']}  "
+             f"metric {view['metric']} ({view['goal']})", *_table(header, rows)]
+    best = next((r for r in view["trials"] if r["run_id"] == view["best"]), None)
+    if best is not None:
+        lines.append(f"* best: trial {best['index']} (run {best['run_id']}): {describe(best['params'])}; "
+                     f"{view['metric']} {metric_text(best['metric'])}")
+    else:
+        lines.append(f"no best trial yet: no succeeded trial has {view['metric']}")
+    for r in view["trials"]:
+        if r["error"] and r["state"] == "failed":
+            lines.append(f"trial {r['index']} did not start: {r['error']}")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(view: dict) -> str:
+    return to_json(view)

@@ -1,0 +1,29 @@
+"""A cheap sweep trial for the tests (no torch): writes <output dir>/metrics.json with a score computed from
+--x, after lingering; or fails at once with --fail CODE."""
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--output-dir", required=True)
+parser.add_argument("--x", type=float, default=1.0)
+parser.add_argument("--linger", type=float, default=0.0, help="seconds to stay alive before writing metrics")
+parser.add_argument("--fail", type=int, default=0, help="exit with this code at once")
+args = parser.parse_args()
+if args.fail:
+    print(f"probe: failing on purpose with exit code {args.fail}", file=sys.stderr, flush=True)
+    sys.exit(args.fail)
+print(f"probe trial {os.environ.get('KIT_RUN_ID')} ready on {socket.gethostname()}", flush=True)
+deadline = time.monotonic() + args.linger
+while time.monotonic() < deadline:  # short sleeps: SIGTERM's default action ends it at once
+    time.sleep(0.1)
+if os.environ.get("RANK", "0") == "0":
+    os.makedirs(args.output_dir, exist_ok=True)
+    metrics = {"score": -(args.x - 2.0) ** 2, "evals": [{"accuracy": 0.5}, {"accuracy": args.x / 10}],
+               "host": socket.gethostname()}
+    with open(os.path.join(args.output_dir, "metrics.json"), "w") as f:
+        json.dump(metrics, f)
