@@ -1,13 +1,15 @@
 """A sweep on the real SLURM test cluster is ONE job array of 2-node jobs: 4 trials of the training module run as
 4 tasks of one array job, at most 2 at once, each a full 2-node job; every trial's record and outputs are an
-ordinary run's. Cancelling the sweep cancels the array and leaves no process on either node."""
+ordinary run's. A failing trial fails alone; a re-run submits only the trials still to do. Ctrl-C stops following
+only; `kit cancel` of one trial ends its array task, of the sweep the whole array, leaving no process."""
 
 import json
 import os
+import signal
 
 import yaml
 
-from tests.backends.slurmrun import (cluster_file, kit, probe_processes, status_of, wait_for,
+from tests.backends.slurmrun import (cluster_file, kit, kit_background, probe_processes, status_of, wait_for,
                                      workdir, write_job)
 from tests.train.support import synthetic_rows, tiny_args, write_csv
 
@@ -76,23 +78,32 @@ def test_a_sweep_is_one_job_array_of_two_node_trials(slurm_cluster, tmp_path):
     best = max(view["trials"], key=lambda t: t["metric"])
     assert view["best"] == best["run_id"] and view["state"] == "succeeded", view
 
-def test_a_failing_trial_fails_alone_and_sets_the_exit_code(slurm_cluster, tmp_path):
+
+def test_a_failing_trial_fails_alone_and_a_rerun_submits_only_it(slurm_cluster, tmp_path):
     job = write_job(tmp_path, name="swpf", nodes=2)
     sweep = _sweep_file(tmp_path, output_arg="--out", output_root="probe-fail", metric="rank",
                         parameters={"--fail-rank": [-1, 1]})
     sweep_id = "slurm-sweep-fail"
     for i in range(2):
         os.makedirs(os.path.join(workdir(slurm_cluster), "probe-fail", f"{sweep_id}-t{i}"))
-    r = kit("submit", job, "--sweep", sweep, "--cluster", cluster_file(slurm_cluster, tmp_path), "--gpus", "0",
-            "--run-id", sweep_id, cwd=workdir(slurm_cluster), timeout=300)
+    argv = ("submit", job, "--sweep", sweep, "--cluster", cluster_file(slurm_cluster, tmp_path), "--gpus", "0",
+            "--run-id", sweep_id)
+    r = kit(*argv, cwd=workdir(slurm_cluster), timeout=300)
     good, bad = (status_of(slurm_cluster, f"{sweep_id}-t{i}") for i in range(2))
     assert good["state"] == "succeeded", good
     assert bad["state"] == "failed" and bad["failure"]["node"] == 1 and bad["failure"]["host"] == "n2", bad
     assert r.returncode == bad["exit_code"] != 0, r.stderr[-3000:]
     assert f"kit: run {sweep_id}-t1 failed: node 1 (n2)" in r.stderr
+    # Again: the trial that succeeded is skipped; the array holds only the other one (--array on the command line).
+    again = kit(*argv, cwd=workdir(slurm_cluster), timeout=300)
+    array_id = _sweep_record(slurm_cluster, sweep_id)["array_job_id"]
+    assert (f"submitted SLURM job array {array_id} (1 trial(s), at most 2 at once; 1 succeeded before): "
+            f"sbatch --parsable --array=1%2 runs/{sweep_id}/sweep.sbatch") in again.stderr, again.stderr[-3000:]
+    assert _array_rows(slurm_cluster, array_id) == {f"{array_id}_1": "FAILED"}
+    assert again.returncode == status_of(slurm_cluster, f"{sweep_id}-t1")["exit_code"] != 0
 
 
-def test_cancel_of_the_sweep_cancels_the_array_and_leaves_nothing(slurm_cluster, tmp_path):
+def test_ctrl_c_follows_no_more_and_cancel_ends_a_trial_or_the_whole_array(slurm_cluster, tmp_path):
     job = write_job(tmp_path, name="swpc", nodes=2, args=["--linger", "300"])
     sweep = _sweep_file(tmp_path, output_arg="--out", output_root="probe-out", metric="rank",
                         parameters={"--fail-code": [3, 4, 5, 6]})
@@ -100,17 +111,22 @@ def test_cancel_of_the_sweep_cancels_the_array_and_leaves_nothing(slurm_cluster,
     out = os.path.join(workdir(slurm_cluster), "probe-out")
     for i in range(4):  # the probe writes into its --out directory; the training module makes its own
         os.makedirs(os.path.join(out, f"{sweep_id}-t{i}"))
-    r = kit("submit", job, "--sweep", sweep, "--cluster", cluster_file(slurm_cluster, tmp_path), "--gpus", "0",
-            "--run-id", sweep_id, "--detach", cwd=workdir(slurm_cluster), timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert f"kit cancel {sweep_id}" in r.stderr
+    proc = kit_background("submit", job, "--sweep", sweep, "--cluster", cluster_file(slurm_cluster, tmp_path),
+                          "--gpus", "0", "--run-id", sweep_id, cwd=workdir(slurm_cluster))
 
     def ready(i):
-        d = os.path.join(out, f"{sweep_id}-t{i}")
-        return os.path.isdir(d) and len([n for n in os.listdir(d) if n.endswith(".json")]) == 2
+        return len([n for n in os.listdir(os.path.join(out, f"{sweep_id}-t{i}")) if n.endswith(".json")]) == 2
     # Two trials (2 nodes each) run at once; the other two wait in the array.
-    assert wait_for(lambda: ready(0) and ready(1), timeout=120)
+    assert wait_for(lambda: ready(0) and ready(1), timeout=120), proc.stdout.read() if proc.poll() else ""
     assert not ready(2) and not ready(3)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, output
+    assert "stopped following; the job array keeps running" in output and f"kit cancel {sweep_id}" in output
+    # One trial cancelled through its own record (job id <array>_0): the array goes on with the next trial.
+    c = kit("cancel", f"{sweep_id}-t0", cwd=workdir(slurm_cluster), timeout=180)
+    assert c.returncode == 0 and "cancelled" in c.stdout, c.stdout + c.stderr
+    assert wait_for(lambda: ready(2), timeout=120)
     c = kit("cancel", sweep_id, cwd=workdir(slurm_cluster), timeout=180)
     assert c.returncode == 0, c.stdout + c.stderr
     assert wait_for(lambda: not probe_processes(slurm_cluster, sweep_id), timeout=30), \
