@@ -37,7 +37,7 @@ def render_sweep_text(plan) -> str:
             f"its metric is read from <that dir>/{s.metrics_file}\n\n")
     first = plan.trials[0]
     return (head + trial_table(plan) + array_section(plan) + f"\nplan of trial {first.index} ({first.run_id}); "
-            f"the other trials differ only in their run id, port and the swept values:\n\n"
+            f"the other trials differ only in their run id, port, swept values and lane placement:\n\n"
             + render_text(first.plan))
 
 

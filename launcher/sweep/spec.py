@@ -4,7 +4,7 @@ import math
 import re
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic import Field, StringConstraints, ValidationError, field_validator, model_validator
 
 from launcher.spec.base import StrictModel
 
@@ -74,6 +74,27 @@ class SweepSpec(StrictModel):
     output_arg: Annotated[str, StringConstraints(pattern=ARG_PATTERN.pattern)] = "--output-dir"
     output_root: Annotated[str, StringConstraints(min_length=1)] = "outputs"
     metrics_file: Annotated[str, StringConstraints(min_length=1)] = "metrics.json"
+
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def mappings(cls, params):
+        """A mapping is a range, or `{values: [...]}`: validate it as that, so its own error is the one shown
+        (not the union's "should be a list")."""
+        if not isinstance(params, dict):
+            return params
+        out = {}
+        for name, p in params.items():
+            if isinstance(p, dict):
+                model = Values if "values" in p else Range
+                try:
+                    p = model.model_validate(p)
+                except ValidationError as e:
+                    err = e.errors()[0]
+                    where = ".".join(str(x) for x in err["loc"])
+                    raise ValueError(f"{name}{'.' + where if where else ''}: "
+                                     f"{err['msg'].removeprefix('Value error, ')}") from None
+            out[name] = p
+        return out
 
     @field_validator("parameters")
     @classmethod
