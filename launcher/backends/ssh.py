@@ -43,35 +43,41 @@ class SshBackend:
         self.addresses = {h.name: h.address for h in cluster.hosts}
         self.entrypoint = job.entrypoint
 
-    def _connect(self, plan: LaunchPlan) -> None:
-        from launcher.transport.endpoint import resolve
-        from launcher.transport.ssh import connect_all
-        hosts = list(dict.fromkeys(n.host for n in plan.nodes))
-        self.conns = connect_all([resolve(h, self.addresses.get(h), self.settings) for h in hosts], self.accepted)
-        self._pid = os.getpid()
-
     def check(self, plan: LaunchPlan) -> None:
         """Reachable, python found, entrypoint there, master port free: on every host, before anything starts."""
         for node in plan.nodes:
             remote_env(plan, node, os.environ)
-        started = time.monotonic()
         try:
-            self._connect(plan)
-            self.timings["connect_s"] = round(time.monotonic() - started, 3)
-            self._open_gates(plan)
+            self._connect_and_check(plan)
         except KeyboardInterrupt:  # closing the waiting channels is all it takes: nothing has started
             self._close()
             raise KitError("interrupted while checking the hosts; nothing was started") from None
-        self.timings["preflight_s"] = round(time.monotonic() - started - self.timings["connect_s"], 3)
 
-    def _open_gates(self, plan: LaunchPlan) -> None:
-        """Each node's launch channel, its checks run; raise (starting nothing) if any host failed one."""
-        from launcher.backends.ssh_preflight import open_gates
-        self.gates, problems = open_gates(self.conns, plan, self.entrypoint,
-                                          lambda node: watchdog_path(plan, node))
+    def _connect_and_check(self, plan: LaunchPlan) -> None:
+        """Each host in its own thread: connect, then at once its nodes' launch channels with their checks.
+        Raise (starting nothing) if any host could not be reached or failed a check."""
+        from launcher.backends.ssh_preflight import gate_host
+        from launcher.transport.endpoint import resolve
+        from launcher.transport.ssh import connect_each
+        started, connected = time.monotonic(), []
+
+        def then(conn):
+            connected.append(time.monotonic())
+            return gate_host(conn, plan, self.entrypoint, lambda node: watchdog_path(plan, node))
+
+        hosts = list(dict.fromkeys(n.host for n in plan.nodes))
+        self.conns, results, problems = connect_each(
+            [resolve(h, self.addresses.get(h), self.settings) for h in hosts], self.accepted, then)
+        self._pid = os.getpid()
+        self.gates = {}
+        for gates, host_problems in results.values():
+            self.gates.update(gates)
+            problems += host_problems
         if problems:
             self._close()
-            raise KitError("\nkit: error: ".join(problems))
+            raise KitError("\nkit: error: ".join(problems))  # one line per host, each like a single error
+        self.timings["connect_s"] = round(max(connected) - started, 3)  # the last host's handshake done
+        self.timings["preflight_s"] = round(time.monotonic() - started - self.timings["connect_s"], 3)
 
     def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None):
         console = console or Console(sys.stdout, sys.stderr)
@@ -81,8 +87,7 @@ class SshBackend:
                 conn.drop_after_fork()  # the parent's waiting gates then end without starting anything
             self._stale = (self.conns, self.gates)  # never collected: a finalizer must not talk on them
             try:
-                self._connect(plan)
-                self._open_gates(plan)
+                self._connect_and_check(plan)
             except KitError:
                 record.update_status(state="failed", exit_code=2, finished_at=time.time())
                 raise

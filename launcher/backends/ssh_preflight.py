@@ -3,7 +3,6 @@ after the node's setup lines (with psutil, which the watchdog needs), the entryp
 Each problem is one line naming the host."""
 
 import shlex
-from concurrent.futures import ThreadPoolExecutor
 
 from launcher.plan.model import LaunchPlan, NodePlan
 from launcher.preflight.entrypoint import (CHECK_SOURCE, CheckResult, entrypoint_check_command,
@@ -74,33 +73,28 @@ def _interpret(plan: LaunchPlan, node: NodePlan, entrypoint, result: CheckResult
     return problem
 
 
-def _open_gate(conn, plan: LaunchPlan, node: NodePlan, entrypoint, watchdog: str):
+def gate_host(conn, plan: LaunchPlan, entrypoint, watchdog_path) -> tuple[dict, list]:
+    """The launch channels of the nodes on this connection's host, checks run and waiting for `go`:
+    ({rank: (chan, early bytes)}, [problem lines naming the host]). The SFTP session for the upload opens while
+    the host runs the checks. On problems the caller closes the channels, which starts nothing."""
     from launcher.backends.ssh_gate import gate_text, read_checks
-    chan = conn.session(gate_text(_check_text(plan, node, entrypoint, watchdog)))
-    result, early, waiting = read_checks(chan, CHECK_TIMEOUT)
-    problem = _interpret(plan, node, entrypoint, result)
-    if problem is None and not waiting:  # the checks passed, then the program died before waiting for kit
-        last = ([ln for ln in result.stderr.splitlines() if ln.strip()] or ["no output"])[-1]
-        problem = f"host {node.host}: the node's checks passed, then it ended (exit {result.returncode}): {last}"
-    return chan, early, problem
-
-
-def open_gates(conns: dict, plan: LaunchPlan, entrypoint, watchdog_path) -> tuple[dict, list]:
-    """Every node's launch channel at once, checks run and waiting for `go`: ({rank: (chan, early bytes)},
-    [problem lines]). On problems the caller closes the channels, which starts nothing."""
-    with ThreadPoolExecutor(max_workers=max(1, min(64, len(plan.nodes)))) as pool:
-        futures = [pool.submit(_open_gate, conns[n.host], plan, n, entrypoint, watchdog_path(n))
-                   for n in plan.nodes]
-        gates, problems = {}, []
-        for node, fut in zip(plan.nodes, futures):
-            try:
-                chan, early, problem = fut.result()
-            except Exception as e:  # a channel refused or a check that never answered: name the host
-                problems.append(f"host {node.host}: preflight failed: {e or type(e).__name__}")
-                continue
+    host = conn.endpoint.name
+    gates, problems, opened = {}, [], []
+    try:
+        for node in (n for n in plan.nodes if n.host == host):
+            opened.append((node, conn.session(gate_text(_check_text(plan, node, entrypoint, watchdog_path(node))))))
+        conn.open_sftp()
+        for node, chan in opened:
+            result, early, waiting = read_checks(chan, CHECK_TIMEOUT)
             gates[node.machine_rank] = (chan, early)
+            problem = _interpret(plan, node, entrypoint, result)
+            if problem is None and not waiting:  # the checks passed, then the program died before waiting for kit
+                last = ([ln for ln in result.stderr.splitlines() if ln.strip()] or ["no output"])[-1]
+                problem = f"host {host}: the node's checks passed, then it ended (exit {result.returncode}): {last}"
             if problem:
                 problems.append(problem)
+    except Exception as e:  # a channel refused or a check that never answered: name the host
+        problems.append(f"host {host}: preflight failed: {e or type(e).__name__}")
     return gates, problems
 
 

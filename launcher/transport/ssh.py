@@ -40,10 +40,14 @@ class Connection:
         chan.exec_command(command)
         return chan
 
-    def put(self, path: str, content, mode: int = 0o644) -> None:
-        """Write a file on the host (parents created), via a temporary name so no reader sees half of it."""
+    def open_sftp(self) -> None:
+        """Open the SFTP session that put() uses, ahead of the first put (say, while a command runs)."""
         if self._sftp is None:
             self._sftp = self.client.open_sftp()
+
+    def put(self, path: str, content, mode: int = 0o644) -> None:
+        """Write a file on the host (parents created), via a temporary name so no reader sees half of it."""
+        self.open_sftp()
         self._makedirs(posixpath.dirname(path))
         tmp = f"{path}.kit-tmp-{self.endpoint.name}"  # hosts sharing a filesystem may write the same file
         with self._sftp.open(tmp, "wb") as f:
@@ -160,6 +164,22 @@ def connect_all(endpoints: list[Endpoint], accepted: Accepted) -> dict[str, Conn
                 r.close()
         raise KitError("\nkit: error: ".join(errors))  # one line per host, each like a single error
     return results
+
+
+def connect_each(endpoints: list[Endpoint], accepted: Accepted, then) -> tuple[dict, dict, list]:
+    """Every host at once, each going on to `then(conn)` in its thread as soon as it is connected: its remote
+    work starts while other hosts still shake hands. `then` must not raise. Returns ({name: Connection},
+    {name: what `then` returned}, [one line per host that could not be reached]); the caller closes them."""
+    def one(endpoint):
+        conn = _try_connect(endpoint, accepted)
+        return (conn, then(conn)) if isinstance(conn, Connection) else (conn, None)
+
+    with ThreadPoolExecutor(max_workers=min(64, max(1, len(endpoints)))) as pool:
+        futures = {e.name: pool.submit(one, e) for e in endpoints}
+        done = {name: f.result() for name, f in futures.items()}
+    conns = {name: c for name, (c, _) in done.items() if isinstance(c, Connection)}
+    return conns, {name: r for name, (c, r) in done.items() if name in conns}, \
+        [c for c, _ in done.values() if isinstance(c, str)]
 
 
 def _try_connect(endpoint: Endpoint, accepted: Accepted):
