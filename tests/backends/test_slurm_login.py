@@ -122,6 +122,20 @@ def test_an_unreachable_login_host_fails_before_submission_in_one_line(slurm_clu
     assert not os.path.exists(os.path.join(here, "runs")) and queue(slurm_cluster) == []
 
 
+def test_preflight_and_doctor_run_on_the_login_host(slurm_cluster, ssh_hosts, tmp_path):
+    job = write_job(tmp_path, nodes=3, args=["--out", str(tmp_path)])
+    cluster = _cluster(slurm_cluster, ssh_hosts, tmp_path)
+    here = _here(tmp_path)
+    r = kit("submit", job, "--cluster", cluster, "--gpus", "0", "--run-id", "login-3", cwd=here, timeout=60)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "kit: error: --nodes 3: partition debug has 2 node(s) (n[1-2]); ask for at most 2"], r.stderr
+    d = kit("doctor", "--cluster", cluster, "--job", write_job(tmp_path, name="two", nodes=2), cwd=here, timeout=60)
+    assert d.returncode == 0, d.stdout + d.stderr
+    rows = {line.split()[1] + " " + line.split()[2]: line for line in d.stdout.splitlines()[1:-1]}
+    assert "PASS" in rows["login host"] and "login host n1" in rows["login host"], d.stdout
+    assert all("PASS" in line for line in rows.values()), d.stdout
+
+
 def test_secrets_reach_the_command_on_the_channel_never_a_command_line(ssh_hosts):
     """The command prints every ancestor's command line up to sshd, then the variable it was given."""
     settings = {**_ssh(ssh_hosts), "port_given": False}
