@@ -10,7 +10,7 @@ import signal
 import yaml
 
 from tests.backends.slurmrun import (cluster_file, kit, kit_background, probe_processes, status_of, wait_for,
-                                     workdir, write_job)
+                                     wait_state, workdir, write_job)
 from tests.train.support import synthetic_rows, tiny_args, write_csv
 
 PARAMS = {"--lr": [0.001, 0.002], "--batch-size": [8, 16]}
@@ -135,3 +135,31 @@ def test_ctrl_c_follows_no_more_and_cancel_ends_a_trial_or_the_whole_array(slurm
     assert states == ["cancelled"] * 4, states
     array_id = _sweep_record(slurm_cluster, sweep_id)["array_job_id"]
     assert slurm_cluster.run(["squeue", "-h", "-j", array_id], check=False).stdout.strip() == ""
+
+
+def test_time_limit_warning_requeues_one_array_task_which_runs_again(slurm_cluster, tmp_path):
+    # The trial's own script runs inside the array task: its USR1 trap (the time-limit warning reaches the batch
+    # shell, which exec'd it) requeues that task alone, by the task's own $SLURM_JOB_ID; the ranks checkpoint.
+    job = write_job(tmp_path, name="swpr", nodes=2, args=["--linger", "300", "--on-term", "save:1"])
+    sweep = _sweep_file(tmp_path, output_arg="--out", output_root="probe-requeue", metric="rank",
+                        parameters={"--fail-code": [3]})
+    sweep_id, run_id = "slurm-sweep-requeue", "slurm-sweep-requeue-t0"
+    out = os.path.join(workdir(slurm_cluster), "probe-requeue", run_id)
+    os.makedirs(out)
+    r = kit("submit", job, "--sweep", sweep, "--cluster", cluster_file(slurm_cluster, tmp_path), "--gpus", "0",
+            "--run-id", sweep_id, "--detach", cwd=workdir(slurm_cluster), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert wait_for(lambda: len([n for n in os.listdir(out) if n.startswith("rank")]) == 2, timeout=120)
+    job_id = status_of(slurm_cluster, run_id)["job_id"]
+    slurm_cluster.run(["scancel", "--batch", "--signal=USR1", job_id])
+    assert wait_state(slurm_cluster, job_id, ("PENDING",), timeout=60)
+    assert wait_for(lambda: {"ckpt0", "ckpt1"} <= set(os.listdir(out)), timeout=30), os.listdir(out)
+    s = kit("status", run_id, cwd=workdir(slurm_cluster))
+    assert "state requeued" in s.stdout and "requeued 1 time(s)" in s.stdout, s.stdout
+    slurm_cluster.run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"])
+    batch = os.path.join(workdir(slurm_cluster), "runs", run_id, f"slurm-{job_id}.out")
+    assert wait_for(lambda: "attempt 2 after 1 requeue(s)" in open(batch).read(), timeout=120), open(batch).read()
+    assert wait_state(slurm_cluster, job_id, ("RUNNING",), timeout=60)
+    c = kit("cancel", sweep_id, cwd=workdir(slurm_cluster), timeout=180)
+    assert c.returncode == 0 and "cancelled" in c.stdout, c.stdout + c.stderr
+    assert wait_for(lambda: not probe_processes(slurm_cluster, sweep_id), timeout=30)
