@@ -1,5 +1,6 @@
 """kit submit on the real 2-node SLURM cluster: one world across both hosts, followed to the end."""
 
+import glob
 import json
 import os
 
@@ -20,13 +21,21 @@ def test_two_node_probe_run_ranks_on_two_hosts(slurm_cluster, tmp_path):
     assert sorted(g["rank"] for g in got) == [0, 1]
     assert sorted(g["machine_rank"] for g in got) == [0, 1]
     assert all(g["dist_world"] == 2 and g["allreduce_sum"] == 3.0 for g in got)
-    assert "[node0] probe rank 0/2 ready" in r.stdout and "[node1] probe rank 1/2 ready" in r.stdout
     assert "SLURM job" in r.stderr and "running on n[1-2]" in r.stderr
     st = status_of(slurm_cluster, "slurm-probe")
     assert st["state"] == "succeeded" and st["exit_code"] == 0 and st["node_exit_codes"] == [0, 0]
-    assert sorted(n["host"] for n in st["nodes"]) == ["n1", "n2"]
-    # The script SLURM ran is the plan's, byte for byte (the dry-run prints the same plan).
+    assert [n["host"] for n in st["nodes"]] == ["n1", "n2"]
+    # Rank tags as on every backend, the node number resolved inside each task: rank 0 on n1, rank 1 on n2,
+    # live while following and in `kit logs` (not tagged twice), and each rank teed into its node's directory.
     run_dir = os.path.join(workdir(slurm_cluster), "runs", "slurm-probe")
+    logs = kit("logs", "slurm-probe", cwd=workdir(slurm_cluster))
+    for node, line in ((0, "[node0/rank0] probe rank 0/2 ready"), (1, "[node1/rank1] probe rank 1/2 ready")):
+        assert line in r.stdout.splitlines() and line in logs.stdout.splitlines(), r.stdout
+        assert line in open(os.path.join(run_dir, f"node{node}.log")).read().splitlines()
+        teed = glob.glob(os.path.join(run_dir, f"node{node}.ranks", "*", "attempt_0", "0", "stdout.log"))
+        assert [open(t).read() for t in teed] == [f"probe rank {node}/2 ready\n"], teed
+    assert "[node0/rank1]" not in r.stdout and "[node1/rank0]" not in r.stdout
+    # The script SLURM ran is the plan's, byte for byte (the dry-run prints the same plan).
     dry = kit("submit", job, "--cluster", cluster, "--gpus", "0", "--run-id", "slurm-probe", "--dry-run",
               "--format", "json", cwd=workdir(slurm_cluster))
     planned = json.loads(dry.stdout)["files"]["runs/slurm-probe/job.sbatch"]
