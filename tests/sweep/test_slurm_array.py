@@ -40,12 +40,17 @@ def test_a_sweep_is_one_job_array_of_two_node_trials(slurm_cluster, tmp_path):
     args = tiny_args(data, tmp_path / "unused", tmp_path / "cache", "--max-steps", "3", "--no-save-model")
     job = write_job(tmp_path, name="swp", nodes=2, args=args, entrypoint={"module": "train"})
     sweep_id = "slurm-sweep"
-    r = kit("submit", job, "--sweep", _sweep_file(tmp_path), "--cluster",
-            cluster_file(slurm_cluster, tmp_path, cpu_threads_per_process=1), "--gpus", "0", "--run-id", sweep_id,
-            cwd=workdir(slurm_cluster), timeout=600)
+    argv = ("submit", job, "--sweep", _sweep_file(tmp_path), "--cluster",
+            cluster_file(slurm_cluster, tmp_path, cpu_threads_per_process=1), "--gpus", "0", "--run-id", sweep_id)
+    dry = kit(*argv, "--dry-run", "--format", "json", cwd=workdir(slurm_cluster))
+    assert dry.returncode == 0, dry.stderr
+    r = kit(*argv, cwd=workdir(slurm_cluster), timeout=600)
     assert r.returncode == 0, r.stderr[-4000:]
     array_id = _sweep_record(slurm_cluster, sweep_id)["array_job_id"]
     assert f"submitted SLURM job array {array_id} (4 trial(s), at most 2 at once)" in r.stderr
+    # SLURM holds exactly the script the dry-run showed.
+    held = slurm_cluster.run(["scontrol", "write", "batch_script", array_id, "-"]).stdout
+    assert held == json.loads(dry.stdout)["array"]["script"]
     # One array job with 4 tasks, nothing else: the sweep was submitted once.
     rows = _array_rows(slurm_cluster, array_id)
     assert rows == {f"{array_id}_{i}": "COMPLETED" for i in range(4)}, rows
