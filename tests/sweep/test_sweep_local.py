@@ -1,0 +1,137 @@
+"""Sweeps on the local backend, for real: a grid of the training module two trials at a time, the table, JSON and
+plot; a crashing parameter value fails its trial only; a re-run skips what succeeded; Ctrl-C and `kit cancel`
+of a running sweep leave no process of any trial."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import yaml
+
+from tests.launcher.localrun import wait_for
+from tests.sweep.sweeprun import (LOCAL_CLUSTER, REPO, kit, probe_job, status_json, sweep_ids, sweep_json,
+                                  trial_leftovers)
+from tests.train.support import synthetic_rows, write_csv
+
+SMALL = ["--model", "tiny", "--vocab-size", "200", "--max-length", "32", "--eval-batch-size", "16",
+         "--resume", "no", "--log-every", "5", "--max-steps", "4", "--no-save-model"]
+
+
+def _train_job(tmp_path, parameters: dict) -> str:
+    """The reference job (jobs/bert_cls.yaml), one process per trial, on a small synthetic dataset."""
+    job = yaml.safe_load(open(os.path.join(REPO, "jobs", "bert_cls.yaml")))
+    data = write_csv(tmp_path / "d.csv", synthetic_rows(160))
+    job.update(procs_per_node=1, args=["--data", str(data), "--cache-dir", str(tmp_path / "cache"), *SMALL],
+               sweep={"method": "grid", "metric": "evals.-1.accuracy", "goal": "max", "parallel": 2,
+                      "parameters": parameters})
+    path = tmp_path / "sweep_job.yaml"
+    path.write_text(yaml.safe_dump(job, sort_keys=False))
+    return str(path)
+
+
+def _submit(tmp_path, job, *extra, timeout=400):
+    return kit("submit", job, "--cluster", LOCAL_CLUSTER, *extra, cwd=tmp_path, timeout=timeout)
+
+
+def _at_most_two_at_once(run_root, run_ids) -> int:
+    spans = []
+    for run_id in run_ids:
+        st = json.load(open(os.path.join(run_root, run_id, "status.json")))
+        spans.append((st["started_at"], st["finished_at"]))
+    return max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
+
+
+def test_grid_of_the_training_module_two_at_a_time_then_a_rerun_skips_it(tmp_path):
+    job = _train_job(tmp_path, {"--lr": [1.0e-3, 3.0e-3], "--batch-size": [8, 16]})
+    r = _submit(tmp_path, job)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    run_root = tmp_path / "runs"
+    (sweep_id,) = sweep_ids(run_root)
+    trials = [f"{sweep_id}-t{i}" for i in range(4)]
+    assert r.stderr.count("started as run") == 4 and r.stderr.count(" succeeded after ") == 4, r.stderr
+    assert _at_most_two_at_once(run_root, trials) == 2
+
+    view = status_json(tmp_path, sweep_id)
+    assert [t["state"] for t in view["trials"]] == ["succeeded"] * 4
+    scores = {t["run_id"]: t["metric"] for t in view["trials"]}
+    assert all(isinstance(v, float) and 0 <= v <= 1 for v in scores.values())
+    assert view["best"] == max(scores, key=scores.get) and view["state"] == "succeeded"
+    # Each metric is the trial's own last validation accuracy.
+    for t in view["trials"]:
+        metrics = json.load(open(tmp_path / "outputs" / t["run_id"] / "metrics.json"))
+        assert metrics["evals"][-1]["accuracy"] == t["metric"]
+        assert metrics["args"]["lr"] == t["params"]["--lr"] and metrics["args"]["batch_size"] == t["params"][
+            "--batch-size"]
+    text = kit("sweep", "status", cwd=tmp_path).stdout
+    best_row = next(line for line in text.splitlines() if line.startswith(f"{trials.index(view['best'])} *"))
+    assert "succeeded" in best_row and f"{scores[view['best']]:.4f}" in best_row
+    assert "* best: trial" in text
+    assert kit("status", sweep_id, cwd=tmp_path).stdout == text
+    png = run_root / sweep_id / "sweep.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    listed = kit("runs", cwd=tmp_path).stdout
+    assert all(t in listed for t in trials) and f"{sweep_id}" in listed and "sweep" in listed
+    assert "state succeeded" in kit("status", trials[0], cwd=tmp_path).stdout
+
+    again = _submit(tmp_path, job)
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.count("succeeded before") == 4 and "started as run" not in again.stderr
+
+
+def test_a_crashing_value_fails_its_trial_only_and_a_rerun_retries_it(tmp_path):
+    job = _train_job(tmp_path, {"--batch-size": [8, -1]})
+    r = _submit(tmp_path, job)
+    assert r.returncode == 1, r.stderr[-3000:]
+    (sweep_id,) = sweep_ids(tmp_path / "runs")
+    view = status_json(tmp_path)
+    assert [t["state"] for t in view["trials"]] == ["succeeded", "failed"]
+    assert view["trials"][1]["exit_code"] == 2 and view["trials"][1]["metric"] is None
+    assert view["best"] == f"{sweep_id}-t0" and view["state"] == "failed"
+    assert "trial 1 (--batch-size=-1) failed" in r.stderr and "bad configuration" in r.stderr
+
+    again = _submit(tmp_path, job)
+    assert again.returncode == 1
+    assert "trial 0 succeeded before" in again.stderr and again.stderr.count("started as run") == 1
+    assert os.path.isdir(tmp_path / "runs" / f"{sweep_id}-t1.attempt1")
+    assert sweep_json(tmp_path / "runs", sweep_id)["state"] == "failed"
+
+
+def _wait_ready(tmp_path, sweep_id, n):
+    def ready():
+        logs = [tmp_path / "runs" / f"{sweep_id}-t{i}" / "node0.log" for i in range(n)]
+        return all(p.exists() and "ready" in p.read_text() for p in logs)
+    assert wait_for(ready, timeout=120), "the trials never started"
+
+
+def test_kit_cancel_of_a_detached_sweep_leaves_no_trial_process(tmp_path):
+    job = probe_job(tmp_path, {"parallel": 2, "parameters": {"--x": [1, 2, 3]}}, args=["--linger", "300"])
+    r = _submit(tmp_path, job, "--detach")
+    assert r.returncode == 0, r.stderr
+    (sweep_id,) = sweep_ids(tmp_path / "runs")
+    _wait_ready(tmp_path, sweep_id, 2)
+    assert trial_leftovers(sweep_id, 3).keys() == {f"{sweep_id}-t0", f"{sweep_id}-t1"}
+    cancel = kit("cancel", sweep_id, cwd=tmp_path, timeout=200)
+    assert cancel.returncode == 0, cancel.stderr
+    assert "no process of any trial is left" in cancel.stdout
+    assert trial_leftovers(sweep_id, 3) == {}
+    view = status_json(tmp_path, sweep_id)
+    assert [t["state"] for t in view["trials"]] == ["cancelled", "cancelled", "not run"]
+    assert view["state"] == "cancelled"
+    assert "nothing to cancel" in kit("cancel", sweep_id, cwd=tmp_path).stdout
+
+
+def test_ctrl_c_of_a_sweep_stops_every_trial(tmp_path):
+    job = probe_job(tmp_path, {"parallel": 2, "parameters": {"--x": [1, 2, 3]}}, args=["--linger", "300"])
+    proc = subprocess.Popen([sys.executable, "-m", "launcher", "submit", job, "--cluster", LOCAL_CLUSTER],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert wait_for(lambda: sweep_ids(tmp_path / "runs"), timeout=60)
+    (sweep_id,) = sweep_ids(tmp_path / "runs")
+    _wait_ready(tmp_path, sweep_id, 2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-3000:]
+    assert trial_leftovers(sweep_id, 3) == {}
+    assert "stopping sweep" in err and err.count(" cancelled after ") == 2
+    assert "state cancelled" in out.splitlines()[0]
