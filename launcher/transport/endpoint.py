@@ -40,7 +40,8 @@ def _config_lookup(name: str, config_file: Optional[str]) -> dict:
     path = os.path.expanduser(config_file or DEFAULT_CONFIG)
     if not os.path.isfile(path):
         return {}
-    import paramiko
+    from launcher.transport import load_paramiko
+    paramiko = load_paramiko()
     return paramiko.SSHConfig.from_path(path).lookup(name)
 
 

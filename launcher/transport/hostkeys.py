@@ -40,7 +40,8 @@ class Accepted:
         self._lock = threading.Lock()
 
     def policy(self, endpoint: Endpoint, note):
-        import paramiko
+        from launcher.transport import load_paramiko
+        paramiko = load_paramiko()
         accepted = self
 
         class AcceptAndRecord(paramiko.MissingHostKeyPolicy):

@@ -115,7 +115,8 @@ def _sock_via_jump(endpoint: Endpoint, accepted: Accepted):
 
 def connect(endpoint: Endpoint, accepted: Accepted) -> Connection:
     """Connect and authenticate, or raise KitError with one line naming the host."""
-    import paramiko
+    from launcher.transport import load_paramiko
+    paramiko = load_paramiko()
     client = paramiko.SSHClient()
     load_known_hosts(client, endpoint)
     client.set_missing_host_key_policy(accepted.policy(endpoint, _note) if endpoint.accept_new
@@ -136,7 +137,8 @@ def connect(endpoint: Endpoint, accepted: Accepted) -> Connection:
 
 
 def _explain(endpoint: Endpoint, e: Exception) -> str:
-    import paramiko
+    from launcher.transport import load_paramiko
+    paramiko = load_paramiko()
     if isinstance(e, paramiko.BadHostKeyException):
         return changed_key_message(endpoint)
     if isinstance(e, paramiko.AuthenticationException):
