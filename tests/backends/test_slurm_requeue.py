@@ -30,7 +30,8 @@ def _log(run_dir) -> str:
 
 def _steps_this_attempt(run_dir) -> int:
     text = _log(run_dir).split("resumed from")[-1]
-    return max((int(n) for n in re.findall(r"^step (\d+)/", text, re.M)), default=0)
+    # Rank 0's logged step lines, tagged [node0/rank0] as on every backend.
+    return max((int(n) for n in re.findall(r"^\[node0/rank0\] step (\d+)/", text, re.M)), default=0)
 
 
 def _requeued_then_released(slurm_cluster, job_id, restarts):
