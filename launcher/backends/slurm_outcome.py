@@ -26,12 +26,20 @@ def describe(info: JobInfo) -> str:
     return text
 
 
-def _node_argv(status: dict) -> list:
-    """Node 0's argv from the record's plan.json: what the job runs decides what its exit codes mean."""
+def _planned(status: dict) -> dict:
+    """The record's plan.json ({} when unreadable): node 0's argv (what the job runs decides what its exit codes
+    mean) and the world (how many ranks each node's teed rank logs hold)."""
     try:
         with open(os.path.join(status["path"], "plan.json"), encoding="utf-8") as f:
-            return json.load(f)["nodes"][0]["argv"]
-    except (OSError, ValueError, KeyError, IndexError):
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _node_argv(plan: dict) -> list:
+    try:
+        return plan["nodes"][0]["argv"]
+    except (KeyError, IndexError, TypeError):
         return []
 
 
@@ -44,7 +52,11 @@ def _first_failure(where, status: dict, codes: list) -> Optional[Failure]:
     hosts = [n.get("host", "?") for n in status.get("nodes", [])]
     host = hosts[rank] if rank < len(hosts) else "?"
     log = read_log(os.path.join(status["path"], f"node{rank}.log"))
-    return summarize(rank, host, codes[rank], log, known_codes(_node_argv(status)))
+    plan = _planned(status)
+    # The rank's own teed stderr names its error reliably; the node log interleaves its stdout and stderr.
+    return summarize(rank, host, codes[rank], log, known_codes(_node_argv(plan)),
+                     ranks_dir=os.path.join(status["path"], f"node{rank}.ranks"),
+                     procs_per_node=plan.get("world", {}).get("procs_per_node", 1))
 
 
 def budget_spent(batch_text: str) -> Optional[str]:
