@@ -42,3 +42,17 @@ def test_two_node_probe_run_ranks_on_two_hosts(slurm_cluster, tmp_path):
     assert open(os.path.join(run_dir, "job.sbatch")).read() == planned
     # Once the controller forgets the job (MinJobAge), submitit's sacct watcher is what kit asks.
     assert wait_for(lambda: sacct_state(run_dir, st["job_id"]) == "COMPLETED", timeout=30)
+
+
+def test_failing_rank_is_summarized_from_its_own_tagged_output(slurm_cluster, tmp_path):
+    """The same one-line summary as the other backends: node, host, rank, the rank's own code and its last words
+    (from its teed stderr, which the node log interleaves with its stdout)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    job = write_job(tmp_path, nodes=2, procs=1, args=["--out", str(out), "--fail-rank", "1", "--fail-code", "4",
+                                                      "--fail-message", "bad data: row 7"])
+    r = kit("submit", job, "--cluster", cluster_file(slurm_cluster, tmp_path), "--gpus", "0", "--run-id",
+            "slurm-fail", cwd=workdir(slurm_cluster), timeout=240)
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "kit: run slurm-fail failed: node 1 (n2) rank 1 exited 4 (exit code 4): bad data: row 7" in r.stderr
+    assert "[node1/rank1] bad data: row 7" in r.stdout.splitlines()
