@@ -3,6 +3,7 @@ each trial's record holds its array task's job id (`<array id>_<index>`), so `ki
 go through the SLURM backend as for any single run. The sweep driver calls `run_array` for SLURM clusters."""
 
 import os
+import subprocess
 import sys
 import time
 
@@ -44,7 +45,6 @@ def _write_trials(plan, record, todo, resolved_job, resolved_cluster, workdir) -
 
 
 def _sbatch(plan, argv, workdir: str) -> str:
-    import subprocess
     first = plan.trials[0].plan
     node = first.nodes[0]
     # sbatch's environment reaches every task (SLURM exports it): the inherited one plus the secret values,

@@ -29,7 +29,9 @@ def _refresh(backend, trial: runs.RunRecord) -> tuple[str, str]:
     """(state, SLURM's line) of one trial now; a finished task's end state and exit code go into its record."""
     status = trial.read_status()
     if not status.get("job_id"):
-        return status.get("state", "not started"), ""
+        # Never submitted (kit stopped before sbatch answered): nothing of it runs anywhere.
+        state = status.get("state", "not started")
+        return ("not submitted" if state in ACTIVE else state), ""
     state, line = backend.current_state(status)
     if state == "running" and not status.get("started_at"):
         # When its array task was first seen running: the trial's duration leaves out its wait in the queue.
