@@ -60,7 +60,7 @@ def _read_probe(plan: LaunchPlan, node: NodePlan, result: CheckResult):
                       f"(exit {result.returncode}): {last}")
     if said.get("port", "free").startswith("busy"):
         return (f"{where}: master port {plan.world.master_port} is in use on the master host; "
-                      f"pick another with --port")
+                f"pick another with --port")
     return None
 
 
