@@ -138,7 +138,9 @@ class LoginHost:
         self._sftp = None
 
     def _connection(self):
-        if self._conn is None or not self._conn.alive():
+        if self._conn is not None and not self._conn.alive():
+            self._drop()
+        if self._conn is None:
             from launcher.transport.hostkeys import Accepted
             from launcher.transport.ssh import connect
             try:
@@ -147,6 +149,12 @@ class LoginHost:
                 raise KitError(f"slurm.login_host: {e}") from None
             self._sftp = None
         return self._conn
+
+    def _drop(self) -> None:
+        """Forget a broken connection (closed, so paramiko's thread ends); the next call logs in again."""
+        if self._conn is not None:
+            self._conn.close()
+        self._conn = self._sftp = None
 
     def reach(self) -> None:
         self._connection()
@@ -167,7 +175,7 @@ class LoginHost:
         except KitError:
             raise
         except Exception as e:   # a dropped connection or a timeout on the channel
-            self._conn = None
+            self._drop()
             raise CommandError(f"{self.where}: {e or type(e).__name__}") from None
         return Result(code, out, err)
 
@@ -185,7 +193,7 @@ class LoginHost:
         except KitError:
             raise
         except Exception as e:
-            self._conn = self._sftp = None
+            self._drop()
             raise CommandError(f"{self.where}: SFTP: {e or type(e).__name__}") from None
 
     def absolute(self, path: str) -> str:
@@ -217,7 +225,12 @@ class LoginHost:
         return self._file_op(lambda sftp: sftp.listdir(path), [])
 
     def write(self, path: str, content: str) -> None:
-        self._connection().put(path, content)
+        try:
+            self._connection().put(path, content)
+        except KitError:
+            raise
+        except Exception as e:   # paramiko's IOError (no such directory, no permission) or a lost connection
+            raise CommandError(f"{self.where}: cannot write {path}: {e or type(e).__name__}") from None
 
     def accounting_state(self, folder: str, job_id: str) -> str:
         """submitit's watcher runs sacct on this machine only: ask sacct on the login host the same question."""
