@@ -32,7 +32,7 @@ def _parsers(parser: argparse.ArgumentParser):
 
 def test_no_parser_guesses_abbreviations():
     parsers = list(_parsers(build_parser()))
-    assert len(parsers) == 7  # kit + submit, status, logs, cancel, runs, doctor
+    assert len(parsers) == 9  # kit + submit, status, logs, cancel, runs, doctor, sweep, sweep status
     assert all(p.allow_abbrev is False for p in parsers)
 
 
