@@ -52,8 +52,8 @@ class SlurmBackend:
         _added_env(plan)
 
     def _submit(self, plan: LaunchPlan, record: RunRecord) -> str:
-        workdir = self.where.absolute(self.workdir)
         try:
+            workdir = self.where.absolute(self.workdir)
             for rel, content in sorted(plan.files.items()):
                 self.where.write(os.path.join(workdir, rel), content)
             r = self.where.run(list(plan.submission.argv), cwd=workdir, env=_added_env(plan), drop=plan.inherit,
