@@ -31,6 +31,11 @@ def _panel(ax, name: str, spec_param, points: list, best, metric: str) -> None:
         ax.scatter(xs, [m for _, m in points])
         if _log_axis(spec_param, xs):
             ax.set_xscale("log")
+        values = sorted(set(xs))
+        if len(values) <= 8:  # a grid's few values: tick exactly those, uncluttered by log minor labels
+            from matplotlib.ticker import NullFormatter
+            ax.set_xticks(values, [f"{v:g}" for v in values])
+            ax.xaxis.set_minor_formatter(NullFormatter())
         if best is not None:
             ax.scatter([_number(best[0])], [best[1]], marker="*", s=200, color="tab:red", label="best")
     else:  # categories, in the order the sweep lists them

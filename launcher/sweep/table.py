@@ -105,7 +105,8 @@ def render_text(view: dict) -> str:
              f"metric {view['metric']} ({view['goal']})", *_table(header, rows)]
     best = next((r for r in view["trials"] if r["run_id"] == view["best"]), None)
     if best is not None:
-        lines.append(f"* best: trial {best['index']} (run {best['run_id']}): {describe(best['params'])}; "
+        params = {n: best["params"][n] for n in names}
+        lines.append(f"* best: trial {best['index']} (run {best['run_id']}): {describe(params)}; "
                      f"{view['metric']} {metric_text(best['metric'])}")
     else:
         lines.append(f"no best trial yet: no succeeded trial has {view['metric']}")
