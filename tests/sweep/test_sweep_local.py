@@ -52,6 +52,10 @@ def test_grid_of_the_training_module_two_at_a_time_then_a_rerun_skips_it(tmp_pat
     trials = [f"{sweep_id}-t{i}" for i in range(4)]
     assert r.stderr.count("started as run") == 4 and r.stderr.count(" succeeded after ") == 4, r.stderr
     assert _at_most_two_at_once(run_root, trials) == 2
+    # Each trial ran exactly the plan its dry-run shows.
+    dry = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--dry-run", "--format", "json", cwd=tmp_path)
+    for run_id, plan in json.loads(dry.stdout)["trial_plans"].items():
+        assert json.load(open(run_root / run_id / "plan.json")) == plan
 
     view = status_json(tmp_path, sweep_id)
     assert [t["state"] for t in view["trials"]] == ["succeeded"] * 4
