@@ -7,8 +7,11 @@ another, so what each trial gets (GPUs, hosts, port) is fixed at plan time and t
 * ssh: with H hosts and trials of m nodes, H // m disjoint host sets; lane k runs on set k % sets. CPU trials
   beyond that share hosts; GPU trials never do (lanes are capped at the number of sets).
 * slurm: the job array's `%parallel` does it; every lane keeps the cluster as it is.
-A fixed master port is spread over the lanes (base + lane); a per-run port differs per run id already."""
+Trials of different lanes may run at once on one host, so each lane gets its own master port: a fixed port
+becomes port + lane; a `{base, span}` policy gives lane k base + (crc32(sweep id) + k) % span, so two trials of
+the sweep never draw the same port (per-run-id ports would clash once in `span` pairs)."""
 
+import zlib
 from dataclasses import dataclass
 
 from launcher.spec.cluster import ClusterSpec
@@ -29,10 +32,16 @@ def _gpus(job: JobSpec, cluster: ClusterSpec) -> int:
     return job.gpus_per_node if job.gpus_per_node is not None else cluster.gpus_per_node
 
 
-def _with_port(cluster: ClusterSpec, lane: int, count: int) -> ClusterSpec:
-    if count == 1 or not isinstance(cluster.master_port, int):
+def _with_port(cluster: ClusterSpec, lane: int, count: int, sweep_id: str) -> ClusterSpec:
+    policy = cluster.master_port
+    if count == 1 or cluster.backend == "slurm":
         return cluster
-    return cluster.model_copy(update={"master_port": cluster.master_port + lane})
+    if isinstance(policy, int):
+        return cluster.model_copy(update={"master_port": policy + lane})
+    if policy.span < count:
+        return cluster
+    port = policy.base + (zlib.crc32(sweep_id.encode()) + lane) % policy.span
+    return cluster.model_copy(update={"master_port": port})
 
 
 def _local(cluster: ClusterSpec, jobs: list[JobSpec], parallel: int) -> Lanes:
@@ -66,7 +75,7 @@ def _ssh(cluster: ClusterSpec, jobs: list[JobSpec], parallel: int) -> Lanes:
     return Lanes(tuple(clusters), tuple(placement))
 
 
-def plan_lanes(cluster: ClusterSpec, jobs: list[JobSpec], parallel: int) -> Lanes:
+def plan_lanes(cluster: ClusterSpec, jobs: list[JobSpec], parallel: int, sweep_id: str) -> Lanes:
     """`cluster` and `jobs` (one per trial) with the command line's overrides already applied."""
     if cluster.backend == "local":
         lanes = _local(cluster, jobs, parallel)
@@ -75,4 +84,5 @@ def plan_lanes(cluster: ClusterSpec, jobs: list[JobSpec], parallel: int) -> Lane
     else:
         count = min(parallel, len(jobs))
         lanes = Lanes((cluster,) * count, ("",) * count)
-    return Lanes(tuple(_with_port(c, k, lanes.count) for k, c in enumerate(lanes.clusters)), lanes.placement)
+    return Lanes(tuple(_with_port(c, k, lanes.count, sweep_id) for k, c in enumerate(lanes.clusters)),
+                 lanes.placement)

@@ -91,7 +91,8 @@ def plan_sweep(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: O
     expanded = expand(spec)
     outputs = [posixpath.join(spec.output_root, f"{sweep_id}-t{t.index}") for t in expanded]
     tjobs = [trial_job(job, spec, t, out) for t, out in zip(expanded, outputs)]
-    lanes = plan_lanes(resolved_cluster, [apply_overrides(j, cluster, overrides)[0] for j in tjobs], spec.parallel)
+    lanes = plan_lanes(resolved_cluster, [apply_overrides(j, cluster, overrides)[0] for j in tjobs], spec.parallel,
+                       sweep_id)
     trials = []
     for trial, output_dir, tjob in zip(expanded, outputs, tjobs):
         run_id, lane = f"{sweep_id}-t{trial.index}", trial.index % lanes.count

@@ -82,6 +82,9 @@ def test_local_gpu_trials_never_share_a_gpu(tmp_path):
         gpus[trial["index"]] = argv[argv.index("--gpu_ids") + 1]
         assert trial["placement"] == f"gpus {gpus[trial['index']]}"
     assert gpus == {0: "2,3", 1: "4,5", 2: "6,7", 3: "2,3", 4: "4,5"}
+    # Trials that may run at once never draw the same rendezvous port.
+    ports = [plan["trial_plans"][t["run_id"]]["world"]["master_port"] for t in plan["trials"]]
+    assert len(set(ports[:3])) == 3 and ports[3:] == ports[:2]
     # A trial needing every GPU runs alone.
     plan = _dry_run_json(tmp_path, cluster, sweep, "--gpus", "6")
     assert plan["lanes"] == 1
