@@ -73,8 +73,19 @@ def _follow(record: runs.RunRecord, node) -> None:
         time.sleep(FOLLOW_POLL)
 
 
+def _refuse_sweep(args) -> None:
+    """A sweep has no logs of its own: each trial is a run with its own."""
+    from launcher.sweep.record import find_sweep, is_sweep
+    if args.run_id and is_sweep(args.run_root, args.run_id):
+        trials = [t["run_id"] for t in find_sweep(args.run_root, args.run_id).read().get("trials", [])]
+        shown = ", ".join(trials[:3]) + (", ..." if len(trials) > 3 else "")
+        raise KitError(f"{args.run_id} is a sweep; its logs are its trials': kit logs <trial> ({shown}); "
+                       f"kit sweep status {args.run_id} lists them")
+
+
 def logs(args) -> int:
     from launcher.commands.records import _record
+    _refuse_sweep(args)
     record = _record(args)
     _fetch(record)
     paths = _node_logs(record, args.node) if args.node is not None else None

@@ -94,6 +94,9 @@ def test_a_crashing_value_fails_its_trial_only_and_a_rerun_retries_it(tmp_path):
     assert view["trials"][1]["exit_code"] == 2 and view["trials"][1]["metric"] is None
     assert view["best"] == f"{sweep_id}-t0" and view["state"] == "failed"
     assert "trial 1 (--batch-size=-1) failed" in r.stderr and "bad configuration" in r.stderr
+    # A sweep's logs are its trials': one line that names them.
+    logs = kit("logs", sweep_id, cwd=tmp_path)
+    assert logs.returncode == 2 and logs.stderr.count("\n") == 1 and f"kit logs <trial> ({sweep_id}-t0" in logs.stderr
 
     again = _submit(tmp_path, job)
     assert again.returncode == 1
