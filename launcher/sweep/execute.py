@@ -12,6 +12,7 @@ from launcher.errors import KitError
 from launcher.preflight import preflight
 from launcher.supervise import tree
 from launcher.supervise.console import Console
+from launcher.sweep import forked
 from launcher.sweep.driver import Driver
 from launcher.sweep.record import open_sweep
 from launcher.sweep.trial_proc import TrialContext
@@ -63,17 +64,12 @@ def _detach(plan, record, ctx: TrialContext, root_arg: str) -> int:
     code = 1
     try:
         os.setsid()
-        console = os.open(record.file("console.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        null = os.open(os.devnull, os.O_RDONLY)
-        for fd, target in ((null, 0), (console, 1), (console, 2)):
-            os.dup2(fd, target)
+        forked.output_to(record.file("console.log"))
         code = Driver(plan, record, ctx, Console(sys.stdout, sys.stderr)).run()
     except BaseException:
         traceback.print_exc()
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        forked.leave(code)
 
 
 def run_sweep(plan, job, cluster, resolved_job, resolved_cluster, args) -> int:

@@ -18,7 +18,7 @@ from launcher.backends import get_backend
 from launcher.commands.outcome import outcome_line
 from launcher.errors import KitError
 from launcher.preflight import preflight
-from launcher.sweep import metrics
+from launcher.sweep import forked, metrics
 from launcher.sweep.trials import Trial, trial_job
 
 
@@ -122,14 +122,9 @@ def start_trial(trial, ctx: TrialContext, console_path: str, close_fds=()) -> tu
         os.close(write_fd)
         for fd in close_fds:  # the other trials' pipes: each must see EOF only when the driver is gone
             os.close(fd)
-        null = os.open(os.devnull, os.O_RDONLY)
-        console = os.open(console_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        for fd, target in ((null, 0), (console, 1), (console, 2)):
-            os.dup2(fd, target)
+        forked.output_to(console_path, truncate=True)
         code = _run(trial, ctx, read_fd)
     except BaseException:
         traceback.print_exc()
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        forked.leave(code)
