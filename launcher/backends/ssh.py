@@ -122,12 +122,15 @@ class SshBackend:
         return outcome.code, outcome.state, failure
 
     def _failure(self, plan, record, outcome, nodes):
+        from launcher.backends.ssh_failure import explained_elsewhere
         node = plan.nodes[outcome.first_failed]
         code = outcome.node_codes[outcome.first_failed]
-        text = read_log(record.file(posixpath.basename(node.log)))
+        logs = [read_log(record.file(posixpath.basename(n.log))) for n in plan.nodes]
+        text = logs[outcome.first_failed]
         if nodes[outcome.first_failed].lost:
             text += f"kit: the SSH connection to host {node.host} was lost\n"
-        return summarize(node.machine_rank, node.host, code, text, known_codes(node.argv))
+        known = known_codes(node.argv)
+        return explained_elsewhere(summarize(node.machine_rank, node.host, code, text, known), known, logs)
 
     def _upload(self, plan: LaunchPlan) -> None:
         """The plan's files each node needs, and the watchdog, into the node's workdir (SFTP, hosts in parallel)."""
