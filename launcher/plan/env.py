@@ -34,6 +34,9 @@ def node_env(job: JobSpec, cluster: ClusterSpec, shape: Shape, run_id: str) -> d
         # thins them to one per 30 s in logs and pipes (torchrun tees worker output, so no rank sees a tty).
         "KIT_PROGRESS": "redraw",
     })
+    # torchrun tees every rank's output into files, and Python block-buffers stdout to a file: a script that
+    # prints without flushing would reach the console and `kit logs --follow` in 8 KiB lumps or at its exit.
+    env.setdefault("PYTHONUNBUFFERED", "1")
     # accelerate's own channel for accumulation, under every strategy: the DeepSpeed JSON carries the same number
     # (or "auto", which accelerate fills from this), so the training loop never counts with another one.
     env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = str(shape.gradient_accumulation_steps)

@@ -3,11 +3,14 @@
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import time
 
-from tests.launcher.localrun import LOCAL_CLUSTER, pids_of_run, write_job
+import yaml
+
+from tests.launcher.localrun import LOCAL_CLUSTER, PROBE, pids_of_run, wait_for, write_job
 
 
 def test_closed_output_pipe_never_stalls_the_run(tmp_path):
@@ -52,3 +55,24 @@ def test_progress_bar_moves_live_when_kit_writes_to_a_terminal(tmp_path):
     assert "step 40/40" in text
     log = (tmp_path / "runs" / "tty" / "node0.log").read_text()
     assert "step 1/40" in log and "step 40/40" not in log  # the log keeps one redraw per 30 s
+
+
+def test_a_rank_that_prints_without_flushing_is_seen_at_once(tmp_path):
+    """kit's submitter may have no PYTHONUNBUFFERED; the plan sets it, so a plain print() reaches the log live."""
+    script = os.path.join(os.path.dirname(PROBE), "quiet_printer.py")
+    job = tmp_path / "quiet.yaml"
+    job.write_text(yaml.safe_dump({"name": "quiet", "entrypoint": {"script": script}, "nodes": 1,
+                                   "procs_per_node": 2}))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.Popen([sys.executable, "-m", "launcher", "submit", str(job), "--cluster", LOCAL_CLUSTER,
+                             "--run-id", "quiet-run"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        log = tmp_path / "runs" / "quiet-run" / "node0.log"
+        said = lambda: log.exists() and log.read_text().count("says hello without flushing") == 2  # noqa: E731
+        assert wait_for(said, timeout=90), log.read_text() if log.exists() else "no node log"
+        assert proc.poll() is None and pids_of_run("quiet-run"), "the ranks must still be running"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+    assert wait_for(lambda: not pids_of_run("quiet-run"), timeout=30)
