@@ -38,11 +38,11 @@ srun --output={out}/node%n.log bash -c 'export ACCELERATE_USE_CPU=1 TOKENIZERS_P
 MASTER=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1); \
 exec {python} -m accelerate.commands.launch --multi_gpu --num_machines 2 --machine_rank $SLURM_NODEID \
 --main_process_ip $MASTER --main_process_port {port} --num_processes 2 --rdzv_backend static --same_network \
---mixed_precision no --num_cpu_threads_per_process {threads} -m train {args}'
+--mixed_precision no {threads}-m train {args}'
 """
-# Both launch with one CPU thread per process. Left to accelerate, kit's launch (its YAML says use_cpu) would
-# take a thread per physical core and the hand-written one (no --cpu) one thread: on this harness both "hosts"
-# share the same cores, so that would compare thread counts, not launchers.
+# Both launch with one CPU thread per process (--threads). Left to accelerate (--threads 0), kit's launch (its
+# YAML says use_cpu) takes a thread per physical core and the hand-written one (no --cpu) one thread: on this
+# harness both "hosts" share the same cores, so that compares thread counts, not launchers.
 THREADS = 1
 
 
@@ -75,12 +75,13 @@ def _train_args(base: Path, name: str) -> list[str]:
                      "--no-save-model")
 
 
-def time_hand(h, base: Path, i: int) -> dict:
+def time_hand(h, base: Path, i: int, threads: int) -> dict:
     out = base / f"hand-{i}"
     out.mkdir()
     script = out / "job.sbatch"
     args = " ".join(_train_args(base, f"hand-{i}"))
-    script.write_text(HAND.format(out=out, python=sys.executable, port=29400 + i, threads=THREADS, args=args))
+    script.write_text(HAND.format(out=out, python=sys.executable, port=29400 + i, args=args,
+                                   threads=f"--num_cpu_threads_per_process {threads} " if threads else ""))
     started = time.time()
     job = h.slurm.run(["sbatch", "--parsable", str(script)]).stdout.strip()
     seen = {"started": 0.0, "submitted": time.time() - started, **_milestones(out, started)}
@@ -113,6 +114,7 @@ def _wait_gone(h, job: str) -> None:
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--repeats", type=int, default=4)
+    p.add_argument("--threads", type=int, default=THREADS, help="CPU threads per process for both; 0: accelerate's")
     args = p.parse_args()
     runs = {"hand": [], "kit": []}
     with harness(2, ssh=False, slurm=True) as h:
@@ -120,12 +122,16 @@ def main() -> int:
         base = Path(h.bed.path("bench"))
         base.mkdir()
         os.makedirs(h.bed.path("work"), exist_ok=True)
-        cluster = slurm_cluster_config(h.slurm, base / "cluster.yaml", python=sys.executable,
-                                       cpu_threads_per_process=THREADS)
-        time_hand(h, base, 99)   # the first job after slurmctld starts waits ~3 s: keep it out of the figures
+        threads = {"cpu_threads_per_process": args.threads} if args.threads else {}
+        cluster = slurm_cluster_config(h.slurm, base / "cluster.yaml", python=sys.executable, **threads)
+        time_hand(h, base, 99, args.threads)   # the first job after slurmctld starts waits ~3 s: not counted
+        load = os.getloadavg()[0]
         for i in range(args.repeats):
-            runs["hand"].append(time_hand(h, base, i))
-            runs["kit"].append(time_kit(h, base, i, cluster))
+            # Pairs alternate which goes first, so a load that rises or falls during the run favours neither.
+            for name in ("hand", "kit") if i % 2 == 0 else ("kit", "hand"):
+                runs[name].append(time_hand(h, base, i, args.threads) if name == "hand"
+                                  else time_kit(h, base, i, cluster))
+        load = max(load, os.getloadavg()[0])
     print("medians in seconds; split: sbatch, queue wait, node start, rendezvous (see the docstring)")
     print(f"{'':>5} {'sbatch':>7} {'queue':>7} {'node':>7} {'rdzv':>7} {'1st line':>9} {'1st step':>9}")
     med = {}
@@ -136,6 +142,9 @@ def main() -> int:
               + f" {med[name]['first line']:>9.2f} {med[name]['first step']:>9.2f}")
     for name, rows in runs.items():
         print(f"{name:>5} first step, each run: " + " ".join(f"{r['first step']:.2f}" for r in rows))
+    pairs = sorted(k["first step"] / m["first step"] for m, k in zip(runs["hand"], runs["kit"]))
+    print(f"kit / hand per pair: {' '.join(f'{r:.2f}' for r in pairs)} (median {statistics.median(pairs):.2f}); "
+          f"1-minute load average up to {load:.1f} on {os.cpu_count()} CPUs")
     ratio = med["kit"]["first step"] / med["hand"]["first step"]
     print(f"submit to first step, kit / hand: {ratio:.2f} (target <= {TARGET}): "
           + ("met" if ratio <= TARGET else "MISSED"))
