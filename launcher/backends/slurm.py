@@ -14,7 +14,7 @@ from launcher.backends.slurm_files import copy_node_logs
 from launcher.backends.slurm_outcome import describe, failure_of, final_fields
 from launcher.backends.slurm_query import hostnames, query
 from launcher.backends.slurm_where import CommandError, login_fields, where_for, where_from_status
-from launcher.commands.logs import print_new_lines
+from launcher.commands.logs import flush_held, print_new_lines
 from launcher.errors import KitError
 from launcher.plan.model import LaunchPlan
 from launcher.render.slurm import DEFAULT_MAX_REQUEUES
@@ -91,7 +91,7 @@ class SlurmBackend:
 
     def _follow(self, record: RunRecord) -> dict:
         status = record.read_status()
-        offsets, pending, said = {}, {}, None
+        offsets, pending, noise, said = {}, {}, {}, None
         while True:
             info = query(self.where, record.path, status["job_id"])
             if describe(info) != said and not info.finished:
@@ -99,8 +99,9 @@ class SlurmBackend:
                 print(f"kit: {said}", file=sys.stderr, flush=True)
                 status = _note(self.where, record, info)
             copy_node_logs(self.where, status, record.path)
-            print_new_lines(record, None, offsets, pending)
+            print_new_lines(record, None, offsets, pending, noise)
             if info.finished:
+                flush_held(noise)
                 status = _note(self.where, record, info)
                 fields = final_fields(self.where, status, info)
                 record.update_status(**fields, finished_at=time.time())

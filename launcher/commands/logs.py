@@ -8,6 +8,7 @@ from launcher import runs
 from launcher.errors import KitError
 from launcher.plan.tags import is_tagged, node_tag
 from launcher.supervise import liveness
+from launcher.supervise.noise import NoiseFilter
 
 FOLLOW_POLL = 0.3
 
@@ -38,8 +39,10 @@ def _still_running(record: runs.RunRecord) -> bool:
     return state in liveness.ACTIVE + QUEUED
 
 
-def print_new_lines(record: runs.RunRecord, node, offsets: dict, pending: dict) -> None:
-    """The node logs' complete lines written since the last call, tagged like the live console."""
+def print_new_lines(record: runs.RunRecord, node, offsets: dict, pending: dict, noise=None) -> None:
+    """The node logs' complete lines written since the last call, tagged like the live console. With `noise`
+    (a dict, one NoiseFilter per log kept in it), the launcher's tracebacks, tables and log lines stay in the
+    logs, as on the local backend's console; without it every line is shown (`kit logs`)."""
     for rank, path in _node_logs(record, node) if os.path.isdir(record.path) else []:
         with open(path, "rb") as f:
             f.seek(offsets.get(path, 0))
@@ -48,8 +51,17 @@ def print_new_lines(record: runs.RunRecord, node, offsets: dict, pending: dict) 
         *lines, pending[path] = data.split(b"\n")
         for raw in lines:
             line = raw.decode("utf-8", errors="replace")
-            sys.stdout.write((line if is_tagged(line, rank) else f"{node_tag(rank)} {line}") + "\n")
+            line = line if is_tagged(line, rank) else f"{node_tag(rank)} {line}"
+            shown = [line] if noise is None else noise.setdefault(path, NoiseFilter()).feed(line)
+            sys.stdout.write("".join(ln + "\n" for ln in shown))
         sys.stdout.flush()
+
+
+def flush_held(noise: dict) -> None:
+    """What the noise filters still hold at the end of a run (a traceback that was the job's own)."""
+    for held in noise.values():
+        sys.stdout.write("".join(ln + "\n" for ln in held.finish()))
+    sys.stdout.flush()
 
 
 def _fetch(record: runs.RunRecord) -> None:
