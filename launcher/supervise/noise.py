@@ -11,6 +11,8 @@ _TAG = re.compile(r"^\[node\d+(?:/rank\d+)?\] ")
 _WORKER_TAG = re.compile(r"^\[node\d+/rank\d+\] ")
 # glog-style lines from torch.distributed (elastic agent, rendezvous): "W1203 12:17:08.089000 5910 torch/...".
 _TORCH_LOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S*torch/distributed/")
+# The agent's C++ c10d store logs: "[W1203 16:44:59.899074247 socket.cpp:207] [c10d] The hostname of ...".
+_C10D_LOG = re.compile(r"^\[[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ [^\]]*\] \[c10d\]")
 _TABLE = re.compile(r"^(=+|-+|Failures:|Root Cause \(first observed failure\):|\[\d+\]:|\s*<NO_OTHER_FAILURES>|"
                     r"\s+(time|host|rank|exitcode|error_file|traceback)\s*:)")
 
@@ -25,7 +27,7 @@ def is_worker_line(line: str) -> bool:
 
 def is_launcher_noise(text: str) -> bool:
     """One untagged launcher line, judged alone."""
-    return bool(_TORCH_LOG.match(text) or _TABLE.match(text) or "ChildFailedError" in text
+    return bool(_TORCH_LOG.match(text) or _C10D_LOG.match(text) or _TABLE.match(text) or "ChildFailedError" in text
                 or "CalledProcessError" in text)
 
 

@@ -141,3 +141,10 @@ def test_the_explanation_need_not_be_the_last_line(tmp_path):
     f = summarize(0, "h", 1, TORCHRUN_FAILURE.replace("rank      : 1", "rank      : 0"),
                   ranks_dir=str(tmp_path / "node0.ranks"), procs_per_node=1)
     assert f.last_line == "bad data: /x.csv:1: missing column 'text'"
+
+
+def test_the_agents_c10d_warnings_stay_off_the_terminal():
+    noise = NoiseFilter()
+    agent = "[node0] [W1203 16:44:59.899074247 socket.cpp:207] [c10d] The hostname of the client socket cannot be retrieved. err=-3"
+    rank = "[node0/rank0] [W1203 16:44:59.899074247 socket.cpp:207] [c10d] a rank's own line is never noise"
+    assert noise.feed(agent) == [] and noise.feed(rank) == [rank]
