@@ -126,20 +126,39 @@ def summarize(node: int, host: str, node_code: int, log_text: str, known: dict =
         if explained:
             words = explained
         elif own:
-            words = own[-1]
+            words = final_words(own)
         elif not _spoke_in_log(lines, node, rank):
             words = _others_said(ranks_dir, node, rank, procs_per_node) or words
     return Failure(node, host, rank, code, meaning(code, known), words)
 
 
+_RANK_PREFIX = re.compile(r"^\[rank\d+\]: ")
+
+
 def _said(ranks_dir: str, local_rank: int, starting: Optional[str] = None):
     """One rank's teed stderr lines (split on "\n" only: progress redraws start with "\r" and are not what the
-    rank said about its error); with `starting`, the last line that starts so, or ""."""
-    said = [ln.strip() for ln in rank_stderr(ranks_dir, local_rank).split("\n") if not ln.startswith("\r")]
-    said = [ln for ln in said if ln and not ln.startswith("Traceback")]
+    rank said about its error; torch's "[rankN]: " prefix dropped); with `starting`, the last line that starts so,
+    or ""."""
+    said = [_RANK_PREFIX.sub("", ln).rstrip() for ln in rank_stderr(ranks_dir, local_rank).split("\n")
+            if not ln.startswith("\r")]
+    said = [ln for ln in said if ln.strip()]
     if starting is None:
         return said
-    return next((ln for ln in reversed(said) if ln.startswith(starting)), "")
+    return next((ln.strip() for ln in reversed(said) if ln.startswith(starting)), "")
+
+
+def final_words(lines: list[str]) -> str:
+    """What a rank said about its error: the exception of its last Python traceback, when it printed one (C++
+    teardown chatter such as "terminate called without an active exception" or a process-group warning often
+    follows it), else its last line."""
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("Traceback (most recent call last):"):
+            for line in lines[i + 1:]:
+                if not line[:1].isspace() and not line.startswith(("During handling", "The above")):
+                    return line.strip()
+            break
+    rest = [ln.strip() for ln in lines if not ln.startswith("Traceback")]
+    return rest[-1] if rest else ""
 
 
 def _spoke_in_log(lines: list[str], node: int, rank: int) -> bool:
@@ -155,7 +174,7 @@ def _others_said(ranks_dir: str, node: int, rank: int, procs_per_node: int, star
     candidates += [(ranks_dir, lr, node * procs_per_node + lr) for lr in range(procs_per_node)]
     for where, local_rank, global_rank in candidates:
         if global_rank != rank and os.path.isdir(where):
-            said = _said(where, local_rank, starting) if starting else (_said(where, local_rank) or [""])[-1]
+            said = _said(where, local_rank, starting) if starting else final_words(_said(where, local_rank))
             if said:
                 return f"rank {global_rank} said: {said}"
     return ""

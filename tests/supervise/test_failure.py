@@ -148,3 +148,19 @@ def test_the_agents_c10d_warnings_stay_off_the_terminal():
     agent = "[node0] [W1203 16:44:59.899074247 socket.cpp:207] [c10d] The hostname of the client socket cannot be retrieved. err=-3"
     rank = "[node0/rank0] [W1203 16:44:59.899074247 socket.cpp:207] [c10d] a rank's own line is never noise"
     assert noise.feed(agent) == [] and noise.feed(rank) == [rank]
+
+
+def test_a_ranks_exception_outranks_the_chatter_after_it(tmp_path):
+    d = tmp_path / "node1.ranks" / "none_a" / "attempt_0" / "0"
+    d.mkdir(parents=True)
+    (d / "stderr.log").write_text(
+        "[rank1]: Traceback (most recent call last):\n"
+        "[rank1]:   File \"/job/probe.py\", line 76, in <module>\n"
+        "[rank1]:     with open(path, \"w\") as f:\n"
+        "[rank1]:          ^^^^^^^^^^^^^^^\n"
+        "[rank1]: FileNotFoundError: [Errno 2] No such file or directory: 'out/rank1.json'\n"
+        "terminate called without an active exception\n")
+    f = summarize(1, "h", 1, TORCHRUN_FAILURE.replace("exitcode  : 4", "exitcode  : -6"), known={},
+                  ranks_dir=str(tmp_path / "node1.ranks"), procs_per_node=1)
+    assert (f.code, f.meaning) == (134, "killed by SIGABRT")
+    assert f.last_line == "FileNotFoundError: [Errno 2] No such file or directory: 'out/rank1.json'"
