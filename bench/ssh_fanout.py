@@ -5,14 +5,16 @@ The node's first setup line stamps the time it started running (only in the real
 node through the watchdog, after kit's checks) and ends the node, so nothing heavy runs after it. pdsh and the
 loop run the same stamp. kit and pdsh alternate, `--repeats` times each (the loop runs once); medians are
 compared. Prints seconds, ratios (kit / pdsh, kit / loop), kit's own CPU seconds per host, and kit's phases
-(connect, preflight, upload, start) from the run record. Target: kit no slower than pdsh at every size; exit 1
+(connect, preflight, upload, start) from the run record. `--baseline DIR` also times another version of kit (the
+`launcher` package under DIR, e.g. `git archive HEAD~3 launcher | tar -x -C DIR`) in the same rotation, so a
+change is compared with what it replaces under the same machine load. Target: kit no slower than pdsh at every size; exit 1
 when missed. First, a 2-node run of the training module: submit to its first step, split into kit start-up,
 connect, preflight, upload, start, and rendezvous (node start to step 1: imports, rendezvous, model, the step).
 
 kit's own modules are byte-compiled first, as a pip install does: this machine sets PYTHONDONTWRITEBYTECODE,
 under which an editable checkout would compile kit's sources again at every start.
 
-    .venv/bin/python bench/ssh_fanout.py [--sizes 2 8 32] [--repeats 3] [--no-train]
+    .venv/bin/python bench/ssh_fanout.py [--sizes 2 8 32] [--repeats 3] [--no-train] [--baseline DIR]
 """
 
 import argparse
@@ -51,9 +53,11 @@ def _fresh(base: Path, name: str) -> Path:
     return d
 
 
-def time_kit(h, base: Path, n: int, attempt: int = 0) -> tuple[float, float, dict]:
-    stamps = _fresh(base, f"kit-stamps-{attempt}")
-    run_id = f"fanout-{n}-{attempt}"
+def time_kit(h, base: Path, n: int, attempt: int = 0, tree=None) -> tuple[float, float, dict]:
+    """kit's time to every node running, its CPU seconds, its phases; `tree`: run the kit found there."""
+    tag = "base" if tree else "kit"
+    stamps = _fresh(base, f"{tag}-stamps-{attempt}")
+    run_id = f"fanout-{tag}-{n}-{attempt}"
     job = base / "job.yaml"
     job.write_text(json.dumps({"name": "fanout", "entrypoint": {"script": "/bin/true"}, "nodes": n,
                                "procs_per_node": 1}))
@@ -61,8 +65,9 @@ def time_kit(h, base: Path, n: int, attempt: int = 0) -> tuple[float, float, dic
     cfg = ssh_cluster_config(h.ssh, base / "cluster.yaml", python=sys.executable, setup=setup)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.time()
+    env = {**os.environ, "PYTHONPATH": str(tree)} if tree else None  # before the editable install's finder
     proc = subprocess.run([sys.executable, "-m", "launcher", "submit", str(job), "--cluster", cfg, "--run-id",
-                           run_id], cwd=h.bed.path("work"), capture_output=True, text=True, timeout=300)
+                           run_id], cwd=h.bed.path("work"), capture_output=True, text=True, timeout=300, env=env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-2000:])
@@ -122,8 +127,11 @@ def main() -> int:
     p.add_argument("--sizes", type=int, nargs="+", default=[2, 8, 32])
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--no-train", action="store_true", help="skip the 2-node submit-to-first-step breakdown")
+    p.add_argument("--baseline", type=Path, help="a directory holding another version's launcher/ to time too")
     args = p.parse_args()
-    compileall.compile_dir(str(REPO / "launcher"), quiet=1)
+    for tree in (REPO, args.baseline):
+        if tree is not None:
+            compileall.compile_dir(str(tree / "launcher"), quiet=1)
     if not args.no_train:
         with harness(2, ssh=True) as h:
             base = Path(h.bed.path("bench"))
@@ -136,17 +144,23 @@ def main() -> int:
         with harness(n, ssh=True) as h:
             base = Path(h.bed.path("bench"))
             base.mkdir()
-            pdsh_runs, kit_runs = [], []
+            pdsh_runs, kit_runs, base_runs = [], [], []
             for attempt in range(args.repeats):
                 pdsh_runs.append(time_pdsh(h, base, n, attempt))
                 kit_runs.append(time_kit(h, base, n, attempt))
+                if args.baseline:
+                    base_runs.append(time_kit(h, base, n, attempt, tree=args.baseline))
             loop = time_loop(h, base, n)
         pdsh = statistics.median(pdsh_runs)
-        kit, cpu, phases = sorted(kit_runs, key=lambda r: r[0])[len(kit_runs) // 2]
-        missed |= kit > pdsh
-        print(f"{n:>5} {kit:>7.2f} {pdsh:>7.2f} {loop:>7.2f} {kit / pdsh:>8.2f} {kit / loop:>8.2f} "
-              f"{cpu / n:>12.3f}  {phases}", flush=True)
+        for label, runs in (("", kit_runs), ("base", base_runs)):
+            if not runs:
+                continue
+            kit, cpu, phases = sorted(runs, key=lambda r: r[0])[len(runs) // 2]
+            missed |= kit > pdsh and not label
+            print(f"{label or n:>5} {kit:>7.2f} {pdsh:>7.2f} {loop:>7.2f} {kit / pdsh:>8.2f} {kit / loop:>8.2f} "
+                  f"{cpu / n:>12.3f}  {phases}", flush=True)
         print(f"{'':>5} each run: kit " + " ".join(f"{r[0]:.2f}" for r in kit_runs)
+              + (("; base " + " ".join(f"{r[0]:.2f}" for r in base_runs)) if base_runs else "")
               + "; pdsh " + " ".join(f"{t:.2f}" for t in pdsh_runs), flush=True)
     print("target kit <= pdsh at every size: " + ("MISSED" if missed else "met"))
     return 1 if missed else 0

@@ -65,9 +65,15 @@ class SshBackend:
             connected.append(time.monotonic())
             return gate_host(conn, plan, self.entrypoint, lambda node: watchdog_path(plan, node))
 
+        from launcher.backends.ssh_early import claim
+        early = claim()   # logins opened while kit was starting, used where they match the validated config
         hosts = list(dict.fromkeys(n.host for n in plan.nodes))
         self.conns, results, problems = connect_each(
-            [resolve(h, self.addresses.get(h), self.settings) for h in hosts], self.accepted, then)
+            [resolve(h, self.addresses.get(h), self.settings) for h in hosts], self.accepted, then,
+            early=early and early.take)
+        if early is not None:
+            self.accepted.keys += early.accepted_keys(self.conns)
+            early.close()   # any the plan does not use
         self._pid = os.getpid()
         self.gates = {}
         for gates, host_problems in results.values():

@@ -15,16 +15,23 @@ from launcher.preflight.entrypoint import CheckResult
 from launcher.supervise.ssh_node import CHECK_STDERR
 
 ERR = CHECK_STDERR.decode()
+# The gate reads the check program's text from the channel's stdin, up to a NUL byte (shell text holds none; bash
+# reads a pipe a byte at a time, so nothing after it is consumed): the login can then be opened before kit has
+# built the plan (ssh_early.py), and the program is sent once the plan is built and validated. The channel
+# closing first ends the gate having run nothing.
 # The check's stderr comes back on the one stream of the channel, each line marked; its stdout unmarked.
 # `1>&3` first keeps its stdout out of the pipe that marks its stderr. The gate shell stays as the check
 # program's parent: the program reads the login's environment and directory from it (ssh_boot.py).
-_GATE = ('{ bash --norc -c "$1" 2>&1 1>&3 3>&- | sed -u "s/^/' + ERR + '/"; exit "${PIPESTATUS[0]}"; } 3>&1')
+_GATE = ("IFS= read -r -d '' check || exit 0; "
+         '{ bash --norc -c "$check" 2>&1 1>&3 3>&- | sed -u "s/^/' + ERR + '/"; exit "${PIPESTATUS[0]}"; } 3>&1')
+# --norc: the login shell that runs this has sourced ~/.bashrc already (its environment is inherited); a
+# bash it execs would source it again (bash does so under sshd), ~0.1 s of CPU more per host.
+GATE_COMMAND = "bash --norc -c " + shlex.quote(_GATE)
 
 
-def gate_text(check_text: str) -> str:
-    # --norc: the login shell that runs this has sourced ~/.bashrc already (its environment is inherited); a
-    # bash it execs would source it again (bash does so under sshd), ~0.1 s of CPU more per host.
-    return "bash --norc -c " + " ".join(map(shlex.quote, (_GATE, "kit-gate", check_text)))
+def gate_input(check_text: str) -> bytes:
+    """What the gate reads first on its stdin: the check program's text, ended by NUL."""
+    return check_text.encode() + b"\0"
 
 
 def read_checks(chan, timeout: float) -> tuple[CheckResult, bytes, bool]:

@@ -77,12 +77,14 @@ def gate_host(conn, plan: LaunchPlan, entrypoint, watchdog_path) -> tuple[dict, 
     """The launch channels of the nodes on this connection's host, checks run and waiting for `go`:
     ({rank: (chan, early bytes)}, [problem lines naming the host]). The SFTP session for the upload opens while
     the host runs the checks. On problems the caller closes the channels, which starts nothing."""
-    from launcher.backends.ssh_gate import gate_text, read_checks
+    from launcher.backends.ssh_gate import GATE_COMMAND, gate_input, read_checks
     host = conn.endpoint.name
     gates, problems, opened = {}, [], []
     try:
         for node in (n for n in plan.nodes if n.host == host):
-            opened.append((node, conn.session(gate_text(_check_text(plan, node, entrypoint, watchdog_path(node))))))
+            chan = conn.session(GATE_COMMAND)  # opened early (ssh_early.py) or now
+            chan.sendall(gate_input(_check_text(plan, node, entrypoint, watchdog_path(node))))
+            opened.append((node, chan))
         conn.open_sftp()
         for node, chan in opened:
             result, early, waiting = read_checks(chan, CHECK_TIMEOUT)

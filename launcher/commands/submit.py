@@ -5,22 +5,16 @@ import secrets
 import sys
 import time
 
-from launcher import runs
-from launcher.backends import get_backend
-from launcher.backends.environment import dropped_warning
-from launcher.plan.build import build_plan
-from launcher.preflight import preflight
-from launcher.commands.outcome import outcome_line
-from launcher.render.dryrun import render_json, render_text
-from launcher.spec import Overrides, apply_overrides, load_cluster, load_job, load_user_deepspeed
-from launcher.sweep.load import sweep_of
+from launcher.backends.ssh_early import close_early, log_in_early
+# The rest of kit (schemas, plan, backends) is imported in submit(), once the early logins have started.
 
 
 def new_run_id(job_name: str) -> str:
     return f"{job_name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
-def overrides_from(args) -> Overrides:
+def overrides_from(args):
+    from launcher.spec import Overrides
     return Overrides(
         nodes=args.nodes, gpus=args.gpus, procs_per_node=args.procs_per_node, strategy=args.strategy,
         mixed_precision=args.mixed_precision, master_port=args.port, sets=tuple(args.set),
@@ -28,6 +22,16 @@ def overrides_from(args) -> Overrides:
 
 
 def submit(args) -> int:
+    log_in_early(args)  # an SSH cluster: its hosts' logins overlap the rest of kit's start-up (ssh_early.py)
+    from launcher import runs
+    from launcher.backends import get_backend
+    from launcher.backends.environment import dropped_warning
+    from launcher.commands.outcome import outcome_line
+    from launcher.plan.build import build_plan
+    from launcher.preflight import preflight
+    from launcher.render.dryrun import render_json, render_text
+    from launcher.spec import apply_overrides, load_cluster, load_job, load_user_deepspeed
+    from launcher.sweep.load import sweep_of
     job = load_job(args.job)
     cluster = load_cluster(args.cluster)
     overrides = overrides_from(args)
@@ -36,6 +40,7 @@ def submit(args) -> int:
     default_python = sys.executable if resolved_cluster.backend == "local" else "python"
     spec = sweep_of(job, args.job, args.sweep)
     if spec is not None:
+        close_early()
         from launcher.commands.sweep import submit_sweep
         return submit_sweep(args, job, cluster, overrides, resolved_job, resolved_cluster, spec, default_python)
     run_id = args.run_id or new_run_id(job.name)
@@ -74,6 +79,7 @@ def submit(args) -> int:
 
 def _detach(plan, record, backend, base_dir) -> int:
     """Supervise the run from a forked child in its own session; its output goes to the record."""
+    from launcher.commands.outcome import outcome_line
     sys.stdout.flush()
     sys.stderr.flush()
     if os.fork():

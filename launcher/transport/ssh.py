@@ -19,6 +19,7 @@ class Connection:
         self.endpoint, self.client, self._jump = endpoint, client, jump
         self._sftp = None
         self._dirs = set()   # directories known to exist on the host
+        self._ahead = {}     # command -> sessions opened ahead of their use (open_ahead)
 
     def run(self, command: str, timeout: float = 60.0, stdin: bytes = b"") -> tuple[int, str, str]:
         """Run shell text on the host and wait: (exit status, stdout, stderr)."""
@@ -33,8 +34,17 @@ class Connection:
         chan.close()
         return code, out.decode(errors="replace"), err.decode(errors="replace")
 
+    def open_ahead(self, command: str) -> None:
+        """Open a session() of `command` now, for a later session(command): the host's login runs meanwhile."""
+        chan = self._open_session(command)
+        self._ahead.setdefault(command, []).append(chan)
+
     def session(self, command: str):
         """A channel running `command` with stderr merged into stdout; its stdin stays open for the caller."""
+        ahead = self._ahead.get(command)
+        return ahead.pop(0) if ahead else self._open_session(command)
+
+    def _open_session(self, command: str):
         chan = self.client.get_transport().open_session(timeout=self.endpoint.timeout)
         chan.set_combine_stderr(True)
         chan.exec_command(command)
@@ -113,15 +123,25 @@ def _sock_via_jump(endpoint: Endpoint, accepted: Accepted):
     return jump, chan
 
 
-def connect(endpoint: Endpoint, accepted: Accepted) -> Connection:
-    """Connect and authenticate, or raise KitError with one line naming the host."""
+def tcp_connect(endpoint: Endpoint):
+    """The TCP connection to a host without a jump host, for connect(sock=...): opened before paramiko is
+    loaded, the host's sshd starts up meanwhile. A socket, or the line saying why there is none."""
+    try:
+        return socket.create_connection((endpoint.hostname, endpoint.port), timeout=endpoint.timeout)
+    except OSError as e:
+        return _explain(endpoint, e)
+
+
+def connect(endpoint: Endpoint, accepted: Accepted, sock=None) -> Connection:
+    """Connect and authenticate (on `sock`, a tcp_connect() socket, if given), or raise KitError with one line
+    naming the host."""
     from launcher.transport import load_paramiko
     paramiko = load_paramiko()
     client = paramiko.SSHClient()
     load_known_hosts(client, endpoint)
     client.set_missing_host_key_policy(accepted.policy(endpoint, _note) if endpoint.accept_new
                                        else paramiko.RejectPolicy())
-    jump, sock = _sock_via_jump(endpoint, accepted) if endpoint.proxy_jump else (None, None)
+    jump, sock = _sock_via_jump(endpoint, accepted) if endpoint.proxy_jump else (None, sock)
     t = endpoint.timeout
     try:
         client.connect(endpoint.hostname, port=endpoint.port, username=endpoint.user, sock=sock,
@@ -130,8 +150,9 @@ def connect(endpoint: Endpoint, accepted: Accepted) -> Connection:
                        channel_timeout=t)
     except Exception as e:
         client.close()
-        if jump is not None:
-            jump.close()
+        for thing in (jump, sock):
+            if thing is not None:
+                thing.close()
         raise KitError(_explain(endpoint, e)) from None
     return Connection(endpoint, client, jump)
 
@@ -157,7 +178,7 @@ def _explain(endpoint: Endpoint, e: Exception) -> str:
 def connect_all(endpoints: list[Endpoint], accepted: Accepted) -> dict[str, Connection]:
     """Every host at once; if any fails, close the others and raise one line per failing host."""
     with ThreadPoolExecutor(max_workers=min(64, max(1, len(endpoints)))) as pool:
-        futures = {e.name: pool.submit(_try_connect, e, accepted) for e in endpoints}
+        futures = {e.name: pool.submit(try_connect, e, accepted) for e in endpoints}
         results = {name: f.result() for name, f in futures.items()}
     errors = [r for r in results.values() if isinstance(r, str)]
     if errors:
@@ -168,12 +189,15 @@ def connect_all(endpoints: list[Endpoint], accepted: Accepted) -> dict[str, Conn
     return results
 
 
-def connect_each(endpoints: list[Endpoint], accepted: Accepted, then) -> tuple[dict, dict, list]:
+def connect_each(endpoints: list[Endpoint], accepted: Accepted, then, early=None) -> tuple[dict, dict, list]:
     """Every host at once, each going on to `then(conn)` in its thread as soon as it is connected: its remote
-    work starts while other hosts still shake hands. `then` must not raise. Returns ({name: Connection},
-    {name: what `then` returned}, [one line per host that could not be reached]); the caller closes them."""
+    work starts while other hosts still shake hands. `then` must not raise. `early(endpoint)`, if given, is a
+    connection already opened to exactly that endpoint (or the line saying why it failed), or None. Returns
+    ({name: Connection}, {name: what `then` returned}, [one line per host that could not be reached]); the
+    caller closes them."""
     def one(endpoint):
-        conn = _try_connect(endpoint, accepted)
+        conn = early(endpoint) if early is not None else None
+        conn = try_connect(endpoint, accepted) if conn is None else conn
         return (conn, then(conn)) if isinstance(conn, Connection) else (conn, None)
 
     with ThreadPoolExecutor(max_workers=min(64, max(1, len(endpoints)))) as pool:
@@ -184,8 +208,9 @@ def connect_each(endpoints: list[Endpoint], accepted: Accepted, then) -> tuple[d
         [c for c, _ in done.values() if isinstance(c, str)]
 
 
-def _try_connect(endpoint: Endpoint, accepted: Accepted):
+def try_connect(endpoint: Endpoint, accepted: Accepted, sock=None):
+    """A Connection, or the one line saying why there is none."""
     try:
-        return connect(endpoint, accepted)
+        return connect(endpoint, accepted, sock)
     except KitError as e:
         return str(e)

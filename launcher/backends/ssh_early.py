@@ -1,0 +1,129 @@
+"""Log in to an SSH cluster's hosts while kit is still starting: on a small fan-out, kit's own start-up (schemas,
+plan, paramiko) and each host's login (sshd, the login shell's rc files) are most of the time to start, and they
+can overlap.
+
+`log_in_early(args)` reads the cluster file as plain YAML, before kit has loaded its schemas, and in a background
+thread connects to the hosts the job will use (host keys checked as always) and opens each one's launch channel,
+whose gate waits for its program on stdin (ssh_gate.py). Nothing of the job starts: the check program is sent
+only once the plan is built and validated, and go only after every host passed its checks. The backend then
+takes a login only if its endpoint is exactly the one the validated config resolves to; anything else is
+closed and the backend connects as it would have. A guess that misses (an unusual config, overrides) only
+costs the early work.
+"""
+
+import sys
+import threading
+
+_early = None   # this process's early logins, until the SSH backend claims them
+# While the logins run: their threads mostly wait on the hosts, and when an answer comes each should not wait long
+# for the interpreter lock that kit's start-up holds (5 ms a turn by default; a handshake takes many turns).
+SWITCH_INTERVAL = 0.0005
+
+
+class EarlyLogins:
+    def __init__(self, endpoints):
+        from launcher.transport.hostkeys import Accepted
+        self.accepted = Accepted()
+        self.switch_interval = sys.getswitchinterval()   # restored when the backend claims the logins
+        sys.setswitchinterval(SWITCH_INTERVAL)
+        self._logins = {}   # host name -> (Endpoint, Connection or the line saying why none)
+        self._threads = {e.name: threading.Thread(target=self._one, args=(e,), daemon=True) for e in endpoints}
+        for t in self._threads.values():
+            t.start()
+
+    def _one(self, endpoint) -> None:
+        from launcher.transport.ssh import tcp_connect
+        sock = None if endpoint.proxy_jump else tcp_connect(endpoint)   # the host's sshd starts meanwhile
+        from launcher.backends.ssh_gate import GATE_COMMAND
+        from launcher.transport.ssh import Connection, try_connect
+        conn = sock if isinstance(sock, str) else try_connect(endpoint, self.accepted, sock)
+        if isinstance(conn, Connection):
+            try:
+                conn.open_ahead(GATE_COMMAND)
+            except Exception:  # the backend opens it again and reports what goes wrong
+                pass
+        self._logins[endpoint.name] = (endpoint, conn)
+
+    def take(self, endpoint):
+        """The connection (or failure line) opened early to exactly this endpoint, or None."""
+        if endpoint.name in self._threads:
+            self._threads[endpoint.name].join()
+        early, conn = self._logins.pop(endpoint.name, (None, None))
+        if early == endpoint:
+            return conn
+        if conn is not None and not isinstance(conn, str):
+            conn.close()
+        return None
+
+    def accepted_keys(self, hosts) -> list:
+        """Host keys accepted (accept_new_host_keys) while logging in to these hosts."""
+        return [k for k in self.accepted.keys if k["host"] in hosts]
+
+    def close(self) -> None:
+        for t in self._threads.values():
+            t.join()
+        for _, conn in self._logins.values():
+            if not isinstance(conn, str):
+                conn.close()
+        self._logins = {}
+
+
+def _endpoints(cluster_path: str, nodes) -> list:
+    """The endpoints of the hosts the job will use, as the validated config would resolve them."""
+    import yaml
+    from launcher.transport.endpoint import resolve
+    with open(cluster_path, encoding="utf-8") as f:
+        raw = yaml.safe_load(f)
+    ssh = raw.get("ssh") or {}
+    if raw.get("backend") != "ssh" or ssh.get("accept_new_host_keys"):
+        return []   # accepting new keys is reported with the run: keep it where the run's record is made
+    settings = {"user": ssh.get("user"), "port": ssh.get("port", 22), "identity_file": ssh.get("identity_file"),
+                "known_hosts": ssh.get("known_hosts"), "connect_timeout": ssh.get("connect_timeout", 10.0),
+                "config_file": ssh.get("config_file"), "accept_new_host_keys": ssh.get("accept_new_host_keys"),
+                "port_given": "port" in ssh}
+    hosts = [{"name": h} if isinstance(h, str) else h for h in raw["hosts"]][:nodes]
+    return [resolve(h["name"], h.get("address"), settings) for h in hosts]
+
+
+def _nodes(args) -> int:
+    """How many hosts the job uses, as far as the command line and the job file say without the schemas."""
+    if args.nodes is not None:
+        return args.nodes
+    import yaml
+    with open(args.job, encoding="utf-8") as f:
+        nodes = yaml.safe_load(f).get("nodes", 1)
+    return nodes if isinstance(nodes, int) else 0
+
+
+def log_in_early(args) -> None:
+    """Start logging in to the hosts of `kit submit`'s cluster, if it is an SSH cluster and the command line
+    leaves its connection settings alone."""
+    global _early
+    if args.dry_run or not args.cluster or args.sweep or any(s.startswith("cluster.") for s in args.set):
+        return
+    try:
+        endpoints = _endpoints(args.cluster, _nodes(args))
+    except Exception:  # not a config this guess understands: the normal load reports any mistake
+        return
+    if endpoints:
+        _early = EarlyLogins(endpoints)   # first the TCP connections, while paramiko loads
+        # paramiko next, alone: imported while kit's schemas load, both would take twice as long (one
+        # interpreter lock), and the logins, which wait on the hosts, would go on only after both.
+        from launcher.transport import load_paramiko
+        load_paramiko()
+
+
+def claim():
+    """This process's early logins (once), or None."""
+    global _early
+    early, _early = _early, None
+    if early is not None:
+        sys.setswitchinterval(early.switch_interval)
+    return early
+
+
+def close_early() -> None:
+    """Close the early logins nothing claimed (a sweep, which connects per trial)."""
+    early = claim()
+    if early is not None:
+        early.close()
