@@ -1,0 +1,51 @@
+"""The early logins (backends/ssh_early.py) guess each host's endpoint from the raw cluster YAML; the backend uses a
+login only if the guess equals what the validated config resolves to. A guess that drifted from the schema's
+defaults would silently lose the overlap, so the guess is compared with the real resolution here."""
+
+import argparse
+
+import pytest
+import yaml
+
+from launcher.backends.ssh_early import _endpoints, claim, log_in_early
+from launcher.spec import load_cluster
+from launcher.transport.endpoint import resolve, ssh_settings
+
+CONFIGS = {
+    "minimal": {"name": "c", "backend": "ssh", "hosts": ["a", "b", "c"]},
+    "full": {"name": "c", "backend": "ssh", "hosts": [{"name": "a", "address": "10.0.0.1"}, "b"],
+             "ssh": {"user": "me", "port": 2222, "identity_file": "~/.ssh/id_x", "known_hosts": "/tmp/kh",
+                     "connect_timeout": 3}},
+    "port 22 given": {"name": "c", "backend": "ssh", "hosts": ["a"], "ssh": {"port": 22, "user": "u"}},
+}
+
+
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS.keys())
+def test_the_early_guess_is_what_the_validated_config_resolves_to(tmp_path, config):
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(config))
+    cluster = load_cluster(str(path))
+    settings = ssh_settings(cluster.ssh)
+    validated = [resolve(h.name, h.address, settings) for h in cluster.hosts[:2]]
+    assert _endpoints(str(path), 2) == validated
+
+
+def _args(tmp_path, **given):
+    job = tmp_path / "job.yaml"
+    job.write_text("name: j\nnodes: 1\n")
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump(given.pop("cluster")))
+    fields = {"job": str(job), "cluster": str(cluster), "nodes": None, "dry_run": False, "sweep": None, "set": []}
+    return argparse.Namespace(**{**fields, **given})
+
+
+@pytest.mark.parametrize("given", [
+    {"dry_run": True},
+    {"set": ["cluster.ssh.user=other"]},
+    {"cluster": {"name": "c", "backend": "local"}},
+    {"cluster": {"name": "c", "backend": "ssh", "hosts": ["a"], "ssh": {"accept_new_host_keys": True}}},
+], ids=["dry-run", "cluster override", "not ssh", "accepting new keys"])
+def test_no_early_login_where_the_run_may_not_log_in_as_guessed(tmp_path, given):
+    given.setdefault("cluster", {"name": "c", "backend": "ssh", "hosts": ["a"]})
+    log_in_early(_args(tmp_path, **given))
+    assert claim() is None
