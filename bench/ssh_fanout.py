@@ -159,6 +159,7 @@ def main() -> int:
             missed |= kit > pdsh and not label
             print(f"{label or n:>5} {kit:>7.2f} {pdsh:>7.2f} {loop:>7.2f} {kit / pdsh:>8.2f} {kit / loop:>8.2f} "
                   f"{cpu / n:>12.3f}  {phases}", flush=True)
+        print(f"{'':>5} load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
         print(f"{'':>5} each run: kit " + " ".join(f"{r[0]:.2f}" for r in kit_runs)
               + (("; base " + " ".join(f"{r[0]:.2f}" for r in base_runs)) if base_runs else "")
               + "; pdsh " + " ".join(f"{t:.2f}" for t in pdsh_runs), flush=True)
