@@ -7,8 +7,8 @@ loop run the same stamp. kit and pdsh alternate, `--repeats` times each (the loo
 compared. Prints seconds, ratios (kit / pdsh, kit / loop), kit's own CPU seconds per host, and kit's phases
 (connect, preflight, upload, start) from the run record. `--baseline DIR` also times another version of kit (the
 `launcher` package under DIR, e.g. `git archive HEAD~3 launcher | tar -x -C DIR`) in the same rotation, so a
-change is compared with what it replaces under the same machine load. Target: kit no slower than pdsh at every size; exit 1
-when missed. First, a 2-node run of the training module: submit to its first step, split into kit start-up,
+change is compared with what it replaces under the same machine load. Target: kit no slower than pdsh at every
+size; exit 1 when missed. First, a 2-node run of the training module: submit to its first step, split into kit start-up,
 connect, preflight, upload, start, and rendezvous (node start to step 1: imports, rendezvous, model, the step).
 
 kit's own modules are byte-compiled first, as a pip install does: this machine sets PYTHONDONTWRITEBYTECODE,
