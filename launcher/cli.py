@@ -79,7 +79,7 @@ def _doctor_args(sub) -> None:
 
 def _sweep_args(sub) -> None:
     p = sub.add_parser("sweep", help="hyperparameter sweeps (start one with kit submit JOB --sweep FILE)")
-    actions = p.add_subparsers(dest="sweep_command", required=True, parser_class=_Parser)
+    actions = p.add_subparsers(dest="sweep_command", metavar="status", required=True, parser_class=_Parser)
     s = actions.add_parser("status", help="one table of a sweep's trials: parameters, state, metric; best marked")
     s.add_argument("sweep_id", nargs="?", help="sweep id (default: the latest sweep)")
     s.add_argument("--run-root", default="runs", help="directory of run records (default: runs)")
