@@ -13,7 +13,7 @@ from launcher.plan.model import LaunchPlan, NodePlan
 from launcher.runs import RunRecord
 from launcher.supervise import tree
 from launcher.supervise.console import Console, follow_node
-from launcher.supervise.failure import known_codes, read_log, summarize
+from launcher.supervise.failure import explained_elsewhere, known_codes, read_log, summarize
 from launcher.supervise.local_node import WATCHDOG
 from launcher.supervise.supervisor import Cancel, finalize, supervise
 
@@ -128,7 +128,6 @@ class SshBackend:
         return outcome.code, outcome.state, failure
 
     def _failure(self, plan, record, outcome, nodes):
-        from launcher.backends.ssh_failure import explained_elsewhere
         node = plan.nodes[outcome.first_failed]
         code = outcome.node_codes[outcome.first_failed]
         logs = [read_log(record.file(posixpath.basename(n.log))) for n in plan.nodes]

@@ -6,6 +6,7 @@ CalledProcessError ("returned non-zero exit status C"). Both are read back from 
 every line; pure functions over text, so every backend (local, ssh, slurm) summarises the same way.
 """
 
+import dataclasses
 import glob
 import os
 import re
@@ -178,6 +179,30 @@ def _others_said(ranks_dir: str, node: int, rank: int, procs_per_node: int, star
             if said:
                 return f"rank {global_rank} said: {said}"
     return ""
+
+
+_WORKER_PREFIX = re.compile(r"^\[node\d+/rank(\d+)\] ")
+
+
+def explained_elsewhere(failure: Failure, known: dict, logs: list[str]) -> Failure:
+    """For backends whose ranks' teed files stay on the hosts (SSH): every node's streamed log here. When the
+    failing rank exited with a known code without saying why (a collective refusal), the lowest rank's last
+    line that starts with the code's meaning becomes its words, named as whose it is; as `summarize` does from
+    the rank files."""
+    start = known.get(failure.code)
+    if start is None or failure.last_line.startswith(start):
+        return failure
+    said = {}
+    for text in logs:
+        for line in text.splitlines():
+            tagged = _WORKER_PREFIX.match(line)
+            if tagged and line[tagged.end():].strip().startswith(start):
+                said[int(tagged.group(1))] = line[tagged.end():].strip()
+    if not said:
+        return failure
+    rank = min(said)
+    words = said[rank] if rank == failure.rank else f"rank {rank} said: {said[rank]}"
+    return dataclasses.replace(failure, last_line=words)
 
 
 def read_log(path: str) -> str:

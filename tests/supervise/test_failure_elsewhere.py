@@ -1,8 +1,7 @@
 """SSH failure summaries take a collective refusal's explanation from the streamed node logs (the ranks' own
 teed files stay on the hosts)."""
 
-from launcher.backends.ssh_failure import explained_elsewhere
-from launcher.supervise.failure import TRAIN_EXIT_CODES, Failure
+from launcher.supervise.failure import TRAIN_EXIT_CODES, Failure, explained_elsewhere
 
 NODE0 = "[node0/rank0] step 3/10\n[node0/rank0] resume refused: checkpoint of another run (fingerprint differs)\n"
 NODE1 = "[node1/rank1] step 3/10\n"
