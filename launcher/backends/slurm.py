@@ -102,7 +102,6 @@ class SlurmBackend:
             print_new_lines(record, None, offsets, pending, noise)
             if info.finished:
                 flush_held(noise)
-                status = _note(self.where, record, info)
                 fields = final_fields(self.where, status, info)
                 record.update_status(**fields, finished_at=time.time())
                 # The run's end as kit reads it (SLURM says FAILED for a job whose time ran out at the warning).

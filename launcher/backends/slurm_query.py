@@ -84,7 +84,7 @@ def query(where, folder: str, job_id: str) -> JobInfo:
     # busy login node: while the controller still knows the job, its word is used; submitit's sacct watcher
     # answers once the controller has forgotten it (MinJobAge, 300 s by default).
     state = fields.get("JobState", "") or where.accounting_state(folder, job_id)
-    if state == "UNKNOWN":
+    if state == "UNKNOWN" and not where.remote:   # a login host's accounting_state already asked sacct itself
         state = _sacct_field(where, job_id, "State") or "UNKNOWN"
     code = _exit_code(fields.get("ExitCode", "")) if fields else _exit_code(_sacct_field(where, job_id, "ExitCode"))
     return JobInfo(job_id, state.split()[0], reason=fields.get("Reason", ""), nodes=fields.get("NodeList", ""),

@@ -260,11 +260,7 @@ def _login_host(name: str, settings: dict) -> LoginHost:
 
 def where_for(cluster):
     """Where this cluster's SLURM commands run: its login host when the config names one, else here."""
-    login = cluster.slurm.login_host if cluster.slurm is not None else None
-    if login is None:
-        return Local()
-    from launcher.transport.endpoint import ssh_settings
-    return _login_host(login, ssh_settings(cluster.ssh))
+    return where_from_status(login_fields(cluster))
 
 
 def login_fields(cluster) -> dict:

@@ -100,9 +100,9 @@ def logs(args) -> int:
     _refuse_sweep(args)
     record = _record(args)
     _fetch(record)
-    paths = _node_logs(record, args.node) if args.node is not None else None
+    paths = _node_logs(record, args.node)   # a --node without a log is one line, before any following
     if getattr(args, "follow", False):
         _follow(record, args.node)
         return 0
-    _print_whole(paths if paths is not None else _node_logs(record, None))
+    _print_whole(paths)
     return 0

@@ -4,15 +4,11 @@ from launcher.render.dryrun import masked_dict, render_text
 from launcher.render.text import to_json
 
 
-def _cell(value) -> str:
-    return str(value)
-
-
 def trial_table(plan) -> str:
     names = list(plan.spec.parameters)
     placed = any(t.placement for t in plan.trials)
     header = ["trial", "run id", *names, *(["lane", "runs on"] if placed else [])]
-    rows = [[str(t.index), t.run_id, *(_cell(t.params[n]) for n in names),
+    rows = [[str(t.index), t.run_id, *(str(t.params[n]) for n in names),
              *([str(t.lane), t.placement] if placed else [])] for t in plan.trials]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     return "".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n" for r in [header, *rows])

@@ -122,7 +122,7 @@ def summarize(node: int, host: str, node_code: int, log_text: str, known: dict =
         own = _said(ranks_dir, rank - node * procs_per_node)
         # A known code's explanation starts with its meaning ("resume refused: ..."): the rank's own, else, for a
         # collective refusal (every rank exits with the code, only the main process explains), another rank's.
-        explained = code in known and (_said(ranks_dir, rank - node * procs_per_node, known[code])
+        explained = code in known and (_starting(own, known[code])
                                        or _others_said(ranks_dir, node, rank, procs_per_node, known[code]))
         if explained:
             words = explained
@@ -143,9 +143,12 @@ def _said(ranks_dir: str, local_rank: int, starting: Optional[str] = None):
     said = [_RANK_PREFIX.sub("", ln).rstrip() for ln in rank_stderr(ranks_dir, local_rank).split("\n")
             if not ln.startswith("\r")]
     said = [ln for ln in said if ln.strip()]
-    if starting is None:
-        return said
-    return next((ln.strip() for ln in reversed(said) if ln.startswith(starting)), "")
+    return said if starting is None else _starting(said, starting)
+
+
+def _starting(lines: list[str], start: str) -> str:
+    """The last of `lines` that starts with `start`, or ""."""
+    return next((ln.strip() for ln in reversed(lines) if ln.startswith(start)), "")
 
 
 def final_words(lines: list[str]) -> str:

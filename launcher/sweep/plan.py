@@ -42,10 +42,6 @@ class SweepPlan:
     array: Optional[ArrayPlan] = None
     lanes: int = 1             # how many trials run at once on local and SSH clusters (lanes.py)
 
-    @property
-    def metrics_paths(self) -> dict[str, str]:
-        return {t.run_id: posixpath.join(t.output_dir, self.spec.metrics_file) for t in self.trials}
-
     def to_dict(self) -> dict:
         data = {
             "sweep_id": self.sweep_id, "job_name": self.job_name, "backend": self.backend,

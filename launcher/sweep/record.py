@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 
 from launcher.errors import KitError
+from launcher.runs import _write
 from launcher.render.text import to_json
 
 SWEEP_FILE = "sweep.json"
@@ -39,13 +40,6 @@ class SweepRecord:
     def trial_dir(self, run_id: str) -> str:
         """Trials' records sit next to the sweep's, under the same run root."""
         return os.path.join(os.path.dirname(self.path), run_id)
-
-
-def _write(path: str, text: str) -> None:
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def open_sweep(root: str, plan) -> SweepRecord:

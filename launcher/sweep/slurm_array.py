@@ -14,7 +14,6 @@ from launcher.errors import KitError
 from launcher.preflight.slurm import preflight_slurm
 from launcher.render.slurm import DEFAULT_MAX_REQUEUES
 from launcher.secrets import is_secret
-from launcher.supervise.failure import TRAIN_MODULE
 from launcher.sweep.rerun import trials_to_run
 from launcher.sweep.slurm_follow import follow_array, how_to
 from launcher.sweep.slurm_script import array_option
@@ -25,12 +24,6 @@ SUBMIT_TIMEOUT = 60.0
 
 def _workdir(resolved_cluster) -> str:
     return os.path.normpath(os.path.join(os.getcwd(), resolved_cluster.workdir))
-
-
-def _uses_train_module(plan) -> bool:
-    argv = plan.nodes[0].argv
-    modules = [argv[i + 1] for i, w in enumerate(argv[:-1]) if w == "-m"]
-    return modules[-1:] == [TRAIN_MODULE] and len(modules) > 1
 
 
 def _write_trials(plan, record, todo, resolved_job, resolved_cluster, workdir) -> dict:
@@ -79,7 +72,7 @@ def _mark_submitted(made: dict, todo, array_id: str, workdir: str, cluster) -> N
         p = trial.plan
         made[trial.index].update_status(
             state="pending", job_id=f"{array_id}_{trial.index}", array_job_id=array_id, submitted_at=now,
-            path=made[trial.index].path, workdir=workdir, run_dir=p.run_dir, train_module=_uses_train_module(p),
+            path=made[trial.index].path, workdir=workdir, run_dir=p.run_dir,
             max_requeues=max_requeues, nodes=[{"rank": n.machine_rank, "host": "?", "pid": "-"} for n in p.nodes])
 
 

@@ -43,11 +43,6 @@ def expand(spec: SweepSpec) -> list[Trial]:
     return [Trial(i, {n: _draw(rng, spec.choices(n)) for n in names}) for i in range(spec.trials)]
 
 
-def arg_text(value) -> str:
-    """A value as the program sees it on its command line."""
-    return str(value)
-
-
 def _with_arg(args: list[str], flag: str, value) -> list[str]:
     """`args` with `flag` set to `value`: an earlier `flag X` or `flag=X` is replaced, not repeated.
     A boolean switches a bare flag (`--no-bucketing: [true, false]`) on or off."""
@@ -67,7 +62,7 @@ def _with_arg(args: list[str], flag: str, value) -> list[str]:
         return out + [flag]
     if value is False:
         return out
-    return out + [flag, arg_text(value)]
+    return out + [flag, str(value)]
 
 
 def trial_job(job: JobSpec, spec: SweepSpec, trial: Trial, output_dir: str) -> JobSpec:
