@@ -28,6 +28,8 @@ def remote_env(plan: LaunchPlan, node: NodePlan, environ) -> dict:
 
 class SshBackend:
     name = "ssh"
+    # The hosts may have disks of their own: the record and the streamed logs stay where kit runs.
+    record_stays_here = True
 
     def __init__(self):
         self.settings, self.addresses, self.entrypoint = {}, {}, None
@@ -71,8 +73,7 @@ class SshBackend:
         self.conns, results, problems = connect_each(
             [resolve(h, self.addresses.get(h), self.settings) for h in hosts], self.accepted, then,
             early=early and early.take)
-        if early is not None:
-            self.accepted.keys += early.accepted_keys(self.conns)
+        if early is not None:   # early logins never accept new keys (ssh_early._endpoints)
             early.close()   # any the plan does not use
         self._pid = os.getpid()
         self.gates = {}

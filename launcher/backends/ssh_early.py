@@ -55,10 +55,6 @@ class EarlyLogins:
             conn.close()
         return None
 
-    def accepted_keys(self, hosts) -> list:
-        """Host keys accepted (accept_new_host_keys) while logging in to these hosts."""
-        return [k for k in self.accepted.keys if k["host"] in hosts]
-
     def close(self) -> None:
         for t in self._threads.values():
             t.join()

@@ -24,7 +24,7 @@ def overrides_from(args):
 def submit(args) -> int:
     log_in_early(args)  # an SSH cluster: its hosts' logins overlap the rest of kit's start-up (ssh_early.py)
     from launcher import runs
-    from launcher.backends import get_backend
+    from launcher.backends import get_backend, record_root
     from launcher.backends.environment import dropped_warning
     from launcher.commands.outcome import outcome_line
     from launcher.plan.build import build_plan
@@ -60,12 +60,9 @@ def submit(args) -> int:
         preflight_slurm(plan, resolved_job, resolved_cluster)
     backend.check(plan)
     base_dir = os.getcwd()
-    # Paths in the plan are relative to the nodes' workdir; for a local run that is below this directory. SSH
-    # hosts may have disks of their own: the record and the streamed logs stay here, the backend uploads files.
-    # A SLURM cluster reached through a login host keeps its record here too.
-    here = plan.backend == "ssh" or getattr(backend, "record_stays_here", False)
-    record_root = base_dir if here else os.path.normpath(os.path.join(base_dir, resolved_cluster.workdir))
-    record = runs.create(record_root, plan, resolved_job, resolved_cluster)
+    # Paths in the plan are relative to the nodes' workdir; for a local run that is below this directory.
+    record = runs.create(record_root(backend, resolved_cluster.workdir, base_dir), plan, resolved_job,
+                         resolved_cluster)
     print(f"kit: run {plan.run_id} ({plan.world.world_size} processes on {len(plan.nodes)} node(s)); "
           f"record in {record.path}", file=sys.stderr, flush=True)
     if args.detach and hasattr(backend, "detach"):

@@ -6,7 +6,7 @@ import sys
 import time
 import traceback
 
-from launcher.backends import get_backend
+from launcher.backends import get_backend, record_root
 from launcher.backends.environment import dropped_warning
 from launcher.errors import KitError
 from launcher.preflight import preflight
@@ -16,12 +16,6 @@ from launcher.sweep import forked
 from launcher.sweep.driver import Driver
 from launcher.sweep.record import open_sweep
 from launcher.sweep.trial_proc import TrialContext
-
-
-def record_base(backend_name: str, cluster, base_dir: str) -> str:
-    """Where `kit submit` keeps a run's record (see commands/submit.py): the trials' records go there too."""
-    here = backend_name == "ssh" or getattr(get_backend(backend_name), "record_stays_here", False)
-    return base_dir if here else os.path.normpath(os.path.join(base_dir, cluster.workdir))
 
 
 def _gate(plan, ctx: TrialContext) -> None:
@@ -74,7 +68,7 @@ def _detach(plan, record, ctx: TrialContext, root_arg: str) -> int:
 
 def run_sweep(plan, job, cluster, resolved_job, resolved_cluster, args) -> int:
     base_dir = os.getcwd()
-    base = record_base(plan.backend, resolved_cluster, base_dir)
+    base = record_root(get_backend(plan.backend), resolved_cluster.workdir, base_dir)
     run_root = os.path.normpath(os.path.join(base, resolved_cluster.run_root))
     ctx = TrialContext(job=resolved_job, cluster=resolved_cluster, spec=plan.spec, base_dir=base_dir,
                        record_base=base, run_root=run_root)
