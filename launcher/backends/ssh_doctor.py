@@ -6,6 +6,7 @@ import shlex
 from concurrent.futures import ThreadPoolExecutor
 
 from launcher.errors import KitError
+from launcher.backends.ssh_preflight import last_line
 from launcher.render.shell import node_command
 
 PACKAGES = ("torch", "accelerate", "deepspeed", "transformers")
@@ -69,7 +70,7 @@ def _facts(conn, cluster, python) -> tuple[dict, str]:
     code, out, err = conn.run(_text(cluster, (python, "-c", FACTS_SOURCE)), timeout=120)
     said = _said(out)
     if not said:
-        last = ([ln for ln in err.splitlines() if ln.strip()] or ["no output"])[-1]
+        last = last_line(err)
         return {}, f"{python} not usable after the setup lines (exit {code}): {last}"
     return json.loads(said[0]), ""
 

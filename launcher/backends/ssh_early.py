@@ -73,10 +73,7 @@ def _endpoints(cluster_path: str, nodes) -> list:
     ssh = raw.get("ssh") or {}
     if raw.get("backend") != "ssh" or ssh.get("accept_new_host_keys"):
         return []   # accepting new keys is reported with the run: keep it where the run's record is made
-    settings = {"user": ssh.get("user"), "port": ssh.get("port", 22), "identity_file": ssh.get("identity_file"),
-                "known_hosts": ssh.get("known_hosts"), "connect_timeout": ssh.get("connect_timeout", 10.0),
-                "config_file": ssh.get("config_file"), "accept_new_host_keys": ssh.get("accept_new_host_keys"),
-                "port_given": "port" in ssh}
+    settings = {**ssh, "port_given": "port" in ssh}   # resolve() applies the schema's defaults
     hosts = [{"name": h} if isinstance(h, str) else h for h in raw["hosts"]][:nodes]
     return [resolve(h["name"], h.get("address"), settings) for h in hosts]
 

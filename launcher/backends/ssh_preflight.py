@@ -5,7 +5,7 @@ Each problem is one line naming the host."""
 import shlex
 
 from launcher.plan.model import LaunchPlan, NodePlan
-from launcher.preflight.entrypoint import (CHECK_SOURCE, CheckResult, entrypoint_check_command,
+from launcher.preflight.entrypoint import (CHECK_SOURCE, CheckResult, entrypoint_check_command, entrypoint_target,
                                           interpret_entrypoint_check)
 from launcher.render.shell import join_argv
 
@@ -28,6 +28,11 @@ if port:
 """
 
 
+def last_line(text: str) -> str:
+    """A remote command's last non-empty line of output, for one-line errors."""
+    return ([ln for ln in text.splitlines() if ln.strip()] or ["no output"])[-1]
+
+
 def _swap_launch(node: NodePlan, argv: tuple, runtime_vars) -> str:
     """The node's command (cd, setup, env) with its launch line replaced by `argv`."""
     launch = "exec " + join_argv(node.argv, runtime_vars) + "\n"
@@ -42,7 +47,7 @@ def _check_text(plan: LaunchPlan, node: NodePlan, entrypoint, watchdog: str) -> 
     port = plan.world.master_port if node.machine_rank == 0 else 0
     source, args = PROBE_SOURCE, [str(port)]
     if entrypoint is not None:
-        kind, target = ("module", entrypoint.module) if entrypoint.module is not None else ("script", entrypoint.script)
+        kind, target = entrypoint_target(entrypoint)
         source, args = source + "sys.argv = sys.argv[1:]\n" + CHECK_SOURCE, args + [kind, target]
     boot = (watchdog, f"{plan.teardown_grace:g}", node.command)
     return _swap_launch(node, (node.argv[0], "-c", source + BOOT_SOURCE, *args, *boot), plan.runtime_vars)
@@ -53,7 +58,7 @@ def _read_probe(plan: LaunchPlan, node: NodePlan, result: CheckResult):
     said = dict(line[len(PROBE):].split(" ", 1) for line in result.stdout.splitlines() if line.startswith(PROBE))
     where = f"host {node.host}"
     if "python" not in said:
-        last = ([ln for ln in result.stderr.splitlines() if ln.strip()] or ["no output"])[-1]
+        last = last_line(result.stderr)
         if "No module named 'psutil'" in result.stderr:
             return f"{where}: {node.argv[0]} has no psutil (kit's node watchdog needs it): pip install psutil"
         return (f"{where}: python {node.argv[0]!r} not usable after the setup lines "
@@ -91,7 +96,7 @@ def gate_host(conn, plan: LaunchPlan, entrypoint, watchdog_path) -> tuple[dict, 
             gates[node.machine_rank] = (chan, early)
             problem = _interpret(plan, node, entrypoint, result)
             if problem is None and not waiting:  # the checks passed, then the program died before waiting for kit
-                last = ([ln for ln in result.stderr.splitlines() if ln.strip()] or ["no output"])[-1]
+                last = last_line(result.stderr)
                 problem = f"host {host}: the node's checks passed, then it ended (exit {result.returncode}): {last}"
             if problem:
                 problems.append(problem)

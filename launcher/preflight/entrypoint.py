@@ -45,7 +45,7 @@ class CheckResult:
     stderr: str
 
 
-def _target(entrypoint) -> tuple[str, str]:
+def entrypoint_target(entrypoint) -> tuple[str, str]:
     return ("module", entrypoint.module) if entrypoint.module is not None else ("script", entrypoint.script)
 
 
@@ -56,14 +56,14 @@ def entrypoint_check_command(node: NodePlan, entrypoint, runtime_vars: tuple[str
     launch = "exec " + join_argv(node.argv, runtime_vars) + "\n"
     if not node.command.endswith(launch):
         raise ValueError(f"node {node.machine_rank}: command does not end with its launch line")
-    kind, target = _target(entrypoint)
+    kind, target = entrypoint_target(entrypoint)
     return node.command[:-len(launch)] + f"exec {join_argv((node.argv[0], '-c', CHECK_SOURCE, kind, target))}\n"
 
 
 def interpret_entrypoint_check(entrypoint, node: NodePlan, result: CheckResult, where: str) -> Optional[str]:
     """None when the entrypoint is there; else one line saying what is wrong. `where` names the node's workdir
     as seen from the node (an absolute path for a local run, host:workdir for a remote one)."""
-    kind, target = _target(entrypoint)
+    kind, target = entrypoint_target(entrypoint)
     states = [line[len(MARKER):] for line in result.stdout.splitlines() if line.startswith(MARKER)]
     if states == ["found"]:
         return None
