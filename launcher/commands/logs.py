@@ -29,14 +29,10 @@ def _print_whole(paths) -> None:
             sys.stdout.write(f"==> {os.path.basename(path)} <==\n{f.read()}")
 
 
-# A SLURM job waiting in the queue (first time or after a requeue) is not over either.
-QUEUED = ("pending", "requeued")
-
-
 def _still_running(record: runs.RunRecord) -> bool:
     from launcher.commands.records import _state
     state, _ = _state(record.read_status())
-    return state in liveness.ACTIVE + QUEUED
+    return state in liveness.NOT_OVER
 
 
 def print_new_lines(record: runs.RunRecord, node, offsets: dict, pending: dict, noise=None) -> None:

@@ -3,6 +3,9 @@
 from launcher.supervise import tree
 
 ACTIVE = ("starting", "running")
+# A SLURM job waiting in the queue (first time or after a requeue) is not over either.
+QUEUED = ("pending", "requeued")
+NOT_OVER = ACTIVE + QUEUED
 
 
 def supervisor(status: dict):

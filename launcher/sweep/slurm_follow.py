@@ -11,10 +11,10 @@ from launcher import runs
 from launcher.backends import get_backend
 from launcher.commands.outcome import outcome_line
 from launcher.errors import KitError
+from launcher.supervise.liveness import NOT_OVER
 
 POLL = 2.0
 CANCEL_WAIT = 120.0
-ACTIVE = ("starting", "pending", "requeued", "running")
 
 
 def _trial_ids(record) -> list[str]:
@@ -31,7 +31,7 @@ def _refresh(backend, trial: runs.RunRecord) -> tuple[str, str]:
     if not status.get("job_id"):
         # Never submitted (kit stopped before sbatch answered): nothing of it runs anywhere.
         state = status.get("state", "not started")
-        return ("not submitted" if state in ACTIVE else state), ""
+        return ("not submitted" if state in NOT_OVER else state), ""
     state, line = backend.current_state(status)
     if state == "running" and not status.get("started_at"):
         # When its array task was first seen running: the trial's duration leaves out its wait in the queue.
@@ -74,7 +74,7 @@ def follow_array(record, run_ids: list[str]) -> int:
                 if said.get(run_id) != (state, line):
                     said[run_id] = (state, line)
                     print(f"kit: {run_id}: {line or state}", file=sys.stderr, flush=True)
-                if state not in ACTIVE:
+                if state not in NOT_OVER:
                     ended.append(run_id)
             if len(ended) < len(run_ids):
                 time.sleep(POLL)
@@ -109,10 +109,10 @@ def cancel_array(record) -> str:
         raise KitError(f"scancel {array_id} failed: {e}") from None
     deadline = time.monotonic() + CANCEL_WAIT
     states = refresh_trials(record)
-    while any(s in ACTIVE for s in states.values()) and time.monotonic() < deadline:
+    while any(s in NOT_OVER for s in states.values()) and time.monotonic() < deadline:
         time.sleep(0.5)
         states = refresh_trials(record)
-    left = sorted(r for r, s in states.items() if s in ACTIVE)
+    left = sorted(r for r, s in states.items() if s in NOT_OVER)
     record.update(state="cancelled", finished_at=time.time())
     if left:
         return (f"kit: sweep {record.sweep_id}: scancel sent to SLURM job array {array_id}; still ending: "

@@ -7,11 +7,10 @@ from typing import Optional
 
 from launcher.render.text import to_json
 from launcher.supervise import tree
+from launcher.supervise.liveness import NOT_OVER
 from launcher.sweep import metrics
 from launcher.sweep.rerun import trial_state
 from launcher.sweep.trials import describe
-
-ACTIVE = ("starting", "running", "pending", "requeued")
 
 
 def duration_text(seconds: Optional[float]) -> str:
@@ -27,7 +26,7 @@ def metric_text(value: Optional[float]) -> str:
 
 def _duration(status: dict, state: str) -> Optional[float]:
     start = status.get("started_at") or status.get("created_at")
-    end = status.get("finished_at") or (time.time() if state in ACTIVE else None)
+    end = status.get("finished_at") or (time.time() if state in NOT_OVER else None)
     return None if not start or not end else max(0.0, end - start)
 
 
@@ -61,7 +60,7 @@ def _best(rows: list, goal: str) -> Optional[dict]:
 
 
 def _sweep_state(data: dict, rows: list, driver_alive: bool) -> str:
-    if driver_alive or any(r["state"] in ACTIVE for r in rows):
+    if driver_alive or any(r["state"] in NOT_OVER for r in rows):
         return "running"
     if data.get("state") == "cancelled":
         return "cancelled"
