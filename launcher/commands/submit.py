@@ -1,7 +1,6 @@
 """`kit submit`: load, plan, then either print the plan or hand it to a backend."""
 
 import os
-import secrets
 import sys
 import time
 
@@ -10,6 +9,7 @@ from launcher.backends.ssh_early import close_early, log_in_early
 
 
 def new_run_id(job_name: str) -> str:
+    import secrets   # not before the early logins start: 10 ms
     return f"{job_name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 

@@ -17,18 +17,44 @@ class _InvokeOnUse:
         return getattr(invoke, name)
 
 
+class _VersionOnly:
+    """Stands in for importlib.metadata while paramiko imports: its one use there is
+    `metadata.version("paramiko")`, read here from the name of paramiko's .dist-info directory. The real
+    importlib.metadata (20 ms to import) is left for later, when kit's schemas load it anyway."""
+
+    @staticmethod
+    def version(name: str) -> str:
+        import importlib.util
+        import os
+        spec = importlib.util.find_spec(name)
+        for place in (spec.submodule_search_locations or []) if spec else []:
+            site = os.path.dirname(place)
+            for entry in os.listdir(site):
+                if entry.startswith(name + "-") and entry.endswith(".dist-info"):
+                    return entry[len(name) + 1:-len(".dist-info")]
+        import importlib.metadata
+        return importlib.metadata.version(name)
+
+
 def load_paramiko():
     """The paramiko module. paramiko.config imports `invoke` at once, only to run an ssh_config `Match exec`
     line; that import costs about 0.13 s of CPU (it pulls in asyncio and unittest.mock) at every kit start that
     touches SSH. So paramiko is imported with `invoke` hidden, and its config module gets a stand-in that
-    imports `invoke` on first use: `Match exec` still works."""
+    imports `invoke` on first use: `Match exec` still works. It is imported while kit's early logins wait for
+    it (backends/ssh_early.py), so importlib.metadata, which it needs for its version string only, is not
+    imported on that way either (_VersionOnly)."""
     with _importing:
         if "paramiko" not in sys.modules and "invoke" not in sys.modules:
             sys.modules["invoke"] = None   # `import invoke` raises ImportError; paramiko.config records it
+            stand_in = "importlib.metadata" not in sys.modules
+            if stand_in:
+                sys.modules["importlib.metadata"] = _VersionOnly
             try:
                 import paramiko.config
             finally:
                 del sys.modules["invoke"]
+                if stand_in and sys.modules.get("importlib.metadata") is _VersionOnly:
+                    del sys.modules["importlib.metadata"]
             if getattr(paramiko.config, "invoke", False) is None:
                 paramiko.config.invoke = _InvokeOnUse()
         import paramiko

@@ -2,15 +2,15 @@
 
 import getpass
 import os
-from dataclasses import dataclass, field
-from typing import Optional
+from typing import NamedTuple, Optional
 
 DEFAULT_CONFIG = "~/.ssh/config"
 USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
 
 
-@dataclass(frozen=True)
-class Endpoint:
+# A NamedTuple, not a dataclass: it is built before the early logins' TCP connect (ssh_early.py), and importing
+# dataclasses costs 12 ms there.
+class Endpoint(NamedTuple):
     name: str                   # the host's name in the cluster config (used in every message)
     hostname: str               # what we connect to
     port: int
@@ -20,7 +20,7 @@ class Endpoint:
     timeout: float = 10.0
     known_hosts: tuple[str, ...] = ()
     accept_new: bool = False
-    extra: dict = field(default_factory=dict)
+    extra: dict = {}   # never changed: resolve() gives each its own
 
     @property
     def where(self) -> str:
