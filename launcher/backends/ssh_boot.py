@@ -9,17 +9,33 @@ under it, unchanged, as `bash --norc -c COMMAND`: the login shell has read ~/.ba
 sshd would read it again (as the check, which ran with --norc too, did not).
 Arguments (the last three): watchdog path, grace seconds, the node's command. Anything but `go` first on stdin
 (kit closing the channel because some host failed its checks) ends it, having started nothing.
+
+While it waits (for the other hosts' checks, then for kit to write the run record and upload), a thread imports
+what the watchdog imports (WATCHDOG_IMPORTS, psutil the heaviest): after `go` only the watchdog's own module is
+left to load, and the node starts ~30 ms sooner. A failing import is left for the watchdog's own, which reports it.
 """
 
 from launcher.supervise.ssh_node import HELLO
 
 WAITING = "kit-boot:waiting"
+# The modules launcher/supervise/watchdog.py imports (a test keeps the two equal).
+WATCHDOG_IMPORTS = ("argparse", "ctypes", "json", "os", "re", "signal", "subprocess", "sys", "threading", "time",
+                    "psutil")
 
 BOOT_SOURCE = f"""\
 import importlib.util, os, sys, time
 watchdog, grace, command = sys.argv[-3:]
 sys.stderr.flush()
 print("{WAITING}", flush=True)
+import threading
+def preload():
+    for name in {WATCHDOG_IMPORTS!r}:
+        try:
+            __import__(name)
+        except Exception:
+            pass
+loading = threading.Thread(target=preload, daemon=True)
+loading.start()
 if sys.stdin.buffer.readline().strip() != b"go":
     os._exit(0)
 os.dup2(1, 2)
@@ -33,6 +49,7 @@ os.environb.update(login_env)
 with open("/proc/self/stat") as f:
     ticks = f.read().rsplit(")", 1)[1].split()[19]
 print("{HELLO} %d %s %d" % (os.getpid(), ticks, time.time()), flush=True)
+loading.join()
 spec = importlib.util.spec_from_file_location("kit_watchdog", watchdog)
 dog = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(dog)

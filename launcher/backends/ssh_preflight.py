@@ -13,8 +13,9 @@ CHECK_TIMEOUT = 120.0
 PROBE = "kit-probe:"
 # Runs under the node's interpreter after its setup lines: where it is, and whether the master port is free.
 PROBE_SOURCE = f"""\
-import errno, socket, sys
-import psutil
+import errno, importlib.util, socket, sys
+if importlib.util.find_spec("psutil") is None:   # found, not imported: the boot imports it while it waits
+    sys.exit("No module named 'psutil'")
 print("{PROBE}python", sys.executable)
 port = int(sys.argv[1])
 if port:
