@@ -13,7 +13,9 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	# compat: the checkout goes on sys.path through a plain .pth line. The default editable finder costs every
+	# Python start in the venv ~12 ms (kit's CLI, the nodes, the tests' hosts): 22 -> 10 ms for `python -c pass`.
+	$(PY) -m pip install -q -c constraints.txt -e '.[test]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 demo: venv

@@ -1,5 +1,5 @@
-"""Run a plan on remote hosts over SSH: check every host, upload the plan's files and the watchdog, start each
-node's command unchanged under the watchdog in a session of its own, stream the output, tear down together."""
+"""Run a plan on remote hosts over SSH: check every host, upload the plan's files, start each node's command
+unchanged under kit's watchdog in a session of its own, stream the output, tear down together."""
 
 import os
 import posixpath
@@ -7,14 +7,12 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from launcher.backends.ssh_files import watchdog_path
 from launcher.errors import KitError
 from launcher.plan.model import LaunchPlan, NodePlan
 from launcher.runs import RunRecord
 from launcher.supervise import tree
 from launcher.supervise.console import Console, follow_node
 from launcher.supervise.failure import explained_elsewhere, known_codes, read_log, summarize
-from launcher.supervise.local_node import WATCHDOG
 from launcher.supervise.supervisor import Cancel, finalize, supervise
 
 
@@ -65,7 +63,7 @@ class SshBackend:
 
         def then(conn):
             connected.append(time.monotonic())
-            return gate_host(conn, plan, self.entrypoint, lambda node: watchdog_path(plan, node))
+            return gate_host(conn, plan, self.entrypoint)
 
         from launcher.backends.ssh_early import claim
         early = claim()   # logins opened while kit was starting, used where they match the validated config
@@ -139,16 +137,16 @@ class SshBackend:
         return explained_elsewhere(summarize(node.machine_rank, node.host, code, text, known), known, logs)
 
     def _upload(self, plan: LaunchPlan) -> None:
-        """The plan's files each node needs, and the watchdog, into the node's workdir (SFTP, hosts in parallel)."""
-        from launcher.backends.ssh_files import WATCHDOG as OURS, uploads
-        watchdog = open(WATCHDOG, "rb").read()
+        """The plan's files each node needs into the node's workdir (SFTP, hosts in parallel)."""
+        from launcher.backends.ssh_files import uploads
 
         def one(node):
             conn = self.conns[node.host]
             for name, path in uploads(plan, node):
-                conn.put(path, watchdog if name == OURS else plan.files[name])
+                conn.put(path, plan.files[name])
 
-        self._parallel(one, plan.nodes, "could not upload the run's files")
+        if any(node.files for node in plan.nodes):
+            self._parallel(one, plan.nodes, "could not upload the run's files")
 
     def _start(self, plan: LaunchPlan, record: RunRecord, console: Console):
         from launcher.supervise.ssh_node import SshNode

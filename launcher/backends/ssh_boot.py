@@ -1,41 +1,50 @@
-"""The end of the node's check program on the host: once the checks have printed their results, wait for kit's
-word, then become the node's watchdog in the same process (ssh_gate.py says why one process).
+"""The node's check program on the host, first and last parts: the watchdog travels in it, and once the checks
+have printed their results it waits for kit's word and becomes the node's watchdog in the same process
+(ssh_gate.py says why one process).
 
 It runs under the node's python after the node's setup lines (in its workdir, with their environment), as the
 child of the gate shell. On `go` it undoes what the setup lines did to itself: it takes the gate shell's
 environment and working directory (the login's, as sshd gave them), starts a session of its own, says its pid
-and start time (the run record's handle for cancel), loads the uploaded watchdog and runs the node's command
-under it, unchanged, as `bash --norc -c COMMAND`: the login shell has read ~/.bashrc already, and a bash under
-sshd would read it again (as the check, which ran with --norc too, did not).
-Arguments (the last three): watchdog path, grace seconds, the node's command. Anything but `go` first on stdin
-(kit closing the channel because some host failed its checks) ends it, having started nothing.
+and start time (the run record's handle for cancel), and runs the node's command under the watchdog,
+unchanged, as `bash --norc -c COMMAND`: the login shell has read ~/.bashrc already, and a bash under sshd would
+read it again (as the check, which ran with --norc too, did not).
+Arguments (the last two): grace seconds, the node's command. Anything but `go` first on stdin (kit closing the
+channel because some host failed its checks) ends it, having started nothing.
 
-While it waits (for the other hosts' checks, then for kit to write the run record and upload), a thread imports
-what the watchdog imports (WATCHDOG_IMPORTS, psutil the heaviest): after `go` only the watchdog's own module is
-left to load, and the node starts ~30 ms sooner. A failing import is left for the watchdog's own, which reports it.
+The watchdog's source is part of the program (no file to upload, and hosts sharing a workdir do not write the
+same file). From the program's first line, a thread imports what the watchdog imports (psutil the heaviest) and
+compiles it, while the checks run and the host waits for the other hosts' checks and for kit's upload: after
+`go` the node starts at once. A failing import is left for the watchdog's own, which reports it.
 """
 
+from launcher.supervise.local_node import WATCHDOG
 from launcher.supervise.ssh_node import HELLO
 
 WAITING = "kit-boot:waiting"
 # The modules launcher/supervise/watchdog.py imports (a test keeps the two equal).
-WATCHDOG_IMPORTS = ("argparse", "ctypes", "json", "os", "re", "signal", "subprocess", "sys", "threading", "time",
+WATCHDOG_IMPORTS = ("ctypes", "json", "os", "re", "signal", "subprocess", "sys", "threading", "time",
                     "psutil")
+WATCHDOG_NAME = "kit-watchdog"   # the watchdog module's name on the host (in its tracebacks)
 
-BOOT_SOURCE = f"""\
-import importlib.util, os, sys, time
-watchdog, grace, command = sys.argv[-3:]
-sys.stderr.flush()
-print("{WAITING}", flush=True)
+_PRELUDE = """\
 import threading
-def preload():
-    for name in {WATCHDOG_IMPORTS!r}:
+def _kit_preload():
+    global _kit_watchdog
+    for name in {imports!r}:
         try:
             __import__(name)
         except Exception:
             pass
-loading = threading.Thread(target=preload, daemon=True)
-loading.start()
+    _kit_watchdog = compile({source!r}, {name!r}, "exec")
+_kit_loading = threading.Thread(target=_kit_preload, daemon=True)
+_kit_loading.start()
+"""
+
+BOOT_SOURCE = f"""\
+import os, sys, time, types
+grace, command = sys.argv[-2:]
+sys.stderr.flush()
+print("{WAITING}", flush=True)
 if sys.stdin.buffer.readline().strip() != b"go":
     os._exit(0)
 os.dup2(1, 2)
@@ -49,12 +58,17 @@ os.environb.update(login_env)
 with open("/proc/self/stat") as f:
     ticks = f.read().rsplit(")", 1)[1].split()[19]
 print("{HELLO} %d %s %d" % (os.getpid(), ticks, time.time()), flush=True)
-loading.join()
-spec = importlib.util.spec_from_file_location("kit_watchdog", watchdog)
-dog = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(dog)
-code = dog.main(["--env-from-stdin", "--grace", grace, "--", "bash", "--norc", "-c", command])
+_kit_loading.join()
+dog = types.ModuleType("{WATCHDOG_NAME}")
+exec(_kit_watchdog, dog.__dict__)
+code = dog.run(["bash", "--norc", "-c", command], float(grace), dog.env_from_stdin())
 sys.stdout.flush()
 os._exit(code)
 """
 
+
+def prelude() -> str:
+    """The program's first lines: the thread that loads the watchdog (its source included) while the checks run."""
+    with open(WATCHDOG, encoding="utf-8") as f:
+        source = f.read()
+    return _PRELUDE.format(imports=WATCHDOG_IMPORTS, source=source, name=WATCHDOG_NAME + ".py")

@@ -40,17 +40,18 @@ def _swap_launch(node: NodePlan, argv: tuple, runtime_vars) -> str:
     return node.command[:-len(launch)] + "exec " + join_argv(argv) + "\n"
 
 
-def _check_text(plan: LaunchPlan, node: NodePlan, entrypoint, watchdog: str) -> str:
-    """The node's preamble, then one interpreter start for everything: the probe, the local backend's entrypoint
-    check (its CHECK_SOURCE, same markers), and the boot that waits for kit's word and becomes the watchdog.
-    Each Python start on a host costs CPU that a fan-out to many hosts pays many times."""
+def _check_text(plan: LaunchPlan, node: NodePlan, entrypoint, prelude: str) -> str:
+    """The node's preamble, then one interpreter start for everything: the boot's prelude (which loads the
+    watchdog meanwhile), the probe, the local backend's entrypoint check (its CHECK_SOURCE, same markers), and
+    the boot that waits for kit's word and becomes the watchdog. Each Python start on a host costs CPU that a
+    fan-out to many hosts pays many times."""
     from launcher.backends.ssh_boot import BOOT_SOURCE
     port = plan.world.master_port if node.machine_rank == 0 else 0
-    source, args = PROBE_SOURCE, [str(port)]
+    source, args = prelude + PROBE_SOURCE, [str(port)]
     if entrypoint is not None:
         kind, target = entrypoint_target(entrypoint)
         source, args = source + "sys.argv = sys.argv[1:]\n" + CHECK_SOURCE, args + [kind, target]
-    boot = (watchdog, f"{plan.teardown_grace:g}", node.command)
+    boot = (f"{plan.teardown_grace:g}", node.command)
     return _swap_launch(node, (node.argv[0], "-c", source + BOOT_SOURCE, *args, *boot), plan.runtime_vars)
 
 
@@ -79,19 +80,24 @@ def _interpret(plan: LaunchPlan, node: NodePlan, entrypoint, result: CheckResult
     return problem
 
 
-def gate_host(conn, plan: LaunchPlan, entrypoint, watchdog_path) -> tuple[dict, list]:
+def gate_host(conn, plan: LaunchPlan, entrypoint) -> tuple[dict, list]:
     """The launch channels of the nodes on this connection's host, checks run and waiting for `go`:
-    ({rank: (chan, early bytes)}, [problem lines naming the host]). The SFTP session for the upload opens while
-    the host runs the checks. On problems the caller closes the channels, which starts nothing."""
+    ({rank: (chan, early bytes)}, [problem lines naming the host]). The SFTP session for the upload (if the
+    host's nodes have files) opens while the host runs the checks. On problems the caller closes the channels,
+    which starts nothing."""
+    from launcher.backends.ssh_boot import prelude
     from launcher.backends.ssh_gate import GATE_COMMAND, gate_input, read_checks
     host = conn.endpoint.name
     gates, problems, opened = {}, [], []
     try:
-        for node in (n for n in plan.nodes if n.host == host):
+        nodes = [n for n in plan.nodes if n.host == host]
+        loads_watchdog = prelude()
+        for node in nodes:
             chan = conn.session(GATE_COMMAND)  # opened early (ssh_early.py) or now
-            chan.sendall(gate_input(_check_text(plan, node, entrypoint, watchdog_path(node))))
+            chan.sendall(gate_input(_check_text(plan, node, entrypoint, loads_watchdog)))
             opened.append((node, chan))
-        conn.open_sftp()
+        if any(node.files for node in nodes):
+            conn.open_sftp()
         for node, chan in opened:
             result, early, waiting = read_checks(chan, CHECK_TIMEOUT)
             gates[node.machine_rank] = (chan, early)

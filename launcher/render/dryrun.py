@@ -28,11 +28,9 @@ def _world_line(plan: LaunchPlan) -> str:
 
 
 def _uploads_text(plan: LaunchPlan, node) -> list[str]:
-    from launcher.backends.ssh_files import WATCHDOG, uploads
-    out = ["  uploads (host:path):"]
-    for name, path in uploads(plan, node):
-        out.append(f"    {node.host}:{path}" + ("  (kit's node watchdog)" if name == WATCHDOG else ""))
-    return out
+    from launcher.backends.ssh_files import uploads
+    files = uploads(plan, node)
+    return ["  uploads (host:path):" if files else "  uploads: none"] + [f"    {node.host}:{path}" for _, path in files]
 
 
 def _node_text(plan: LaunchPlan, node, secret_env: dict[str, str]) -> str:
@@ -66,7 +64,8 @@ def _where_line(plan: LaunchPlan) -> str:
     return (f"files: uploaded over SFTP into each host's workdir ({workdirs}) before any node starts, as listed "
             f"per node. A workdir the hosts share (one filesystem, such as the directory you submit from mounted "
             f"on every host) holds every node's accelerate.node<R>.yaml side by side and one copy of the others; "
-            f"separate disks hold one node's files each. The run record and the node logs stay in {plan.run_dir} "
+            f"separate disks hold one node's files each. kit's node watchdog is no file there: it travels with "
+            f"the checks over each node's SSH channel. The run record and the node logs stay in {plan.run_dir} "
             f"under the directory you submit from.")
 
 

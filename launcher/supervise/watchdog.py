@@ -22,7 +22,6 @@ Exit status: the command's own (128+N if a signal killed it), once no descendant
 Self-contained (stdlib + psutil, which accelerate requires) so that it can be shipped to a remote host as is.
 """
 
-import argparse
 import ctypes
 import json
 import os
@@ -197,6 +196,7 @@ class Watchdog:
 
 
 def parse_args(argv):
+    import argparse   # not at the top: a node started over SSH calls run() directly (backends/ssh_boot.py)
     p = argparse.ArgumentParser(prog="kit-watchdog", allow_abbrev=False)
     p.add_argument("--grace", type=float, default=DEFAULT_GRACE)
     p.add_argument("--log")
@@ -211,13 +211,17 @@ def parse_args(argv):
     return args
 
 
-def main(argv=None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+def env_from_stdin() -> dict:
+    """The environment plus the variables of stdin's first line (a JSON object), the way secrets arrive."""
     env = dict(os.environ)
-    if args.env_from_stdin:
-        env.update(json.loads(sys.stdin.buffer.readline() or b"{}"))
+    env.update(json.loads(sys.stdin.buffer.readline() or b"{}"))
+    return env
+
+
+def run(command: list, grace: float = DEFAULT_GRACE, env=None, log_path=None) -> int:
+    """Run `command` to its end under the watchdog; its exit status."""
     become_subreaper()
-    dog = Watchdog(args.command, args.grace, env, args.log)
+    dog = Watchdog(command, grace, dict(os.environ) if env is None else env, log_path)
     signal.signal(signal.SIGTERM, lambda *_: dog.stop())
     signal.signal(signal.SIGHUP, lambda *_: dog.stop())
     signal.signal(signal.SIGINT, lambda *_: dog.hurry())
@@ -225,6 +229,11 @@ def main(argv=None) -> int:
     dog.start()
     threading.Thread(target=dog.control, daemon=True).start()
     return dog.run()
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    return run(args.command, args.grace, env_from_stdin() if args.env_from_stdin else None, args.log)
 
 
 if __name__ == "__main__":

@@ -44,8 +44,10 @@ def run_processes(host, run_id: str) -> list:
 
 
 def watchdogs(host, run_id: str) -> list:
-    """The run's watchdogs on the host (they carry no run id in their environment: the secrets' JSON does)."""
-    return [p for p in host.processes() if any(run_id in c and "kit-watchdog" in c for c in p["cmdline"])]
+    """The run's watchdogs on the host (they carry no run id in their environment: the secrets' JSON does), and
+    checks waiting for go: a python whose program holds kit's watchdog and whose node command names the run."""
+    return [p for p in host.processes()
+            if any("kit-watchdog" in c for c in p["cmdline"]) and any(run_id in c for c in p["cmdline"])]
 
 
 def leftovers(ssh_hosts, run_id: str) -> dict:

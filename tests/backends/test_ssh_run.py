@@ -79,7 +79,7 @@ def test_logs_runs_and_status_cover_ssh_runs(ssh_run, ssh_hosts):
 
 def test_record_stays_here_and_files_go_to_the_hosts_workdir(ssh_hosts, tmp_path):
     # The hosts' workdir is not the submitting directory (as with separate disks): the record and the streamed
-    # logs are written here, the node's accelerate YAML and the watchdog are uploaded into the workdir.
+    # logs are written here, the node's accelerate YAML is uploaded into the workdir (the watchdog is no file).
     here, remote = tmp_path / "here", tmp_path / "remote-wd"
     here.mkdir()
     remote.mkdir()
@@ -97,12 +97,12 @@ def test_record_stays_here_and_files_go_to_the_hosts_workdir(ssh_hosts, tmp_path
     assert result.returncode == 0, result.stderr
     # The dry-run said which file goes to which host:path; the hosts' (here shared) workdir holds exactly those.
     said = {line.split()[0] for line in dry.splitlines() if line.startswith("    n") and ":/" in line}
-    assert {f"{h.name}:{remote}/runs/ssh-elsewhere/kit-watchdog.py" for h in ssh_hosts.hosts[:2]} <= said
+    assert said == {f"{h.name}:{remote}/runs/ssh-elsewhere/accelerate.node{r}.yaml"
+                    for r, h in enumerate(ssh_hosts.hosts[:2])}
     there = {str(p) for p in (remote / "runs" / "ssh-elsewhere").iterdir() if p.is_file()}  # not the ranks' logs
     assert {s.split(":", 1)[1] for s in said} == there
     assert "probe rank 1/2 ready" in (here / "runs" / "ssh-elsewhere" / "node1.log").read_text()
     assert "kit-test setup lines ran 1 time(s)" in (here / "runs" / "ssh-elsewhere" / "node0.log").read_text()
     assert (remote / "runs" / "ssh-elsewhere" / "accelerate.node1.yaml").is_file()
-    assert (remote / "runs" / "ssh-elsewhere" / "kit-watchdog.py").is_file()
     assert not (remote / "runs" / "ssh-elsewhere" / "status.json").exists()
     assert "state succeeded" in kit("status", "ssh-elsewhere", cwd=here).stdout

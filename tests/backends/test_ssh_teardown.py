@@ -7,7 +7,7 @@ import signal
 import subprocess
 import time
 
-from tests.backends.sshrun import cluster, leftovers, workdir
+from tests.backends.sshrun import cluster, leftovers, watchdogs, workdir
 from tests.launcher.localrun import kit, kit_background, reports, wait_for, write_job
 
 
@@ -78,9 +78,10 @@ def test_cancel_of_a_detached_run_spares_other_processes(ssh_hosts, tmp_path):
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _start(ssh_hosts, tmp_path, "ssh-detached", detach=True)
-        # The submitting process's checked-but-unused launch channels ended without starting anything.
-        assert wait_for(lambda: not [p for h in ssh_hosts.hosts for p in h.processes()
-                                     if any("kit_go" in c for c in p["cmdline"])], timeout=5)
+        # The submitting process's checked-but-unused launch channels ended without starting anything: one
+        # boot per host is left, the detached supervisor's, which became that node's watchdog.
+        assert wait_for(lambda: [len(watchdogs(h, "ssh-detached")) for h in ssh_hosts.hosts[:2]] == [1, 1],
+                        timeout=5), [watchdogs(h, "ssh-detached") for h in ssh_hosts.hosts[:2]]
         status = kit("status", "ssh-detached", cwd=workdir(ssh_hosts))
         assert "state running" in status.stdout, status.stdout + status.stderr
         result = kit("cancel", "ssh-detached", cwd=workdir(ssh_hosts), timeout=90)
