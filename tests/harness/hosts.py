@@ -13,8 +13,15 @@ from dataclasses import dataclass
 from tests.harness.daemons import pid_alive
 from tests.harness.shell import HarnessError, log_tail, wait_until
 
-# Runs inside the new namespaces: private /etc/hosts and hostname, then tini as PID 1 for the host's lifetime.
-INIT_SCRIPT = 'mount --bind "$1" /etc/hosts && hostname "$2" && exec tini -s -- sleep infinity'
+# Runs inside the new namespaces: private /etc/hosts and hostname, a home directory of its own, then tini as PID 1
+# for the host's lifetime. The home: the hosts share this machine's filesystem (a workdir there models NFS), but
+# a login's rc files write into $HOME (here `pyenv rehash`, under a lock file in ~/.pyenv). Shared, every host's
+# logins would queue on one lock, and a login killed mid-rehash when a host stops would leave the lock behind:
+# every later login on the machine, the tests' own included, would wait 60 s for it. So each host sees $HOME
+# through an overlay whose writes stay in its own directory, like separate machines installed from one image.
+INIT_SCRIPT = ('mount --bind "$1" /etc/hosts && hostname "$2" && mkdir -p "$3/home" "$3/home.work" && '
+               'mount -t overlay kit-home -o "lowerdir=$4,upperdir=$3/home,workdir=$3/home.work" "$4" && '
+               'exec tini -s -- sleep infinity')
 
 
 @dataclass
@@ -65,7 +72,7 @@ def start_host(name, address, netns, hosts_file, host_dir):
     log = os.path.join(host_dir, "init.log")
     argv = ["setpriv", "--pdeathsig", "KILL", "--", "nsenter", f"--net=/run/netns/{netns}",
             "unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child=SIGKILL", "--mount-proc",
-            "--", "sh", "-c", INIT_SCRIPT, "sh", hosts_file, name]
+            "--", "sh", "-c", INIT_SCRIPT, "sh", hosts_file, name, host_dir, os.path.expanduser("~")]
     with open(log, "ab") as out:
         holder = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                   start_new_session=True)

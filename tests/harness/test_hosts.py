@@ -43,3 +43,19 @@ def test_unused_address_is_an_unreachable_host(testbed):
     with pytest.raises(OSError):
         socket.create_connection((testbed.unused_address, 22), timeout=5)
     assert time.monotonic() - started < 5
+
+
+def test_each_host_writes_its_own_home(testbed):
+    # Logins' rc files write into $HOME (pyenv's rehash lock, caches): each host keeps those writes to itself.
+    n1, n2 = testbed.hosts[:2]
+    home = os.path.expanduser("~")
+    name = f".kit-harness-home-probe-{os.getpid()}"
+    n1.run(["sh", "-c", f'echo n1 > "{home}/{name}"'])
+    try:
+        assert n1.run(["cat", f"{home}/{name}"]).stdout == "n1\n"
+        assert n2.run(["test", "-e", f"{home}/{name}"], check=False).returncode == 1
+        assert not os.path.exists(os.path.join(home, name))
+        # What is in the home directory here is there on the host too (the overlay's lower layer).
+        assert set(n2.run(["ls", "-A", home]).stdout.split()) == set(os.listdir(home))
+    finally:
+        n1.run(["rm", "-f", f"{home}/{name}"])
