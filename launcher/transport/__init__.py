@@ -20,10 +20,10 @@ class _InvokeOnUse:
 class _VersionOnly:
     """Stands in for importlib.metadata while paramiko imports: its one use there is
     `metadata.version("paramiko")`, read here from the name of paramiko's .dist-info directory. The real
-    importlib.metadata (20 ms to import) is left for later, when kit's schemas load it anyway."""
+    importlib.metadata (20 ms to import) is left for later, when kit's schemas load it anyway. Anything else
+    asked of it is the real module's."""
 
-    @staticmethod
-    def version(name: str) -> str:
+    def version(self, name: str) -> str:
         import importlib.util
         import os
         spec = importlib.util.find_spec(name)
@@ -32,8 +32,18 @@ class _VersionOnly:
             for entry in os.listdir(site):
                 if entry.startswith(name + "-") and entry.endswith(".dist-info"):
                     return entry[len(name) + 1:-len(".dist-info")]
+        return self._real().version(name)
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):   # the import system's own questions (__spec__, ...): this is no module
+            raise AttributeError(attr)
+        return getattr(self._real(), attr)
+
+    def _real(self):
+        if sys.modules.get("importlib.metadata") is self:
+            del sys.modules["importlib.metadata"]
         import importlib.metadata
-        return importlib.metadata.version(name)
+        return importlib.metadata
 
 
 def load_paramiko():
@@ -46,14 +56,14 @@ def load_paramiko():
     with _importing:
         if "paramiko" not in sys.modules and "invoke" not in sys.modules:
             sys.modules["invoke"] = None   # `import invoke` raises ImportError; paramiko.config records it
-            stand_in = "importlib.metadata" not in sys.modules
-            if stand_in:
-                sys.modules["importlib.metadata"] = _VersionOnly
+            stand_in = _VersionOnly() if "importlib.metadata" not in sys.modules else None
+            if stand_in is not None:
+                sys.modules["importlib.metadata"] = stand_in
             try:
                 import paramiko.config
             finally:
                 del sys.modules["invoke"]
-                if stand_in and sys.modules.get("importlib.metadata") is _VersionOnly:
+                if stand_in is not None and sys.modules.get("importlib.metadata") is stand_in:
                     del sys.modules["importlib.metadata"]
             if getattr(paramiko.config, "invoke", False) is None:
                 paramiko.config.invoke = _InvokeOnUse()

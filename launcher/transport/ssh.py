@@ -130,7 +130,10 @@ class _QuickAckSocket(socket.socket):
 
     def recv(self, *args):
         data = super().recv(*args)
-        self.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+        try:
+            self.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+        except OSError:   # a speed-up only: never a reason for the connection to fail
+            pass
         return data
 
 
