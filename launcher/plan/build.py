@@ -17,7 +17,6 @@ from launcher.render.shell import node_command, runtime_ref
 from launcher.render.slurm import MASTER_ADDR_PRELUDE, sbatch_script
 from launcher.render.text import to_json, to_yaml
 from launcher.spec.cluster import ClusterSpec
-from launcher.spec.deepspeed_json import check_user_deepspeed
 from launcher.spec.job import JobSpec
 from launcher.spec.overrides import Overrides, apply_overrides
 
@@ -32,6 +31,7 @@ def _strategy_section(job: JobSpec, shape: Shape, run_dir: str, user_ds: Optiona
     if job.strategy != "deepspeed":
         return None, {}
     if job.deepspeed.config_file is not None:
+        from launcher.spec.deepspeed_json import check_user_deepspeed   # its schema: 6 ms to build, rarely needed
         ds = check_user_deepspeed(user_ds, job, shape.world_size)
     else:
         ds = deepspeed_config(job, shape.world_size, shape.gradient_accumulation_steps, shape.device == "cuda")
