@@ -53,8 +53,11 @@ class Preemption:
         self.requested = True
         self.signal_name = signal.Signals(signum).name
         if signum == signal.SIGTERM:
-            self.terminate = True
-            if not self._deferred:
+            # Raised once only. A teardown often sends more than one (kit's watchdog signals every process of
+            # the node, and torchrun's agent forwards its own SIGTERM to its workers): a second one must not
+            # cut short the rank's reaction to the first (writing the PREEMPTED marker).
+            first, self.terminate = not self.terminate, True
+            if first and not self._deferred:
                 raise Preempted(self.signal_name)
 
     @contextlib.contextmanager
