@@ -17,6 +17,8 @@ compiles it, while the checks run and the host waits for the other hosts' checks
 `go` the node starts at once. A failing import is left for the watchdog's own, which reports it.
 """
 
+import functools
+
 from launcher.supervise.local_node import WATCHDOG
 from launcher.supervise.ssh_node import HELLO
 
@@ -67,8 +69,10 @@ os._exit(code)
 """
 
 
+@functools.lru_cache(maxsize=1)
 def prelude() -> str:
-    """The program's first lines: the thread that loads the watchdog (its source included) while the checks run."""
+    """The program's first lines: the thread that loads the watchdog (its source included) while the checks run.
+    The same for every node: the watchdog's file is read once per kit process, not once per host."""
     with open(WATCHDOG, encoding="utf-8") as f:
         source = f.read()
     return _PRELUDE.format(imports=WATCHDOG_IMPORTS, source=source, name=WATCHDOG_NAME + ".py")

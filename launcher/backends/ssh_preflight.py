@@ -40,14 +40,14 @@ def _swap_launch(node: NodePlan, argv: tuple, runtime_vars) -> str:
     return node.command[:-len(launch)] + "exec " + join_argv(argv) + "\n"
 
 
-def _check_text(plan: LaunchPlan, node: NodePlan, entrypoint, prelude: str) -> str:
+def _check_text(plan: LaunchPlan, node: NodePlan, entrypoint) -> str:
     """The node's preamble, then one interpreter start for everything: the boot's prelude (which loads the
     watchdog meanwhile), the probe, the local backend's entrypoint check (its CHECK_SOURCE, same markers), and
     the boot that waits for kit's word and becomes the watchdog. Each Python start on a host costs CPU that a
     fan-out to many hosts pays many times."""
-    from launcher.backends.ssh_boot import BOOT_SOURCE
+    from launcher.backends.ssh_boot import BOOT_SOURCE, prelude
     port = plan.world.master_port if node.machine_rank == 0 else 0
-    source, args = prelude + PROBE_SOURCE, [str(port)]
+    source, args = prelude() + PROBE_SOURCE, [str(port)]
     if entrypoint is not None:
         kind, target = entrypoint_target(entrypoint)
         source, args = source + "sys.argv = sys.argv[1:]\n" + CHECK_SOURCE, args + [kind, target]
@@ -85,16 +85,14 @@ def gate_host(conn, plan: LaunchPlan, entrypoint) -> tuple[dict, list]:
     ({rank: (chan, early bytes)}, [problem lines naming the host]). The SFTP session for the upload (if the
     host's nodes have files) opens while the host runs the checks. On problems the caller closes the channels,
     which starts nothing."""
-    from launcher.backends.ssh_boot import prelude
     from launcher.backends.ssh_gate import GATE_COMMAND, gate_input, read_checks
     host = conn.endpoint.name
     gates, problems, opened = {}, [], []
     try:
         nodes = [n for n in plan.nodes if n.host == host]
-        loads_watchdog = prelude()
         for node in nodes:
             chan = conn.session(GATE_COMMAND)  # opened early (ssh_early.py) or now
-            chan.sendall(gate_input(_check_text(plan, node, entrypoint, loads_watchdog)))
+            chan.sendall(gate_input(_check_text(plan, node, entrypoint)))
             opened.append((node, chan))
         if any(node.files for node in nodes):
             conn.open_sftp()
