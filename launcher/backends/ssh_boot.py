@@ -4,7 +4,8 @@ have printed their results it waits for kit's word and becomes the node's watchd
 
 It runs under the node's python after the node's setup lines (in its workdir, with their environment), as the
 child of the gate shell. On `go` it undoes what the setup lines did to itself: it takes the gate shell's
-environment and working directory (the login's, as sshd gave them), starts a session of its own, says its pid
+environment (the login's, as sshd gave it: /proc shows a process's environment as it was at exec) and the
+login's working directory (KIT_LOGIN_DIR, which the gate sets), starts a session of its own, says its pid
 and start time (the run record's handle for cancel), and runs the node's command under the watchdog,
 unchanged, as `bash --norc -c COMMAND`: the login shell has read ~/.bashrc already, and a bash under sshd would
 read it again (as the check, which ran with --norc too, did not).
@@ -12,8 +13,8 @@ Arguments (the last two): grace seconds, the node's command. Anything but `go` f
 channel because some host failed its checks) ends it, having started nothing.
 
 The watchdog's source is part of the program (no file to upload, and hosts sharing a workdir do not write the
-same file). From the program's first line, a thread imports what the watchdog imports (psutil the heaviest) and
-compiles it, while the checks run and the host waits for the other hosts' checks and for kit's upload: after
+same file). From the program's first line, a thread imports what the watchdog imports and compiles
+it, while the checks run and the host waits for the other hosts' checks and for kit's upload: after
 `go` the node starts at once. A failing import is left for the watchdog's own, which reports it.
 """
 
@@ -24,8 +25,7 @@ from launcher.supervise.ssh_node import HELLO
 
 WAITING = "kit-boot:waiting"
 # The modules launcher/supervise/watchdog.py imports (a test keeps the two equal).
-WATCHDOG_IMPORTS = ("ctypes", "json", "os", "re", "signal", "subprocess", "sys", "threading", "time",
-                    "psutil")
+WATCHDOG_IMPORTS = ("ctypes", "json", "os", "re", "signal", "sys", "threading", "time")
 WATCHDOG_NAME = "kit-watchdog"   # the watchdog module's name on the host (in its tracebacks)
 
 _PRELUDE = """\
@@ -49,12 +49,10 @@ sys.stderr.flush()
 print("{WAITING}", flush=True)
 if sys.stdin.buffer.readline().strip() != b"go":
     os._exit(0)
-os.dup2(1, 2)
 os.setsid()
-gate = os.getppid()
-with open("/proc/%d/environ" % gate, "rb") as f:
+with open("/proc/%d/environ" % os.getppid(), "rb") as f:
     login_env = dict(v.split(b"=", 1) for v in f.read().split(b"\\0") if b"=" in v)
-os.chdir(os.readlink("/proc/%d/cwd" % gate))
+os.chdir(os.environ["KIT_LOGIN_DIR"])
 os.environ.clear()
 os.environb.update(login_env)
 with open("/proc/self/stat") as f:

@@ -1,24 +1,23 @@
 """Cheap checks on every host before an SSH run starts anything: reachable (the connect), the plan's python found
-after the node's setup lines (with psutil, which the watchdog needs), the entrypoint there, the master port free.
-Each problem is one line naming the host."""
+after the node's setup lines, the entrypoint there, the master port free. Each problem is one line naming the
+host."""
 
 import shlex
 
 from launcher.plan.model import LaunchPlan, NodePlan
-from launcher.preflight.entrypoint import (CHECK_SOURCE, CheckResult, entrypoint_check_command, entrypoint_target,
-                                          interpret_entrypoint_check)
+from launcher.preflight.entrypoint import (CHECK_SOURCE, MARKER, CheckResult, entrypoint_check_command,
+                                          entrypoint_target, interpret_entrypoint_check)
 from launcher.render.shell import join_argv
 
 CHECK_TIMEOUT = 120.0
 PROBE = "kit-probe:"
 # Runs under the node's interpreter after its setup lines: where it is, and whether the master port is free.
 PROBE_SOURCE = f"""\
-import errno, importlib.util, socket, sys
-if importlib.util.find_spec("psutil") is None:   # found, not imported: the boot imports it while it waits
-    sys.exit("No module named 'psutil'")
+import sys
 print("{PROBE}python", sys.executable)
 port = int(sys.argv[1])
-if port:
+if port:   # the master host only
+    import errno, socket
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -35,9 +34,10 @@ def last_line(text: str) -> str:
 
 
 def _swap_launch(node: NodePlan, argv: tuple, runtime_vars) -> str:
-    """The node's command (cd, setup, env) with its launch line replaced by `argv`."""
+    """The node's command (cd, setup, env) with its launch line replaced by `argv`, run as a child of the shell
+    (not exec'd: the gate shell stays its parent, ssh_gate.py)."""
     launch = "exec " + join_argv(node.argv, runtime_vars) + "\n"
-    return node.command[:-len(launch)] + "exec " + join_argv(argv) + "\n"
+    return node.command[:-len(launch)] + join_argv(argv) + "\nexit $?\n"
 
 
 def _check_text(plan: LaunchPlan, node: NodePlan, entrypoint) -> str:
@@ -61,8 +61,6 @@ def _read_probe(plan: LaunchPlan, node: NodePlan, result: CheckResult):
     where = f"host {node.host}"
     if "python" not in said:
         last = last_line(result.stderr)
-        if "No module named 'psutil'" in result.stderr:
-            return f"{where}: {node.argv[0]} has no psutil (kit's node watchdog needs it): pip install psutil"
         return (f"{where}: python {node.argv[0]!r} not usable after the setup lines "
                       f"(exit {result.returncode}): {last}")
     if said.get("port", "free").startswith("busy"):
@@ -97,7 +95,7 @@ def gate_host(conn, plan: LaunchPlan, entrypoint) -> tuple[dict, list]:
         if any(node.files for node in nodes):
             conn.open_sftp()
         for node, chan in opened:
-            result, early, waiting = read_checks(chan, CHECK_TIMEOUT)
+            result, early, waiting = read_checks(chan, CHECK_TIMEOUT, (PROBE, MARKER))
             gates[node.machine_rank] = (chan, early)
             problem = _interpret(plan, node, entrypoint, result)
             if problem is None and not waiting:  # the checks passed, then the program died before waiting for kit

@@ -12,7 +12,6 @@ import time
 from launcher.supervise.watchdog import PROGRESS_LOG_INTERVAL, split_progress
 
 HELLO = "kit-node"
-CHECK_STDERR = b"kit-stderr: "   # how backends/ssh_gate.py marks the checks' stderr lines
 HELLO_TIMEOUT = 30.0
 # Field 22 of /proc/PID/stat (start time in clock ticks): pid and start time name one process for good.
 STARTTIME = "sed 's/.*) //' /proc/{pid}/stat | cut -d' ' -f20"
@@ -66,8 +65,8 @@ class SshNode:
         return node
 
     def _hello(self) -> None:
-        """Read up to the watchdog's hello line (pid, start ticks, start time). Before it come only the last of
-        the checks' marked stderr lines (dropped) and, if no watchdog came up, why (kept)."""
+        """Read up to the watchdog's hello line (pid, start ticks, start time). Before it comes nothing or, if no
+        watchdog came up, why (kept)."""
         self.chan.settimeout(HELLO_TIMEOUT)
         data, before = self._early, b""
         while True:
@@ -76,8 +75,7 @@ class SshNode:
                 words = line.decode(errors="replace").split()
                 if len(words) == 4:
                     self.pid, self.start_ticks, self.started_at = int(words[1]), words[2], float(words[3])
-                kept = [ln for ln in before.splitlines(True) if not ln.startswith(CHECK_STDERR)]
-                self._early = b"".join(kept) + rest
+                self._early = before + rest
                 break
             if nl:
                 before, data = before + line + b"\n", rest

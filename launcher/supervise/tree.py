@@ -10,8 +10,6 @@ from typing import Iterable, Optional
 
 import psutil
 
-# One definition, in the self-contained watchdog (which kit imports, never the other way round).
-from launcher.supervise.watchdog import live_descendants  # noqa: F401
 
 
 def same_process(pid: Optional[int], created: Optional[float]) -> Optional[psutil.Process]:
@@ -25,6 +23,22 @@ def same_process(pid: Optional[int], created: Optional[float]) -> Optional[psuti
         return None if proc.status() == psutil.STATUS_ZOMBIE else proc
     except psutil.Error:
         return None
+
+
+def live_descendants() -> list[psutil.Process]:
+    """Every live process below this one (zombies excluded); a subreaper's include re-parented orphans."""
+    try:
+        procs = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return []
+    alive = []
+    for p in procs:
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p)
+        except psutil.Error:
+            continue
+    return alive
 
 
 def run_processes(run_id: str) -> list[psutil.Process]:

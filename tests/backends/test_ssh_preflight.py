@@ -60,21 +60,6 @@ def test_wrong_python_fails_before_launch_naming_the_host(ssh_hosts, tmp_path):
     _no_run(ssh_hosts, "ssh-bad-python")
 
 
-def test_python_without_psutil_fails_before_launch_naming_the_host(ssh_hosts, tmp_path):
-    # The check only finds psutil (the boot imports it while waiting for go): a python whose import path
-    # lacks it must still be refused before anything starts. `-S`: no site-packages, so no psutil.
-    python = tmp_path / "python-no-site"
-    python.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
-    python.chmod(0o755)
-    cfg = cluster(ssh_hosts, tmp_path, python=str(python))
-    result = _submit(ssh_hosts, tmp_path, cfg, "ssh-no-psutil")
-    assert result.returncode == 2, result.stderr
-    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("kit: error:")]
-    assert [ln.split()[3] for ln in lines] == ["n1:", "n2:"], result.stderr
-    assert all(ln.endswith("has no psutil (kit's node watchdog needs it): pip install psutil") for ln in lines)
-    _no_run(ssh_hosts, "ssh-no-psutil")
-
-
 def test_secrets_reach_the_node_but_no_command_line_or_record(ssh_hosts, tmp_path):
     secret = "s3cr3t-value-do-not-print"
     cfg = cluster(ssh_hosts, tmp_path, env={"API_TOKEN": secret},

@@ -1,6 +1,8 @@
 """The node watchdog alone (no torch): it sees and stops every descendant, daemons included, when told to or
 when its supervisor disappears, and it exits only when nothing of its node is left."""
 
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -8,7 +10,7 @@ import time
 
 import psutil
 
-from launcher.supervise import local_node
+from launcher.supervise import local_node, watchdog
 
 # A node command whose "rank" escapes into its own session (like torchrun's workers), plus a double-forked
 # daemon that init would adopt without a subreaper; both write their pid and then sleep.
@@ -92,3 +94,61 @@ def test_output_keeps_flowing_to_the_log_when_stdout_is_gone(tmp_path):
     assert dog.wait(timeout=60) == 0
     log = (tmp_path / "node.log").read_text()
     assert log.endswith("done\n") and log.count("\n") == 20001
+
+
+def test_inherited_fds_do_not_reach_the_command(tmp_path):
+    # posix_spawn keeps every fd not marked close-on-exec: one inherited open (a shell's `3>&1`) must not reach
+    # the node, where it would hold the supervisor's pipe open after the watchdog is gone.
+    r, w = os.pipe()
+    try:
+        command = f"if [ -e /proc/$$/fd/{w} ]; then echo leaked; else echo closed; fi"
+        dog = subprocess.Popen([sys.executable, local_node.WATCHDOG, "--", "bash", "-c", command],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(w,))
+        out = dog.communicate(timeout=20)[0].decode()
+    finally:
+        os.close(r)
+        os.close(w)
+    assert dog.returncode == 0
+    assert out == "closed\n"
+
+
+def test_process_tree_from_proc_skips_zombies_and_reads_odd_names(tmp_path):
+    # live_descendants() is what teardown waits on: grandchildren included, zombies (exited, not yet reaped)
+    # not, and a name holding ") " must not shift /proc/PID/stat's fields.
+    odd = tmp_path / "a) b (c"
+    shutil.copy("/bin/sleep", odd)
+    child = subprocess.Popen(["bash", "-c", f"'{odd}' 300 & echo $!; wait"], stdout=subprocess.PIPE)
+    grandchild = int(child.stdout.readline())
+    zombie = subprocess.Popen(["true"])
+    deadline = time.monotonic() + 10
+    while watchdog._stat(zombie.pid)[0] != b"Z" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        pids = dict(watchdog.live_descendants())
+        assert child.pid in pids and grandchild in pids and zombie.pid not in pids
+        assert watchdog._stat(grandchild)[1] == child.pid
+        assert pids[grandchild] == psutil_start_ticks(grandchild)
+    finally:
+        child.kill()
+        os.kill(grandchild, signal.SIGKILL)
+        child.wait()
+        zombie.wait()
+
+
+def psutil_start_ticks(pid):
+    return round((psutil.Process(pid).create_time() - psutil.boot_time()) * os.sysconf("SC_CLK_TCK"))
+
+
+def test_a_recycled_pid_is_never_signalled():
+    # A process is (pid, start time): the same pid with another start time is some other process.
+    proc = subprocess.Popen(["sleep", "300"])
+    try:
+        start = dict(watchdog.live_descendants())[proc.pid]
+        watchdog._signal((proc.pid, start + 1), signal.SIGKILL)
+        time.sleep(0.2)
+        assert proc.poll() is None
+        watchdog._signal((proc.pid, start), signal.SIGKILL)
+        assert proc.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        proc.kill()
+        proc.wait()
