@@ -25,21 +25,25 @@ from launcher.supervise.ssh_node import HELLO
 
 WAITING = "kit-boot:waiting"
 # The modules launcher/supervise/watchdog.py imports (a test keeps the two equal).
-WATCHDOG_IMPORTS = ("ctypes", "json", "os", "re", "signal", "sys", "threading", "time")
+WATCHDOG_IMPORTS = ("_signal", "_thread", "ctypes", "os", "sys", "time")
 WATCHDOG_NAME = "kit-watchdog"   # the watchdog module's name on the host (in its tracebacks)
 
 _PRELUDE = """\
-import threading
+import _thread
+_kit_loaded = _thread.allocate_lock()
+_kit_loaded.acquire()
 def _kit_preload():
     global _kit_watchdog
-    for name in {imports!r}:
-        try:
-            __import__(name)
-        except Exception:
-            pass
-    _kit_watchdog = compile({source!r}, {name!r}, "exec")
-_kit_loading = threading.Thread(target=_kit_preload, daemon=True)
-_kit_loading.start()
+    try:
+        for name in {imports!r}:
+            try:
+                __import__(name)
+            except Exception:
+                pass
+        _kit_watchdog = compile({source!r}, {name!r}, "exec")
+    finally:
+        _kit_loaded.release()
+_thread.start_new_thread(_kit_preload, ())
 """
 
 BOOT_SOURCE = f"""\
@@ -58,7 +62,7 @@ os.environb.update(login_env)
 with open("/proc/self/stat") as f:
     ticks = f.read().rsplit(")", 1)[1].split()[19]
 print("{HELLO} %d %s %d" % (os.getpid(), ticks, time.time()), flush=True)
-_kit_loading.join()
+_kit_loaded.acquire()
 dog = types.ModuleType("{WATCHDOG_NAME}")
 exec(_kit_watchdog, dog.__dict__)
 code = dog.run(["bash", "--norc", "-c", command], float(grace), dog.env_from_stdin())

@@ -13,6 +13,7 @@ from launcher.backends.ssh_gate import GATE_COMMAND
 from launcher.plan.build import build_plan
 from launcher.spec import Overrides, load_cluster, load_job
 from launcher.supervise import local_node
+from launcher.supervise.watchdog import encode_env
 
 
 def test_preloaded_modules_are_the_watchdogs_imports():
@@ -49,7 +50,7 @@ def test_the_host_side_runs_on_the_standard_library_alone_from_the_login_state(t
     gate, text, work = _host_program(tmp_path, str(python), setup)
     login = tmp_path / "home"
     login.mkdir()
-    word = b"go\n" + json.dumps({"SECRET": "s", "KIT_RUN_ID": "boot-test"}).encode() + b"\n"
+    word = b"go\n" + encode_env({"SECRET": "s", "KIT_RUN_ID": "boot-test"})
     env = {"PATH": os.environ["PATH"], "LOGIN_ONLY": "login"}
     # stdin stays open until the end: its EOF would mean kit is gone, and the watchdog would stop the node.
     done = subprocess.Popen(["bash", "--norc", "-c", gate], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -1,6 +1,7 @@
 """The node watchdog alone (no torch): it sees and stops every descendant, daemons included, when told to or
 when its supervisor disappears, and it exits only when nothing of its node is left."""
 
+import io
 import os
 import shutil
 import signal
@@ -9,6 +10,7 @@ import sys
 import time
 
 import psutil
+import pytest
 
 from launcher.supervise import local_node, watchdog
 
@@ -152,3 +154,31 @@ def test_a_recycled_pid_is_never_signalled():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_variables_reach_the_watchdog_unchanged(monkeypatch):
+    # Secrets travel this way: any value a variable can hold (newlines, `=`, quotes, non-ASCII), the line after
+    # it (a control word) left unread.
+    sent = {"TOKEN": "a=b\nc 'd' \"e\" $(f) \u00e9\u4e2d", "EMPTY": "", "PATH": "/override"}
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(watchdog.encode_env(sent) + b"stop\n")))
+    env = watchdog.env_from_stdin()
+    assert {k: env[k] for k in sent} == sent
+    assert env["HOME"] == os.environ["HOME"]
+    assert sys.stdin.buffer.readline() == b"stop\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(watchdog.encode_env({}))))
+    assert watchdog.env_from_stdin() == dict(os.environ)
+
+
+@pytest.mark.parametrize("line, progress", [
+    (b"[node0/rank1] \rstep 3\n", (b"[node0/rank1] ", b"step 3\n")),
+    (b"[node12] \r50%\n", (b"[node12] ", b"50%\n")),
+    (b"\rbare\n", (b"", b"bare\n")),
+    (b"[node0/rank1] step 3\n", None),
+    (b"[node0/rank] \rx\n", None),        # not a tag: the progress mark is not at the line's start
+    (b"[nodex/rank1] \rx\n", None),
+    (b"[node0/rank1/rank2] \rx\n", None),
+    (b"[node0]\rx\n", None),
+    (b"plain\n", None),
+])
+def test_progress_lines_are_told_by_their_tag_and_carriage_return(line, progress):
+    assert watchdog.split_progress(line) == progress
