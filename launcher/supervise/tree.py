@@ -11,7 +11,6 @@ from typing import Iterable, Optional
 import psutil
 
 
-
 def same_process(pid: Optional[int], created: Optional[float]) -> Optional[psutil.Process]:
     """The process `pid` if it is still the one created at `created`, else None."""
     if not pid:
