@@ -1,6 +1,5 @@
-"""The node's check program on the host, first and last parts: the watchdog travels in it, and once the checks
-have printed their results it waits for kit's word and becomes the node's watchdog in the same process
-(ssh_gate.py says why one process).
+"""The node's check program on the host, last part: once the checks have printed their results it waits for kit's
+word and becomes the node's watchdog in the same process (ssh_gate.py says why one process).
 
 It runs under the node's python after the node's setup lines (in its workdir, with their environment), as the
 child of the gate shell. On `go` it undoes what the setup lines did to itself: it takes the gate shell's
@@ -13,9 +12,9 @@ Arguments (the last two): grace seconds, the node's command. Anything but `go` f
 channel because some host failed its checks) ends it, having started nothing.
 
 The watchdog's source is part of the program (no file to upload, and hosts sharing a workdir do not write the
-same file). From the program's first line, a thread imports what the watchdog imports and compiles
-it, while the checks run and the host waits for the other hosts' checks and for kit's upload: after
-`go` the node starts at once. A failing import is left for the watchdog's own, which reports it.
+same file). It is compiled and loaded (definitions and imports only: nothing runs) right after the program says
+it waits: the checks' results reach kit first, and the loading fills the time kit takes to hear from every host,
+write the run record and upload, so that after `go` the node starts at once.
 """
 
 import functools
@@ -24,33 +23,15 @@ from launcher.supervise.local_node import WATCHDOG
 from launcher.supervise.ssh_node import HELLO
 
 WAITING = "kit-boot:waiting"
-# The modules launcher/supervise/watchdog.py imports (a test keeps the two equal).
-WATCHDOG_IMPORTS = ("_signal", "_thread", "ctypes", "os", "sys", "time")
 WATCHDOG_NAME = "kit-watchdog"   # the watchdog module's name on the host (in its tracebacks)
 
-_PRELUDE = """\
-import _thread
-_kit_loaded = _thread.allocate_lock()
-_kit_loaded.acquire()
-def _kit_preload():
-    global _kit_watchdog
-    try:
-        for name in {imports!r}:
-            try:
-                __import__(name)
-            except Exception:
-                pass
-        _kit_watchdog = compile({source!r}, {name!r}, "exec")
-    finally:
-        _kit_loaded.release()
-_thread.start_new_thread(_kit_preload, ())
-"""
-
-BOOT_SOURCE = f"""\
-import os, sys, time, types
+_BOOT = """\
+import os, sys, time
 grace, command = sys.argv[-2:]
 sys.stderr.flush()
-print("{WAITING}", flush=True)
+print({waiting!r}, flush=True)
+dog = type(sys)({name!r})
+exec(compile({source!r}, {name!r} + ".py", "exec"), dog.__dict__)
 if sys.stdin.buffer.readline().strip() != b"go":
     os._exit(0)
 os.setsid()
@@ -61,10 +42,7 @@ os.environ.clear()
 os.environb.update(login_env)
 with open("/proc/self/stat") as f:
     ticks = f.read().rsplit(")", 1)[1].split()[19]
-print("{HELLO} %d %s %d" % (os.getpid(), ticks, time.time()), flush=True)
-_kit_loaded.acquire()
-dog = types.ModuleType("{WATCHDOG_NAME}")
-exec(_kit_watchdog, dog.__dict__)
+print({hello!r} + " %d %s %d" % (os.getpid(), ticks, time.time()), flush=True)
 code = dog.run(["bash", "--norc", "-c", command], float(grace), dog.env_from_stdin())
 sys.stdout.flush()
 os._exit(code)
@@ -72,9 +50,9 @@ os._exit(code)
 
 
 @functools.lru_cache(maxsize=1)
-def prelude() -> str:
-    """The program's first lines: the thread that loads the watchdog (its source included) while the checks run.
-    The same for every node: the watchdog's file is read once per kit process, not once per host."""
+def boot_source() -> str:
+    """The program's last part, the watchdog's source in it. The same for every node: the watchdog's file is read
+    once per kit process, not once per host."""
     with open(WATCHDOG, encoding="utf-8") as f:
         source = f.read()
-    return _PRELUDE.format(imports=WATCHDOG_IMPORTS, source=source, name=WATCHDOG_NAME + ".py")
+    return _BOOT.format(waiting=WAITING, name=WATCHDOG_NAME, source=source, hello=HELLO)

@@ -1,7 +1,7 @@
 """One login and one Python start per host: the node's launch channel runs the checks and then becomes the node.
 
 The login shell execs a small bash (the gate) that runs the check program in itself: the node's own preamble
-(cd, setup lines, environment), then its python with the probe, the entrypoint check and ssh_boot.BOOT_SOURCE.
+(cd, setup lines, environment), then its python with the probe, the entrypoint check and the boot (ssh_boot.py).
 The checks print their results and the program waits for kit's word. Only when every host passed does kit write
 `go`; the same process then becomes the node's watchdog (ssh_boot.py). Anything else, or the channel closing,
 ends it having started nothing. Each login's shell start, each Python start and each small process costs CPU on

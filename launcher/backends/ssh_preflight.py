@@ -41,18 +41,17 @@ def _swap_launch(node: NodePlan, argv: tuple, runtime_vars) -> str:
 
 
 def _check_text(plan: LaunchPlan, node: NodePlan, entrypoint) -> str:
-    """The node's preamble, then one interpreter start for everything: the boot's prelude (which loads the
-    watchdog meanwhile), the probe, the local backend's entrypoint check (its CHECK_SOURCE, same markers), and
-    the boot that waits for kit's word and becomes the watchdog. Each Python start on a host costs CPU that a
-    fan-out to many hosts pays many times."""
-    from launcher.backends.ssh_boot import BOOT_SOURCE, prelude
+    """The node's preamble, then one interpreter start for everything: the probe, the local backend's
+    entrypoint check (its CHECK_SOURCE, same markers), and the boot that waits for kit's word and becomes the
+    watchdog. Each Python start on a host costs CPU that a fan-out to many hosts pays many times."""
+    from launcher.backends.ssh_boot import boot_source
     port = plan.world.master_port if node.machine_rank == 0 else 0
-    source, args = prelude() + PROBE_SOURCE, [str(port)]
+    source, args = PROBE_SOURCE, [str(port)]
     if entrypoint is not None:
         kind, target = entrypoint_target(entrypoint)
         source, args = source + "sys.argv = sys.argv[1:]\n" + CHECK_SOURCE, args + [kind, target]
     boot = (f"{plan.teardown_grace:g}", node.command)
-    return _swap_launch(node, (node.argv[0], "-c", source + BOOT_SOURCE, *args, *boot), plan.runtime_vars)
+    return _swap_launch(node, (node.argv[0], "-c", source + boot_source(), *args, *boot), plan.runtime_vars)
 
 
 def _read_probe(plan: LaunchPlan, node: NodePlan, result: CheckResult):

@@ -1,26 +1,17 @@
 """The host side of an SSH node, run here without SSH: the gate, the checks, and the boot that turns them into the
-node's watchdog (preloading what the watchdog imports while it waits)."""
+node's watchdog."""
 
-import ast
 import json
 import os
 import subprocess
 import sys
 
 from launcher.backends import ssh_preflight
-from launcher.backends.ssh_boot import WAITING, WATCHDOG_IMPORTS
+from launcher.backends.ssh_boot import WAITING
 from launcher.backends.ssh_gate import GATE_COMMAND
 from launcher.plan.build import build_plan
 from launcher.spec import Overrides, load_cluster, load_job
-from launcher.supervise import local_node
 from launcher.supervise.watchdog import encode_env
-
-
-def test_preloaded_modules_are_the_watchdogs_imports():
-    tree = ast.parse(open(local_node.WATCHDOG).read())
-    imported = {alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
-    imported |= {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}
-    assert set(WATCHDOG_IMPORTS) == imported
 
 
 def _host_program(tmp_path, python: str, setup: list) -> tuple:
