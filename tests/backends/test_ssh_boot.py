@@ -37,7 +37,8 @@ def test_the_host_side_runs_on_the_standard_library_alone_from_the_login_state(t
     python.write_text(f'#!/bin/sh\nexec {sys.executable} -S -I "$@"\n')
     python.chmod(0o755)
     setup = ['export FROM_SETUP="x$FROM_SETUP"',
-             'if [ -n "$KIT_RUN_ID" ]; then echo "node: $FROM_SETUP $LOGIN_ONLY $SECRET $KIT_LOGIN_DIR"; exit 3; fi']
+             'if [ -n "$KIT_RUN_ID" ]; then echo "node: $FROM_SETUP $LOGIN_ONLY $SECRET $KIT_LOGIN_DIR"; '
+             'echo "came from $OLDPWD"; exit 3; fi']   # OLDPWD: where the node's `cd WORKDIR` started
     gate, text, work = _host_program(tmp_path, str(python), setup)
     login = tmp_path / "home"
     login.mkdir()
@@ -55,7 +56,7 @@ def test_the_host_side_runs_on_the_standard_library_alone_from_the_login_state(t
                          WAITING], lines
     assert lines[4].startswith("kit-node ")
     # The setup line ran once for the node (not on top of the checks' run), with the secret, from the login.
-    assert lines[5:] == ["node: x login s "], lines
+    assert lines[5:] == ["node: x login s ", f"came from {login}"], lines
 
 
 def test_the_host_side_starts_nothing_without_go(tmp_path):
