@@ -1,10 +1,13 @@
 """The host side of an SSH node, run here without SSH: the gate, the checks, and the boot that turns them into the
 node's watchdog."""
 
+import glob
 import json
 import os
 import subprocess
 import sys
+
+import pytest
 
 from launcher.backends import ssh_preflight
 from launcher.backends.ssh_boot import WAITING
@@ -29,12 +32,32 @@ def _host_program(tmp_path, python: str, setup: list) -> tuple:
     return GATE_COMMAND, ssh_preflight._check_text(plan, plan.nodes[0], spec.entrypoint), work
 
 
-def test_the_host_side_runs_on_the_standard_library_alone_from_the_login_state(tmp_path):
+def _pythons() -> dict:
+    """kit's own python, and the other Python 3.9+ interpreters this machine has (the host's python is the user's:
+    whatever runs their training): the system's, pyenv's. One per version, and only if it starts."""
+    pyenv = os.path.join(os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv")), "versions", "*", "bin",
+                         "python3")
+    found = {}
+    for path in [sys.executable, "/usr/bin/python3", *sorted(glob.glob(pyenv))]:
+        ask = "import sys; print('%d.%d' % sys.version_info[:2], sys.executable)"
+        out = subprocess.run([path, "-c", ask], capture_output=True, text=True) if os.path.exists(path) else None
+        if out is not None and out.returncode == 0:
+            version, real = out.stdout.split()
+            if tuple(map(int, version.split("."))) >= (3, 9):
+                found.setdefault(version if path != sys.executable else f"{version}-kit", real)
+    return found
+
+
+PYTHONS = _pythons()
+
+
+@pytest.mark.parametrize("version", sorted(PYTHONS))
+def test_the_host_side_runs_on_the_standard_library_alone_from_the_login_state(tmp_path, version):
     # What a host runs, without SSH: the gate, the checks, `go`, the watchdog, the node's command. The host's
     # python needs nothing kit installs (-S -I: no site-packages, so neither psutil nor kit), and the node starts
     # from the login's environment and directory, not from what the checks' setup lines did to them.
     python = tmp_path / "python-stdlib-only"
-    python.write_text(f'#!/bin/sh\nexec {sys.executable} -S -I "$@"\n')
+    python.write_text(f'#!/bin/sh\nexec {PYTHONS[version]} -S -I "$@"\n')
     python.chmod(0o755)
     setup = ['export FROM_SETUP="x$FROM_SETUP"',
              'if [ -n "$KIT_RUN_ID" ]; then echo "node: $FROM_SETUP $LOGIN_ONLY $SECRET $KIT_LOGIN_DIR"; '
@@ -52,7 +75,7 @@ def test_the_host_side_runs_on_the_standard_library_alone_from_the_login_state(t
     lines = done.stdout.read().decode().splitlines()
     assert done.wait(timeout=60) == 3, lines
     done.stdin.close()
-    assert lines[:4] == [f"kit-probe:python {sys.executable}", "kit-probe:port free", "kit-preflight:found",
+    assert lines[:4] == [f"kit-probe:python {PYTHONS[version]}", "kit-probe:port free", "kit-preflight:found",
                          WAITING], lines
     assert lines[4].startswith("kit-node ")
     # The setup line ran once for the node (not on top of the checks' run), with the secret, from the login.
