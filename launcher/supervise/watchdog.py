@@ -62,10 +62,10 @@ def _stat(pid: int):
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
-    except OSError:
+        fields = data[data.rindex(b")") + 2:].split()  # the name, in parentheses, may hold spaces and ")"
+        return fields[0], int(fields[1]), int(fields[19])
+    except (OSError, ValueError, IndexError):  # gone, or going, while read
         return None
-    fields = data[data.rindex(b")") + 2:].split()  # the name, in parentheses, may hold spaces and ")"
-    return fields[0], int(fields[1]), int(fields[19])
 
 
 def live_descendants() -> list:
