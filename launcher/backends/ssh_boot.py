@@ -40,9 +40,7 @@ with open("/proc/%d/environ" % os.getppid(), "rb") as f:
 os.chdir(os.environ["KIT_LOGIN_DIR"])
 os.environ.clear()
 os.environb.update(login_env)
-with open("/proc/self/stat") as f:
-    ticks = f.read().rsplit(")", 1)[1].split()[19]
-print({hello!r} + " %d %s %d" % (os.getpid(), ticks, time.time()), flush=True)
+print({hello!r} + " %d %d %d" % (os.getpid(), dog.proc_stat(os.getpid())[2], time.time()), flush=True)
 code = dog.run(["bash", "--norc", "-c", command], float(grace), dog.env_from_stdin())
 sys.stdout.flush()
 os._exit(code)

@@ -10,6 +10,8 @@ from typing import Iterable, Optional
 
 import psutil
 
+from launcher.supervise import watchdog
+
 
 def same_process(pid: Optional[int], created: Optional[float]) -> Optional[psutil.Process]:
     """The process `pid` if it is still the one created at `created`, else None."""
@@ -25,18 +27,18 @@ def same_process(pid: Optional[int], created: Optional[float]) -> Optional[psuti
 
 
 def live_descendants() -> list[psutil.Process]:
-    """Every live process below this one (zombies excluded); a subreaper's include re-parented orphans."""
-    try:
-        procs = psutil.Process().children(recursive=True)
-    except psutil.Error:
-        return []
+    """Every live process below this one (zombies excluded; a subreaper's include re-parented orphans): the
+    watchdog's walk of /proc, one definition of the tree, as psutil handles. Each is kept only if it is still
+    the process the walk saw (same start time) once its handle exists."""
     alive = []
-    for p in procs:
+    for pid, start in watchdog.live_descendants():
         try:
-            if p.status() != psutil.STATUS_ZOMBIE:
-                alive.append(p)
+            proc = psutil.Process(pid)
         except psutil.Error:
             continue
+        now = watchdog.proc_stat(pid)
+        if now is not None and now[2] == start:
+            alive.append(proc)
     return alive
 
 

@@ -57,7 +57,7 @@ def mark_fds_cloexec() -> None:
                 pass
 
 
-def _stat(pid: int):
+def proc_stat(pid: int):
     """(state, ppid, start time in clock ticks) of a process, or None once it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -75,7 +75,7 @@ def live_descendants() -> list:
     children = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
-            st = _stat(int(name))
+            st = proc_stat(int(name))
             if st is not None:
                 children.setdefault(st[1], []).append((int(name), st))
     alive, todo = [], [os.getpid()]
@@ -90,7 +90,7 @@ def live_descendants() -> list:
 def _signal(proc, sig) -> None:
     """Signal the process (pid, start time) if it is still that process."""
     pid, start = proc
-    st = _stat(pid)
+    st = proc_stat(pid)
     if st is not None and st[2] == start:
         try:
             os.kill(pid, sig)

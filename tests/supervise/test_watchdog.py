@@ -123,12 +123,12 @@ def test_process_tree_from_proc_skips_zombies_and_reads_odd_names(tmp_path):
     grandchild = int(child.stdout.readline())
     zombie = subprocess.Popen(["true"])
     deadline = time.monotonic() + 10
-    while watchdog._stat(zombie.pid)[0] != b"Z" and time.monotonic() < deadline:
+    while watchdog.proc_stat(zombie.pid)[0] != b"Z" and time.monotonic() < deadline:
         time.sleep(0.01)
     try:
         pids = dict(watchdog.live_descendants())
         assert child.pid in pids and grandchild in pids and zombie.pid not in pids
-        assert watchdog._stat(grandchild)[1] == child.pid
+        assert watchdog.proc_stat(grandchild)[1] == child.pid
         assert pids[grandchild] == psutil_start_ticks(grandchild)
     finally:
         child.kill()
