@@ -24,10 +24,11 @@ def _write(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _masked_spec(spec, plan: LaunchPlan) -> dict:
-    """The spec with secret values masked: secret-looking names, and every name the job lists in `secret_env`
-    (a job's `DB_URL` may have its value in the job's env or in the cluster's)."""
-    data = spec.model_dump(mode="json")
+def spec_record(spec, plan: LaunchPlan) -> dict:
+    """A spec (or its data, already made by this function) as the record keeps it, with secret values masked:
+    secret-looking names, and every name the job lists in `secret_env` (a job's `DB_URL` may have its value
+    in the job's env or in the cluster's)."""
+    data = dict(spec) if isinstance(spec, dict) else spec.model_dump(mode="json")
     declared = tuple(sorted({name for node in plan.nodes for name in node.secret_env}))
     if "env" in data:
         data["env"] = mask_env(data["env"], declared)
@@ -64,13 +65,14 @@ class RunRecord:
 
 
 def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
-    """Write the record and the plan's generated files (relative to workdir, as the nodes see them)."""
+    """Write the record and the plan's generated files (relative to workdir, as the nodes see them). `job` and
+    `cluster`: the resolved specs, or their spec_record()s."""
     path = os.path.join(workdir, plan.run_dir)
     if os.path.exists(os.path.join(path, STATUS)):
         raise KitError(f"run {plan.run_id} already exists at {path}; pick another --run-id")
     record = RunRecord(path)
-    _write(record.file("job.yaml"), to_yaml(_masked_spec(job, plan)))
-    _write(record.file("cluster.yaml"), to_yaml(_masked_spec(cluster, plan)))
+    _write(record.file("job.yaml"), to_yaml(spec_record(job, plan)))
+    _write(record.file("cluster.yaml"), to_yaml(spec_record(cluster, plan)))
     _write(record.file("plan.json"), to_json(masked_dict(plan)))
     for rel, content in plan.files.items():
         _write(os.path.join(workdir, rel), content)

@@ -13,11 +13,10 @@ from launcher.backends.environment import node_process_env
 from launcher.backends.slurm_files import copy_node_logs
 from launcher.backends.slurm_outcome import describe, failure_of, final_fields
 from launcher.backends.slurm_query import hostnames, query
-from launcher.backends.slurm_where import CommandError, login_fields, where_for, where_from_status
+from launcher.backends.slurm_where import CommandError, where_from_status
 from launcher.commands.logs import flush_held, print_new_lines
 from launcher.errors import KitError
 from launcher.plan.model import LaunchPlan
-from launcher.render.slurm import DEFAULT_MAX_REQUEUES
 from launcher.runs import RunRecord
 
 POLL = 1.0
@@ -36,12 +35,13 @@ def _added_env(plan: LaunchPlan) -> dict:
 class SlurmBackend:
     name = "slurm"
 
-    def bind(self, cluster, job) -> None:
-        """Where the SLURM commands run (the login host or here) and the settings the record keeps for later."""
-        self.where = where_for(cluster)
-        self.login = login_fields(cluster)
-        self.workdir = cluster.workdir
-        self.max_requeues = cluster.slurm.max_requeues if cluster.slurm is not None else DEFAULT_MAX_REQUEUES
+    def use(self, binding: dict) -> None:
+        """Where the SLURM commands run (the login host or here) and the settings the record keeps for later
+        (backends/binding.py)."""
+        self.where = where_from_status(binding["login"])
+        self.login = binding["login"]
+        self.workdir = binding["workdir"]
+        self.max_requeues = binding["max_requeues"]
 
     @property
     def record_stays_here(self) -> bool:

@@ -36,12 +36,11 @@ class SshBackend:
         from launcher.transport.hostkeys import Accepted
         self.accepted = Accepted()
 
-    def bind(self, cluster, job) -> None:
-        """The connection settings (not part of the plan) and the job's entrypoint for the preflight."""
-        from launcher.transport.endpoint import ssh_settings
-        self.settings = ssh_settings(cluster.ssh)
-        self.addresses = {h.name: h.address for h in cluster.hosts}
-        self.entrypoint = job.entrypoint
+    def use(self, binding: dict) -> None:
+        """The connection settings (not part of the plan) and the job's entrypoint for the preflight
+        (backends/binding.py)."""
+        self.settings, self.addresses, self.entrypoint = (binding["settings"], binding["addresses"],
+                                                          binding["entrypoint"])
 
     def check(self, plan: LaunchPlan) -> None:
         """Reachable, python found, entrypoint there, master port free: on every host, before anything starts."""

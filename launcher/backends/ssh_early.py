@@ -1,14 +1,14 @@
-"""Log in to an SSH cluster's hosts while kit is still starting: on a small fan-out, kit's own start-up (schemas,
-plan, paramiko) and each host's login (sshd, the login shell's rc files) are most of the time to start, and they
-can overlap.
+"""Log in to an SSH cluster's hosts while kit is still starting: on a small fan-out, kit's own start-up (paramiko,
+and the schemas and plan in the forked planner, commands/planner.py) and each host's login (sshd, the login
+shell's rc files) are most of the time to start, and they can overlap.
 
-`log_in_early(args)` reads the cluster file as plain YAML, before kit has loaded its schemas, and in a background
-thread connects to the hosts the job will use (host keys checked as always) and opens each one's launch channel,
-whose gate waits for its program on stdin (ssh_gate.py). Nothing of the job starts: the check program is sent
-only once the plan is built and validated, and go only after every host passed its checks. The backend then
-takes a login only if its endpoint is exactly the one the validated config resolves to; anything else is
-closed and the backend connects as it would have. A guess that misses (an unusual config, overrides) only
-costs the early work.
+`early_endpoints(args)` reads the cluster file as plain YAML, before kit has loaded its schemas, and
+`log_in_early(endpoints)` connects to the hosts the job will use in background threads (host keys checked as
+always) and opens each one's launch channel, whose gate waits for its program on stdin (ssh_gate.py). Nothing of
+the job starts: the check program is sent only once the plan is built and validated, and go only after every
+host passed its checks. The backend then takes a login only if its endpoint is exactly the one the validated
+config resolves to; anything else is closed and the backend connects as it would have. A guess that misses (an
+unusual config, overrides) only costs the early work.
 """
 
 import sys
@@ -71,40 +71,43 @@ def _yaml(path: str):
         return yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-def _endpoints(cluster_path: str, nodes) -> list:
-    """The endpoints of the hosts the job will use, as the validated config would resolve them."""
+def _endpoints(cluster: dict, nodes: int) -> list:
+    """The endpoints of the first `nodes` hosts of the cluster file's data, as the validated config would
+    resolve them."""
     from launcher.transport.endpoint import resolve
-    raw = _yaml(cluster_path)
-    ssh = raw.get("ssh") or {}
-    if raw.get("backend") != "ssh" or ssh.get("accept_new_host_keys"):
-        return []   # accepting new keys is reported with the run: keep it where the run's record is made
+    ssh = cluster.get("ssh") or {}
     settings = {**ssh, "port_given": "port" in ssh}   # resolve() applies the schema's defaults
-    hosts = [{"name": h} if isinstance(h, str) else h for h in raw["hosts"]][:nodes]
+    hosts = [{"name": h} if isinstance(h, str) else h for h in cluster["hosts"]][:nodes]
     return [resolve(h["name"], h.get("address"), settings) for h in hosts]
 
 
-def _nodes(args) -> int:
-    """How many hosts the job uses, as far as the command line and the job file say without the schemas."""
-    if args.nodes is not None:
-        return args.nodes
-    nodes = _yaml(args.job).get("nodes", 1)
-    return nodes if isinstance(nodes, int) else 0
-
-
-def log_in_early(args) -> None:
-    """Start logging in to the hosts of `kit submit`'s cluster, if it is an SSH cluster and the command line
-    leaves its connection settings alone."""
-    global _early
-    if args.dry_run or not args.cluster or args.sweep or any(s.startswith("cluster.") for s in args.set):
-        return
+def early_guess(args):
+    """(the cluster file's data, how many hosts the job uses) when kit should log in to them early: an SSH
+    cluster whose connection settings the command line leaves alone, for one run (a sweep connects per trial).
+    None otherwise, or when the files are not what this guess understands (their load says what is wrong)."""
+    if args.dry_run or not args.cluster or args.sweep or any(s.startswith(("cluster.", "sweep")) for s in args.set):
+        return None
     try:
-        endpoints = _endpoints(args.cluster, _nodes(args))
+        job, cluster = _yaml(args.job), _yaml(args.cluster)
+        ssh = cluster.get("ssh") or {}
+        if cluster.get("backend") != "ssh" or ssh.get("accept_new_host_keys") or "sweep" in job:
+            return None   # accepting new keys is reported with the run: keep it where the run's record is made
+        nodes = args.nodes if args.nodes is not None else job.get("nodes", 1)
+        return cluster, nodes if isinstance(nodes, int) else 0
+    except Exception:
+        return None
+
+
+def log_in_early(guess) -> None:
+    """Start logging in to the hosts of early_guess() in the background (none if it was None)."""
+    global _early
+    try:
+        endpoints = _endpoints(*guess) if guess is not None else []
     except Exception:  # not a config this guess understands: the normal load reports any mistake
         return
     if endpoints:
         _early = EarlyLogins(endpoints)   # first the TCP connections, while paramiko loads
-        # paramiko next, alone: imported while kit's schemas load, both would take twice as long (one
-        # interpreter lock), and the logins, which wait on the hosts, would go on only after both.
+        # paramiko next, here: the logins wait for it, and nothing else should share the interpreter meanwhile.
         from launcher.transport import load_paramiko
         load_paramiko()
 
@@ -119,7 +122,8 @@ def claim():
 
 
 def close_early() -> None:
-    """Close the early logins nothing claimed (a sweep, which connects per trial)."""
+    """Close the early logins nothing claimed (a submission that turned out to be a sweep, which connects per
+    trial)."""
     early = claim()
     if early is not None:
         early.close()

@@ -3,7 +3,7 @@ its result, so the local backend runs it here and a remote backend can run the s
 
 import shlex
 from dataclasses import dataclass
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from launcher.plan.model import NodePlan
 from launcher.render.shell import join_argv
@@ -44,6 +44,12 @@ class CheckResult:
     returncode: int
     stdout: str
     stderr: str
+
+
+class EntrypointRef(NamedTuple):
+    """A job's entrypoint as the checks read it: plain data, which pickles without the schemas."""
+    module: Optional[str]
+    script: Optional[str]
 
 
 def entrypoint_target(entrypoint) -> tuple[str, str]:

@@ -7,6 +7,7 @@ import time
 import traceback
 
 from launcher.backends import get_backend, record_root
+from launcher.backends.binding import binding
 from launcher.backends.environment import dropped_warning
 from launcher.errors import KitError
 from launcher.preflight import preflight
@@ -23,8 +24,8 @@ def _gate(plan, ctx: TrialContext) -> None:
     sweep here (one line, exit 2) before anything is written. Each trial checks again before it starts."""
     first = plan.trials[0].plan
     backend = get_backend(plan.backend)
-    if hasattr(backend, "bind"):
-        backend.bind(ctx.cluster, ctx.job)
+    if hasattr(backend, "use"):
+        backend.use(binding(plan.backend, ctx.cluster, ctx.job))
     preflight(first, ctx.job, ctx.cluster, ctx.base_dir)
     backend.check(first)
     for conn in getattr(backend, "conns", {}).values():  # SSH: close the waiting launch channels unused

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from launcher import runs
 from launcher.backends import get_backend
+from launcher.backends.binding import binding
 from launcher.commands.outcome import outcome_line
 from launcher.errors import KitError
 from launcher.preflight import preflight
@@ -61,8 +62,8 @@ def _watch_driver(fd: int) -> None:
 
 
 def _check(backend, plan, ctx: TrialContext) -> None:
-    if hasattr(backend, "bind"):
-        backend.bind(ctx.cluster, ctx.job)
+    if hasattr(backend, "use"):
+        backend.use(binding(plan.backend, ctx.cluster, ctx.job))
     preflight(plan, ctx.job, ctx.cluster, ctx.base_dir)
     backend.check(plan)
 

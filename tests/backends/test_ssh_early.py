@@ -7,7 +7,7 @@ import argparse
 import pytest
 import yaml
 
-from launcher.backends.ssh_early import _endpoints, claim, log_in_early
+from launcher.backends.ssh_early import _endpoints, early_guess
 from launcher.spec import load_cluster
 from launcher.transport.endpoint import resolve, ssh_settings
 
@@ -27,16 +27,27 @@ def test_the_early_guess_is_what_the_validated_config_resolves_to(tmp_path, conf
     cluster = load_cluster(str(path))
     settings = ssh_settings(cluster.ssh)
     validated = [resolve(h.name, h.address, settings) for h in cluster.hosts[:2]]
-    assert _endpoints(str(path), 2) == validated
+    assert _endpoints(config, 2) == validated
 
 
-def _args(tmp_path, **given):
-    job = tmp_path / "job.yaml"
-    job.write_text("name: j\nnodes: 1\n")
+def _args(tmp_path, job="name: j\nnodes: 1\n", **given):
+    job_path = tmp_path / "job.yaml"
+    job_path.write_text(job)
     cluster = tmp_path / "cluster.yaml"
-    cluster.write_text(yaml.safe_dump(given.pop("cluster")))
-    fields = {"job": str(job), "cluster": str(cluster), "nodes": None, "dry_run": False, "sweep": None, "set": []}
+    cluster.write_text(yaml.safe_dump(given.pop("cluster", {"name": "c", "backend": "ssh", "hosts": ["a", "b"]})))
+    fields = {"job": str(job_path), "cluster": str(cluster), "nodes": None, "dry_run": False, "sweep": None,
+              "set": []}
     return argparse.Namespace(**{**fields, **given})
+
+
+@pytest.mark.parametrize("given, hosts", [
+    ({}, ["a"]),
+    ({"job": "name: j\nnodes: 2\n"}, ["a", "b"]),
+    ({"nodes": 2}, ["a", "b"]),
+    ({"set": ["nodes=2"]}, ["a"]),   # a guess that misses costs only the early work: the backend checks it
+], ids=["job's nodes", "two nodes", "--nodes", "job override"])
+def test_early_logins_go_to_the_hosts_the_job_will_use(tmp_path, given, hosts):
+    assert [e.name for e in _endpoints(*early_guess(_args(tmp_path, **given)))] == hosts
 
 
 @pytest.mark.parametrize("given", [
@@ -44,8 +55,11 @@ def _args(tmp_path, **given):
     {"set": ["cluster.ssh.user=other"]},
     {"cluster": {"name": "c", "backend": "local"}},
     {"cluster": {"name": "c", "backend": "ssh", "hosts": ["a"], "ssh": {"accept_new_host_keys": True}}},
-], ids=["dry-run", "cluster override", "not ssh", "accepting new keys"])
+    {"sweep": "sweep.yaml"},
+    {"job": "name: j\nsweep: {trials: 2}\n"},
+    {"set": ["sweep.max_parallel=2"]},
+    {"job": "[not, a, job]"},
+], ids=["dry-run", "cluster override", "not ssh", "accepting new keys", "--sweep", "job's sweep", "sweep override",
+        "not a mapping"])
 def test_no_early_login_where_the_run_may_not_log_in_as_guessed(tmp_path, given):
-    given.setdefault("cluster", {"name": "c", "backend": "ssh", "hosts": ["a"]})
-    log_in_early(_args(tmp_path, **given))
-    assert claim() is None
+    assert early_guess(_args(tmp_path, **given)) is None
