@@ -26,6 +26,7 @@ class Planner:
         sys.stdout.flush()
         sys.stderr.flush()
         read_end, write_end = os.pipe()
+        self._owner = os.getpid()   # a forked copy of kit (a detached supervisor) never touches the child
         self.pid = os.fork()
         if self.pid == 0:
             os.close(read_end)
@@ -36,8 +37,11 @@ class Planner:
     def result(self):
         """The child's Prepared (or None for a sweep); its KitError raised here, as if raised in this process."""
         import pickle
-        size = int.from_bytes(self._read(8) or bytes(8), "big")
-        data = self._read(size) if size else b""
+        try:
+            size = int.from_bytes(self._read(8) or bytes(8), "big")
+            data = self._read(size) if size else b""
+        except KeyboardInterrupt:
+            raise KitError("interrupted while planning; nothing was started") from None
         if not size or len(data) < size:
             raise PlannerFailed(f"the planner process ended without an answer ({_describe(self._reap())})")
         kind, value = pickle.loads(data)
@@ -59,6 +63,8 @@ class Planner:
     def close(self) -> None:
         """Kill the child if it still runs (kit was interrupted or failed first, or it has not quite ended
         after its answer); reap it either way."""
+        if os.getpid() != self._owner:
+            return
         if self.pid:
             try:
                 os.kill(self.pid, signal.SIGKILL)

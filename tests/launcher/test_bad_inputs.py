@@ -1,6 +1,7 @@
 """A corpus of bad inputs through the real CLI, without --dry-run: each gives exit code 2, one line naming the field,
 and starts and writes nothing. The fixture files are in bad_inputs/; each bad job differs from job.yaml in one place."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -156,3 +157,38 @@ def test_base_inputs_are_valid(args, workdir):
     assert result.returncode == 0, result.stderr
     assert "kit plan: run r" in result.stdout
     assert not (workdir / "runs").exists() and not (workdir / MARKER).exists()
+
+
+# On an SSH cluster whose hosts kit logs in to early, the specs are loaded in a forked planner
+# (launcher/commands/planner.py): the same one line as in kit's own process (where a cluster override sends
+# it), and no process left behind.
+THROUGH_THE_PLANNER = ["unknown-job-key", "nodes-string", "zero-stage-7", "missing-deepspeed-json",
+                       "deepspeed-json-unknown-key", "set-unknown-key", "3-nodes-on-2-hosts", "gpus-beyond-host"]
+
+
+def _processes_in(directory: Path) -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{pid}/cwd") == str(directory):
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("args, expected", [c.values for c in CASES if c.id in THROUGH_THE_PLANNER],
+                         ids=[c.id for c in CASES if c.id in THROUGH_THE_PLANNER])
+def test_bad_input_through_the_planner_is_the_same_one_line(args, expected, workdir):
+    if "--cluster" not in args:
+        args = [*args, "--cluster", "cluster_ssh.yaml"]
+    before = listing(workdir)
+    result = kit(args, workdir)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("kit: error: ") and result.stderr.count("\n") == 1, result.stderr
+    for text in expected:
+        assert text.replace("<workdir>", str(workdir)) in result.stderr, result.stderr
+    assert listing(workdir) == before
+    assert _processes_in(workdir) == []
+    in_process = kit([*args, "--set", "cluster.name=boxes"], workdir)   # an override: no early logins
+    assert in_process.stderr == result.stderr

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -110,6 +111,37 @@ def test_ctrl_c_reaches_kit_not_the_planner_and_close_ends_it(tmp_path, monkeypa
     pid = busy.pid
     busy.close()
     assert _gone(pid)
+
+
+def test_ctrl_c_while_kit_waits_for_the_plan_is_one_line_and_ends_the_planner(tmp_path, monkeypatch):
+    monkeypatch.setattr(prepare, "prepared_for", lambda args: time.sleep(60))
+    planner = Planner(_args(tmp_path))
+    pid = planner.pid
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KitError, match="^interrupted while planning; nothing was started$"):
+            planner.result()
+    finally:
+        timer.join()
+        planner.close()
+    assert _gone(pid)
+
+
+def test_a_forked_copy_of_kit_never_touches_the_planner(tmp_path, monkeypatch):
+    # A detached supervisor is a fork of kit: were it to close the planner, it would signal a pid that is not
+    # its child (and, once kit reaped it, maybe no longer the planner's).
+    monkeypatch.setattr(prepare, "prepared_for", lambda args: (time.sleep(1), "answered")[1])
+    planner = Planner(_args(tmp_path))
+    copy = os.fork()
+    if copy == 0:
+        planner.close()
+        os._exit(0)
+    os.waitpid(copy, 0)
+    try:
+        assert planner.result() == "answered"
+    finally:
+        planner.close()
 
 
 def test_an_answer_larger_than_a_pipe_buffer_arrives_whole(tmp_path, monkeypatch):
