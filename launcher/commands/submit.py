@@ -54,6 +54,8 @@ def _submit(args, planner) -> int:
     if prepared.binding is not None:  # remote backends need connection settings that the plan leaves out
         backend.use(prepared.binding)
     backend.check(plan)
+    if planner is not None:
+        planner.close()   # it ended after its answer: reaped now, not left a zombie for the run's length
     base_dir = os.getcwd()
     # Paths in the plan are relative to the nodes' workdir; for a local run that is below this directory.
     record = runs.create(record_root(backend, prepared.workdir, base_dir), plan, prepared.job_record,

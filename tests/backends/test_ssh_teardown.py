@@ -50,8 +50,22 @@ def test_a_killed_rank_brings_the_run_down_naming_the_host(ssh_hosts, tmp_path):
     _gone_within(ssh_hosts, "ssh-kill-rank", 5)
 
 
+def _zombie_children(pid: int) -> list[int]:
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] == "Z" and int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
 def test_ctrl_c_stops_every_host(ssh_hosts, tmp_path):
     proc = _start(ssh_hosts, tmp_path, "ssh-ctrl-c")
+    assert _zombie_children(proc.pid) == []   # the forked planner was reaped before the run started
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=40)
     assert proc.returncode == 130, out[-2000:]

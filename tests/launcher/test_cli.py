@@ -36,6 +36,22 @@ def test_no_parser_guesses_abbreviations():
     assert all(p.allow_abbrev is False for p in parsers)
 
 
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
+
+
+@pytest.mark.parametrize("argv", [
+    ["submit", JOB, "--nodes", "2", "--set", "a=1", "--set", "b=2", "--dry-run", "--format", "json"],
+    ["status"], ["logs", "r", "--node", "1", "--follow"], ["cancel", "r", "--run-root", "x"], ["runs"],
+    ["doctor", "--cluster", "c.yaml", "--job", "j.yaml"], ["sweep", "status", "s", "--format", "json"],
+])
+def test_a_command_parses_alike_with_only_its_own_parser_built(argv):
+    # parse() builds only the parser of the command the line starts with.
+    full, only = build_parser(), build_parser(argv[0])
+    assert only.parse_args(argv) == full.parse_args(argv) == parse(argv)
+    assert _subparser(only, argv[0]).format_help() == _subparser(full, argv[0]).format_help()
+
+
 @pytest.mark.parametrize("argv, word", [
     (["submit", JOB, "--node", "2", "--dry-run"], "--node 2"),
     (["submit", JOB, "--dry", "--run-id", "r"], "--dry"),
