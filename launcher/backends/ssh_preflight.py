@@ -77,6 +77,15 @@ def _interpret(plan: LaunchPlan, node: NodePlan, entrypoint, result: CheckResult
     return problem
 
 
+def load_ahead() -> None:
+    """What the checks need (the modules, the program's watchdog part), loaded before the plan is there: kit
+    waits for its planner anyway (commands/planner.py), and the checks then go out at once."""
+    from launcher.backends.ssh_boot import boot_source
+    from launcher.backends.ssh_gate import gate_input  # noqa: F401
+    from launcher.transport.ssh import connect_each  # noqa: F401
+    boot_source()
+
+
 def gate_host(conn, plan: LaunchPlan, entrypoint) -> tuple[dict, list]:
     """The launch channels of the nodes on this connection's host, checks run and waiting for `go`:
     ({rank: (chan, early bytes)}, [problem lines naming the host]). The SFTP session for the upload (if the

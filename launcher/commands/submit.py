@@ -30,6 +30,10 @@ def _submit(args, planner) -> int:
     from launcher.backends import get_backend, record_root
     from launcher.backends.environment import dropped_warning
     from launcher.commands.outcome import outcome_line
+    if planner is not None:   # an SSH run: its backend loads while the planner works
+        from launcher.backends import ssh  # noqa: F401
+        from launcher.backends.ssh_preflight import load_ahead
+        load_ahead()
     prepared = planner.result() if planner is not None else None
     if prepared is None:
         close_early()   # none, or a sweep after all: it connects per trial
