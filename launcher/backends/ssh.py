@@ -86,10 +86,8 @@ class SshBackend:
     def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None):
         console = console or Console(sys.stdout, sys.stderr)
         if self._pid != os.getpid():
-            # A forked (detached) supervisor: the parent's connections are not ours; log in and check again.
-            for conn in self.conns.values():
-                conn.drop_after_fork()  # the parent's waiting gates then end without starting anything
-            self._stale = (self.conns, self.gates)  # never collected: a finalizer must not talk on them
+            # A forked (detached) supervisor: the parent closed its connections before the fork (release), which
+            # ended the waiting gates without starting anything; log in and check again.
             try:
                 self._connect_and_check(plan)
             except KitError:
@@ -184,6 +182,13 @@ class SshBackend:
     def cancel(self, record: RunRecord, status: dict) -> str:
         from launcher.backends.ssh_records import cancel_ssh_run
         return cancel_ssh_run(record, status)
+
+    def release(self) -> None:
+        """Before kit forks (a detached supervisor, a sweep's trials): close every connection, waiting gates
+        included (which starts nothing), and wait for paramiko's threads to end (transport.ssh.close_and_wait)."""
+        from launcher.transport.ssh import close_and_wait
+        close_and_wait(list(self.conns.values()))
+        self.conns, self.gates = {}, {}
 
     def _close(self) -> None:
         for conn in self.conns.values():

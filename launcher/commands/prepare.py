@@ -30,7 +30,7 @@ class Prepared:
     workdir: str                       # the cluster's workdir (where a local or SLURM run keeps its record)
     job_record: dict                   # the resolved specs as the run record keeps them, secrets masked
     cluster_record: dict
-    binding: Optional[dict]            # the remote backend's settings from the specs (its bind()), or None
+    binding: Optional[dict]            # the remote backend's settings from the specs (its use()), or None
 
 
 def new_run_id(job_name: str) -> str:

@@ -78,6 +78,8 @@ def _submit(args, planner) -> int:
 def _detach(plan, record, backend, base_dir) -> int:
     """Supervise the run from a forked child in its own session; its output goes to the record."""
     from launcher.commands.outcome import outcome_line
+    if hasattr(backend, "release"):   # no SSH thread may be running at the fork
+        backend.release()
     sys.stdout.flush()
     sys.stderr.flush()
     if os.fork():

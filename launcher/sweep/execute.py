@@ -28,8 +28,8 @@ def _gate(plan, ctx: TrialContext) -> None:
         backend.use(binding(plan.backend, ctx.cluster, ctx.job))
     preflight(first, ctx.job, ctx.cluster, ctx.base_dir)
     backend.check(first)
-    for conn in getattr(backend, "conns", {}).values():  # SSH: close the waiting launch channels unused
-        conn.close()
+    if hasattr(backend, "release"):   # SSH: the waiting launch channels closed unused, before trials are forked
+        backend.release()
 
 
 def _refuse_if_running(record) -> None:

@@ -83,17 +83,6 @@ class Connection:
         t = self.client.get_transport()
         return t is not None and t.is_active()
 
-    def drop_after_fork(self) -> None:
-        """In a forked child: close our copy of the socket only (paramiko's threads did not survive the fork, and
-        nothing may be sent on the parent's session). Once the parent has exited too, the host sees it closed."""
-        for client in (self.client, self._jump.client if self._jump else None):
-            transport = client.get_transport() if client is not None else None
-            if transport is not None:
-                try:
-                    transport.sock.close()
-                except OSError:
-                    pass
-
     def close(self) -> None:
         for thing in (self._sftp, self.client, self._jump):
             try:
@@ -101,6 +90,23 @@ class Connection:
                     thing.close()
             except Exception:
                 pass
+
+
+def close_and_wait(conns, timeout: float = 5.0) -> None:
+    """Close connections and wait for their paramiko threads to end. Before a fork: a thread inside OpenSSL at
+    that moment (a key exchange, a cipher) would leave OpenSSL's lock held in the child, and the child's first
+    SSH handshake would hang for good, holding the interpreter lock (seen in a sweep's trials)."""
+    import threading
+    import time
+    from launcher.transport import load_paramiko
+    for conn in conns:
+        conn.close()
+    # Ours, and any other closed one still ending (an early login the plan did not use).
+    transport = load_paramiko().Transport
+    ending = [t for t in threading.enumerate() if isinstance(t, transport) and not t.is_active()]
+    deadline = time.monotonic() + timeout
+    for t in ending:   # paramiko's read loop wakes every 0.1 s and sees the closed socket
+        t.join(max(0.0, deadline - time.monotonic()))
 
 
 def _sock_via_jump(endpoint: Endpoint, accepted: Accepted):

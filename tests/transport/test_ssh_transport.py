@@ -31,6 +31,35 @@ def test_connect_all_runs_put_and_session(ssh_hosts, tmp_path):
             c.close()
 
 
+def test_close_and_wait_leaves_no_ssh_thread_for_a_fork(ssh_hosts):
+    # kit forks after SSH work (a detached supervisor, a sweep's trials). A paramiko thread inside OpenSSL at the
+    # fork would leave OpenSSL's lock held in the child, whose first handshake then hangs for good: a sweep's
+    # trials were seen stuck that way. So kit closes and waits for the threads first; the child logs in anew.
+    import threading
+    from launcher.transport import load_paramiko
+    from launcher.transport.ssh import close_and_wait
+    transport = load_paramiko().Transport
+    endpoints = [resolve(h.name, h.address, _settings(ssh_hosts)) for h in ssh_hosts.hosts]
+    conns = connect_all(endpoints, Accepted())
+    for c in conns.values():
+        c.session("sleep 30")   # a channel open and busy, as a waiting launch gate is
+    ours = [c.client.get_transport() for c in conns.values()]
+    assert all(t.is_alive() for t in ours)
+    close_and_wait(list(conns.values()))   # also waits for any other closed one still ending (an earlier test's)
+    assert [t for t in threading.enumerate() if isinstance(t, transport)] == []
+    child = os.fork()
+    if child == 0:
+        code = 1
+        try:
+            again = connect(endpoints[0], Accepted())
+            code = 0 if again.run("hostname")[1].strip() == ssh_hosts.hosts[0].name else 1
+            again.close()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 def test_connection_socket_sends_and_acknowledges_at_once(ssh_hosts):
     # SSH waits on many small replies: without TCP_NODELAY (ours) and quick ACKs (so sshd's back-to-back writes
     # are not held by its Nagle), each could wait ~40 ms; on the test hosts a login went 65 -> 18 ms and the
