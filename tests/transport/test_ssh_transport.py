@@ -35,10 +35,7 @@ def test_close_and_wait_leaves_no_ssh_thread_for_a_fork(ssh_hosts):
     # kit forks after SSH work (a detached supervisor, a sweep's trials). A paramiko thread inside OpenSSL at the
     # fork would leave OpenSSL's lock held in the child, whose first handshake then hangs for good: a sweep's
     # trials were seen stuck that way. So kit closes and waits for the threads first; the child logs in anew.
-    import threading
-    from launcher.transport import load_paramiko
     from launcher.transport.ssh import close_and_wait
-    transport = load_paramiko().Transport
     endpoints = [resolve(h.name, h.address, _settings(ssh_hosts)) for h in ssh_hosts.hosts]
     conns = connect_all(endpoints, Accepted())
     for c in conns.values():
@@ -46,7 +43,7 @@ def test_close_and_wait_leaves_no_ssh_thread_for_a_fork(ssh_hosts):
     ours = [c.client.get_transport() for c in conns.values()]
     assert all(t.is_alive() for t in ours)
     close_and_wait(list(conns.values()))   # also waits for any other closed one still ending (an earlier test's)
-    assert [t for t in threading.enumerate() if isinstance(t, transport)] == []
+    assert [t for t in ours if t.is_alive()] == []
     child = os.fork()
     if child == 0:
         code = 1
