@@ -78,8 +78,9 @@ def _interpret(plan: LaunchPlan, node: NodePlan, entrypoint, result: CheckResult
 
 
 def load_ahead() -> None:
-    """What the checks need (the modules, the program's watchdog part), loaded before the plan is there: kit
-    waits for its planner anyway (commands/planner.py), and the checks then go out at once."""
+    """What an SSH run needs (the backend, the checks' modules, the program's watchdog part), loaded before the
+    plan is there: kit waits for its planner anyway (commands/planner.py), and the checks then go out at once."""
+    from launcher.backends import ssh  # noqa: F401
     from launcher.backends.ssh_boot import boot_source
     from launcher.backends.ssh_gate import gate_input  # noqa: F401
     from launcher.transport.ssh import connect_each  # noqa: F401

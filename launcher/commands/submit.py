@@ -31,7 +31,6 @@ def _submit(args, planner) -> int:
     from launcher.backends.environment import dropped_warning
     from launcher.commands.outcome import outcome_line
     if planner is not None:   # an SSH run: its backend loads while the planner works
-        from launcher.backends import ssh  # noqa: F401
         from launcher.backends.ssh_preflight import load_ahead
         load_ahead()
     prepared = planner.result() if planner is not None else None

@@ -3,6 +3,8 @@
 import posixpath
 import socket
 import sys
+import threading
+import time
 
 from launcher.errors import KitError
 from launcher.transport.endpoint import Endpoint
@@ -96,8 +98,6 @@ def close_and_wait(conns, timeout: float = 5.0) -> None:
     """Close connections and wait for their paramiko threads to end. Before a fork: a thread inside OpenSSL at
     that moment (a key exchange, a cipher) would leave OpenSSL's lock held in the child, and the child's first
     SSH handshake would hang for good, holding the interpreter lock (seen in a sweep's trials)."""
-    import threading
-    import time
     from launcher.transport import load_paramiko
     for conn in conns:
         conn.close()
