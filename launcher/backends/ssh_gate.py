@@ -14,10 +14,12 @@ import shlex
 from launcher.backends.ssh_boot import WAITING
 from launcher.preflight.entrypoint import CheckResult
 
-# The gate reads the check program's text from the channel's stdin, up to a NUL byte (shell text holds none; bash
+# The gate reads the check's shell text from the channel's stdin, up to a NUL byte (shell text holds none; bash
 # reads a pipe a byte at a time, so nothing after it is consumed): the login can then be opened before kit has
-# built the plan (ssh_early.py), and the program is sent once the plan is built and validated. The channel
-# closing first ends the gate having run nothing.
+# built the plan (ssh_early.py), and the text is sent once the plan is built and validated. The channel
+# closing first ends the gate having run nothing. The Python program (probe, checks, boot, the watchdog's
+# source: ~15 KB) follows the NUL and is read by a small loader in the check's python, in a few reads: bash's
+# byte-at-a-time read of it cost ~5 ms per host after the login, on the way to every node's start.
 # stderr joins stdout, so the checks' output comes back in the order it was written; kit tells the checks'
 # results by their markers (read_checks). The gate shell runs the program itself (eval, no second bash) and
 # stays the check python's parent: the program takes the login's environment from it and the login's working
@@ -28,9 +30,24 @@ _GATE = "IFS= read -r -d '' check || exit 0; exec 2>&1; export KIT_LOGIN_DIR=\"$
 GATE_COMMAND = "bash --norc -c " + shlex.quote(_GATE)
 
 
-def gate_input(check_text: str) -> bytes:
-    """What the gate reads first on its stdin: the check program's text, ended by NUL."""
-    return check_text.encode() + b"\0"
+# The check's python runs this (`python -c LOADER SIZE ARGS...`): it reads the program of SIZE bytes that follows
+# the shell text on stdin, exactly (os.read: kit's `go` may follow, for the program to read), and runs it with
+# ARGS as its sys.argv[1:]. A short read (the channel closed) starts nothing.
+LOADER = """import os, sys
+size, program = int(sys.argv.pop(1)), b""
+while len(program) < size:
+    chunk = os.read(0, size - len(program))
+    if not chunk:
+        os._exit(1)
+    program += chunk
+exec(compile(program, "<kit-check>", "exec"))
+"""
+
+
+def gate_input(shell_text: str, program: bytes) -> bytes:
+    """What the gate reads on its stdin: the check's shell text (which starts LOADER with the program's size),
+    ended by NUL, then the program."""
+    return shell_text.encode() + b"\0" + program
 
 
 def read_checks(chan, timeout: float, markers: tuple) -> tuple[CheckResult, bytes, bool]:

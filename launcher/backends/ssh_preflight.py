@@ -40,18 +40,22 @@ def _swap_launch(node: NodePlan, argv: tuple, runtime_vars) -> str:
     return node.command[:-len(launch)] + join_argv(argv) + "\nexit $?\n"
 
 
-def _check_text(plan: LaunchPlan, node: NodePlan, entrypoint) -> str:
-    """The node's preamble, then one interpreter start for everything: the probe, the local backend's
-    entrypoint check (its CHECK_SOURCE, same markers), and the boot that waits for kit's word and becomes the
-    watchdog. Each Python start on a host costs CPU that a fan-out to many hosts pays many times."""
+def check_input(plan: LaunchPlan, node: NodePlan, entrypoint) -> bytes:
+    """What the node's launch channel is sent (ssh_gate.gate_input): the node's preamble, then one interpreter
+    start for everything: the probe, the local backend's entrypoint check (its CHECK_SOURCE, same markers), and
+    the boot that waits for kit's word and becomes the watchdog. Each Python start on a host costs CPU that a
+    fan-out to many hosts pays many times."""
     from launcher.backends.ssh_boot import boot_source
+    from launcher.backends.ssh_gate import LOADER, gate_input
     port = plan.world.master_port if node.machine_rank == 0 else 0
     source, args = PROBE_SOURCE, [str(port)]
     if entrypoint is not None:
         kind, target = entrypoint_target(entrypoint)
         source, args = source + "sys.argv = sys.argv[1:]\n" + CHECK_SOURCE, args + [kind, target]
+    program = (source + boot_source()).encode()
     boot = (f"{plan.teardown_grace:g}", node.command)
-    return _swap_launch(node, (node.argv[0], "-c", source + boot_source(), *args, *boot), plan.runtime_vars)
+    argv = (node.argv[0], "-c", LOADER, str(len(program)), *args, *boot)
+    return gate_input(_swap_launch(node, argv, plan.runtime_vars), program)
 
 
 def _read_probe(plan: LaunchPlan, node: NodePlan, result: CheckResult):
@@ -92,14 +96,14 @@ def gate_host(conn, plan: LaunchPlan, entrypoint) -> tuple[dict, list]:
     ({rank: (chan, early bytes)}, [problem lines naming the host]). The SFTP session for the upload (if the
     host's nodes have files) opens while the host runs the checks. On problems the caller closes the channels,
     which starts nothing."""
-    from launcher.backends.ssh_gate import GATE_COMMAND, gate_input, read_checks
+    from launcher.backends.ssh_gate import GATE_COMMAND, read_checks
     host = conn.endpoint.name
     gates, problems, opened = {}, [], []
     try:
         nodes = [n for n in plan.nodes if n.host == host]
         for node in nodes:
             chan = conn.session(GATE_COMMAND)  # opened early (ssh_early.py) or now
-            chan.sendall(gate_input(_check_text(plan, node, entrypoint)))
+            chan.sendall(check_input(plan, node, entrypoint))
             opened.append((node, chan))
         if any(node.files for node in nodes):
             conn.open_sftp()

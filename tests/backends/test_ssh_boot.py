@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from launcher.backends import ssh_preflight
-from launcher.backends.ssh_boot import WAITING
+from launcher.backends.ssh_boot import WAITING, boot_source
 from launcher.backends.ssh_gate import GATE_COMMAND
 from launcher.plan.build import build_plan
 from launcher.spec import Overrides, load_cluster, load_job
@@ -18,7 +18,7 @@ from launcher.supervise.watchdog import encode_env
 
 
 def _host_program(tmp_path, python: str, setup: list) -> tuple:
-    """A one-node SSH plan's gate command and check program, and its workdir."""
+    """A one-node SSH plan's gate command, what its launch channel is sent first, and its workdir."""
     work = tmp_path / "work"
     work.mkdir()
     job = tmp_path / "job.yaml"
@@ -29,7 +29,7 @@ def _host_program(tmp_path, python: str, setup: list) -> tuple:
                                    "workdir": str(work), "python": python, "setup": setup}))
     spec = load_job(str(job))
     plan = build_plan(spec, load_cluster(str(cluster)), Overrides(), "boot-test")
-    return GATE_COMMAND, ssh_preflight._check_text(plan, plan.nodes[0], spec.entrypoint), work
+    return GATE_COMMAND, ssh_preflight.check_input(plan, plan.nodes[0], spec.entrypoint), work
 
 
 def _pythons() -> dict:
@@ -62,7 +62,7 @@ def test_the_host_side_runs_on_the_standard_library_alone_from_the_login_state(t
     setup = ['export FROM_SETUP="x$FROM_SETUP"',
              'if [ -n "$KIT_RUN_ID" ]; then echo "node: $FROM_SETUP $LOGIN_ONLY $SECRET $KIT_LOGIN_DIR"; '
              'echo "came from $OLDPWD"; exit 3; fi']   # OLDPWD: where the node's `cd WORKDIR` started
-    gate, text, work = _host_program(tmp_path, str(python), setup)
+    gate, sent, work = _host_program(tmp_path, str(python), setup)
     login = tmp_path / "home"
     login.mkdir()
     word = b"go\n" + encode_env({"SECRET": "s", "KIT_RUN_ID": "boot-test"})
@@ -70,7 +70,7 @@ def test_the_host_side_runs_on_the_standard_library_alone_from_the_login_state(t
     # stdin stays open until the end: its EOF would mean kit is gone, and the watchdog would stop the node.
     done = subprocess.Popen(["bash", "--norc", "-c", gate], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, cwd=login, env=env)
-    done.stdin.write(text.encode() + b"\0" + word)
+    done.stdin.write(sent + word)
     done.stdin.flush()
     lines = done.stdout.read().decode().splitlines()
     assert done.wait(timeout=60) == 3, lines
@@ -83,8 +83,27 @@ def test_the_host_side_runs_on_the_standard_library_alone_from_the_login_state(t
 
 
 def test_the_host_side_starts_nothing_without_go(tmp_path):
-    gate, text, work = _host_program(tmp_path, sys.executable, ["touch started"])
-    done = subprocess.run(["bash", "--norc", "-c", gate], input=text.encode() + b"\0" + b"no\n",
+    gate, sent, work = _host_program(tmp_path, sys.executable, ["touch started"])
+    done = subprocess.run(["bash", "--norc", "-c", gate], input=sent + b"no\n",
                           capture_output=True, timeout=60)
     assert done.returncode == 0 and done.stdout.decode().splitlines()[-1] == WAITING
     assert os.listdir(work) == ["started"]  # by the checks' own setup run; the node never ran
+
+
+def test_the_gate_reads_only_the_shell_text_and_the_loader_the_rest(tmp_path):
+    # bash reads a pipe a byte at a time: the ~15 KB program (the watchdog's source in it) must not be in the text
+    # it reads, but after the NUL, for the check's python to read whole.
+    gate, sent, work = _host_program(tmp_path, sys.executable, [])
+    text, program = sent.split(b"\0", 1)
+    assert boot_source().encode() in program and b"def proc_stat" not in text
+    assert len(text) < 3000 and f" {len(program)} ".encode() in text
+
+
+def test_a_program_cut_short_starts_nothing(tmp_path):
+    # The channel closing while the program is on its way (kit gone): the loader ends, nothing ran.
+    gate, sent, work = _host_program(tmp_path, sys.executable, [])
+    text, program = sent.split(b"\0", 1)
+    done = subprocess.run(["bash", "--norc", "-c", gate], input=text + b"\0" + program[:len(program) // 2],
+                          capture_output=True, timeout=60)
+    assert done.returncode == 1 and done.stdout == b"", done
+    assert os.listdir(work) == []
