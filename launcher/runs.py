@@ -3,6 +3,7 @@
 import json
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional
 
@@ -79,6 +80,34 @@ def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
     record.update_status(run_id=plan.run_id, job=plan.job_name, backend=plan.backend,
                          state="starting", created_at=time.time())
     return record
+
+
+@contextmanager
+def tentative(workdir: str, plan: LaunchPlan, job, cluster):
+    """create(), for a block that may still refuse the run before anything starts (kit submit's checks on the
+    hosts): if it raises, the record goes again, exactly what create() wrote and the directories it made,
+    nothing else (a directory that was there before keeps what it had)."""
+    path = os.path.join(workdir, plan.run_dir)
+    made, d = [], path
+    while d and not os.path.exists(d):
+        made.append(d)   # deepest first
+        d = os.path.dirname(d)
+    record = create(workdir, plan, job, cluster)
+    try:
+        yield record
+    except BaseException:
+        written = [record.file(n) for n in ("job.yaml", "cluster.yaml", "plan.json", STATUS)]
+        for name in [*written, *(os.path.join(workdir, rel) for rel in plan.files)]:
+            try:
+                os.unlink(name)
+            except FileNotFoundError:
+                pass
+        for d in made:
+            try:
+                os.rmdir(d)
+            except OSError:   # not empty: something else is in it now
+                pass
+        raise
 
 
 def find(run_root: str, run_id: str) -> RunRecord:

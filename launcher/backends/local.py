@@ -25,7 +25,7 @@ class LocalBackend:
     name = "local"
 
     def check(self, plan: LaunchPlan) -> None:
-        """Fail before anything is written or started."""
+        """Fail before anything starts (kit submit then takes back the record it wrote)."""
         for node in plan.nodes:
             node_process_env(plan, node, dict(os.environ))
 

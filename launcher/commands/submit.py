@@ -56,13 +56,15 @@ def _submit(args, planner) -> int:
     backend = get_backend(plan.backend)
     if prepared.binding is not None:  # remote backends need connection settings that the plan leaves out
         backend.use(prepared.binding)
-    backend.check(plan)
-    if planner is not None:
-        planner.close()   # it ended after its answer: reaped now, not left a zombie for the run's length
     base_dir = os.getcwd()
     # Paths in the plan are relative to the nodes' workdir; for a local run that is below this directory.
-    record = runs.create(record_root(backend, prepared.workdir, base_dir), plan, prepared.job_record,
-                         prepared.cluster_record)
+    root = record_root(backend, prepared.workdir, base_dir)
+    # The record is written before the checks: an SSH run's checks wait for the hosts' logins, and the record
+    # is then off the way from the last check's answer to the nodes' start. Checks that fail take it back.
+    with runs.tentative(root, plan, prepared.job_record, prepared.cluster_record) as record:
+        backend.check(plan)
+    if planner is not None:
+        planner.close()   # it ended after its answer: reaped now, not left a zombie for the run's length
     print(f"kit: run {plan.run_id} ({plan.world.world_size} processes on {len(plan.nodes)} node(s)); "
           f"record in {record.path}", file=sys.stderr, flush=True)
     if args.detach and hasattr(backend, "detach"):

@@ -1,7 +1,13 @@
-"""kit runs / status / logs --follow / cancel on records, including damaged and finished ones."""
+"""kit runs / status / logs --follow / cancel on records, including damaged and finished ones; the tentative record
+that kit submit writes before its checks."""
 
 import json
+import os
 import threading
+
+import pytest
+
+from launcher import runs
 
 from tests.launcher.localrun import LOCAL_CLUSTER, kit, write_job
 
@@ -53,3 +59,49 @@ def test_logs_follow_prints_lines_as_they_come_until_the_run_ends(tmp_path):
     text = followed["r"].stdout
     assert "[node0/rank0] probe rank 0/2 ready" in text and "[node1/rank1] probe rank 1/2 ready" in text
     assert json.loads((tmp_path / "runs" / "fol" / "status.json").read_text())["state"] == "succeeded"
+
+
+def _plan(tmp_path, run_id="t1"):
+    from launcher.plan.build import build_plan
+    from launcher.spec import Overrides, load_cluster, load_job
+    job = load_job(write_job(tmp_path, name="rec"))
+    cluster = load_cluster(LOCAL_CLUSTER)
+    return job, cluster, build_plan(job, cluster, Overrides(), run_id)
+
+
+def test_a_tentative_record_refused_by_its_block_leaves_nothing(tmp_path):
+    job, cluster, plan = _plan(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.raises(RuntimeError, match="check failed"):
+        with runs.tentative(str(work), plan, job, cluster) as record:
+            assert (work / plan.run_dir / "status.json").exists() and plan.files
+            assert all((work / rel).exists() for rel in plan.files)
+            raise RuntimeError("check failed")
+    assert os.listdir(work) == []   # the `runs` directory it made went too
+    with runs.tentative(str(work), plan, job, cluster) as record:   # the id is free again
+        pass
+    assert record.read_status()["state"] == "starting"
+
+
+def test_a_refused_tentative_record_keeps_what_was_there_before(tmp_path):
+    job, cluster, plan = _plan(tmp_path)
+    work = tmp_path / "work"
+    mine = work / plan.run_dir / "notes.txt"   # a directory of that name, not a record: create() goes ahead
+    mine.parent.mkdir(parents=True)
+    mine.write_text("keep")
+    (work / "runs" / "other").mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        with runs.tentative(str(work), plan, job, cluster):
+            raise KeyboardInterrupt
+    assert sorted(os.listdir(work / "runs")) == ["other", plan.run_id]
+    assert os.listdir(mine.parent) == ["notes.txt"] and mine.read_text() == "keep"
+
+
+def test_a_submit_whose_checks_fail_leaves_no_record(tmp_path):
+    # The record is written before the backend's checks (commands/submit.py); a failed check takes it back.
+    job = write_job(tmp_path, name="needs-secret", secret_env=["KIT_TEST_UNSET_SECRET"])
+    env = {k: v for k, v in os.environ.items() if k != "KIT_TEST_UNSET_SECRET"}
+    result = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "r1", cwd=tmp_path, env=env)
+    assert result.returncode == 2 and "KIT_TEST_UNSET_SECRET not set" in result.stderr, result.stderr
+    assert sorted(os.listdir(tmp_path)) == ["needs-secret.yaml"]
