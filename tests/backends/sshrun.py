@@ -5,6 +5,7 @@ import sys
 
 import yaml
 
+from launcher.backends.ssh_gate import LOADER
 from tests.harness.configs import ssh_cluster_config
 
 PYTHON = sys.executable
@@ -45,9 +46,9 @@ def run_processes(host, run_id: str) -> list:
 
 def watchdogs(host, run_id: str) -> list:
     """The run's watchdogs on the host (they carry no run id in their environment: the secrets' JSON does), and
-    checks waiting for go: a python whose program holds kit's watchdog and whose node command names the run."""
-    return [p for p in host.processes()
-            if any("kit-watchdog" in c for c in p["cmdline"]) and any(run_id in c for c in p["cmdline"])]
+    checks waiting for go: a python started with kit's check loader (its program, the watchdog's source in it,
+    comes on stdin) whose node command names the run."""
+    return [p for p in host.processes() if LOADER in p["cmdline"] and any(run_id in c for c in p["cmdline"])]
 
 
 def leftovers(ssh_hosts, run_id: str) -> dict:
