@@ -95,6 +95,18 @@ def _host_rows(name, conn, cluster, python, gpus_wanted, entry_check) -> tuple[l
     return rows, facts
 
 
+def _sftp_row(name, conn) -> tuple:
+    """kit uploads each node's files (its accelerate config) over SFTP: the session must start."""
+    from launcher.transport.sftp import SftpUnavailable
+    try:
+        conn.open_sftp()
+    except SftpUnavailable as e:
+        return name, "sftp", "FAIL", str(e)
+    except Exception as e:  # paramiko and socket errors: a row, not a traceback
+        return name, "sftp", "FAIL", f"SFTP did not start: {e or type(e).__name__}"
+    return name, "sftp", "ok", "the SFTP session starts (kit uploads each node's files with it)"
+
+
 def _version_rows(facts: dict) -> list:
     """One row per host: its versions, FAIL where any differs from the others' (or a package is missing)."""
     rows = []
@@ -153,8 +165,8 @@ def doctor_rows(cluster, job=None, plan=None) -> list:
         wanted = host.gpus if host.gpus is not None else cluster.gpus_per_node
         check = entry_checker(plan, host.name, job) if plan is not None else None
         host_rows, facts = _host_rows(host.name, conn, cluster, python, wanted, check)
-        return host.name, conn, [(host.name, "ssh", "ok", "reachable, authenticated, host key known")] + \
-            host_rows, facts
+        return host.name, conn, [(host.name, "ssh", "ok", "reachable, authenticated, host key known"),
+                                 _sftp_row(host.name, conn)] + host_rows, facts
 
     with ThreadPoolExecutor(max_workers=max(1, min(64, len(cluster.hosts)))) as pool:
         results = list(pool.map(one, cluster.hosts))

@@ -97,6 +97,7 @@ def gate_host(conn, plan: LaunchPlan, entrypoint) -> tuple[dict, list]:
     host's nodes have files) opens while the host runs the checks. On problems the caller closes the channels,
     which starts nothing."""
     from launcher.backends.ssh_gate import GATE_COMMAND, read_checks
+    from launcher.transport.sftp import SftpUnavailable
     host = conn.endpoint.name
     gates, problems, opened = {}, [], []
     try:
@@ -116,6 +117,8 @@ def gate_host(conn, plan: LaunchPlan, entrypoint) -> tuple[dict, list]:
                 problem = f"host {host}: the node's checks passed, then it ended (exit {result.returncode}): {last}"
             if problem:
                 problems.append(problem)
+    except SftpUnavailable as e:
+        problems.append(f"host {host}: cannot upload the run's files: {e}")
     except Exception as e:  # a channel refused or a check that never answered: name the host
         problems.append(f"host {host}: preflight failed: {e or type(e).__name__}")
     return gates, problems

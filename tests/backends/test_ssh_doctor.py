@@ -19,7 +19,8 @@ def test_healthy_cluster_passes_every_check(ssh_hosts, tmp_path):
     report = json.loads(result.stdout)
     checks = {(c["host"], c["check"]): c for c in report["checks"]}
     for host in ("n1", "n2"):
-        for check in ("ssh", "python", "disk", "entrypoint", "version torch", "version accelerate", "tcp to master"):
+        for check in ("ssh", "sftp", "python", "disk", "entrypoint", "version torch", "version accelerate",
+                      "tcp to master"):
             assert checks[(host, check)]["verdict"] == "ok", checks[(host, check)]
         assert checks[(host, "gpus")]["verdict"] == "skipped"
     assert checks[("n1", "master port")]["verdict"] == "ok"

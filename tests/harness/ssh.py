@@ -7,6 +7,7 @@ Files (under the testbed dir): ssh/id_ed25519 (client key), ssh/authorized_keys,
 import os
 import signal
 import socket
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from tests.harness.shell import HarnessError, sh, wait_until
@@ -102,6 +103,32 @@ def _start_sshd(host, authorized_keys):
     pidfile = os.path.join(host.dir, "sshd.pid")
     nspid = int(wait_until(lambda: _read(pidfile), f"sshd's pid file on {host.name}"))
     return next(p["pid"] for p in host.processes() if p["nspid"] == nspid)
+
+
+@contextmanager
+def variant_sshd(ssh, host, port: int, subsystem: str):
+    """A second sshd on `host`, at `port`, like the first but for its sftp line (`subsystem`: the line's
+    command, or "" for none), for the ways real hosts differ. Yields a known_hosts file that knows it (the
+    session's own is left as it is); stopped afterwards."""
+    name = f"sshd-{port}"
+    text = SSHD_CONFIG.format(dir=host.dir, authorized_keys=os.path.join(ssh.bed.path("ssh"), "authorized_keys"))
+    text = text.replace("Port 22\n", f"Port {port}\n").replace("sshd.pid", f"{name}.pid")
+    text = text.replace("Subsystem sftp internal-sftp\n", f"Subsystem sftp {subsystem}\n" if subsystem else "")
+    cfg = _write(os.path.join(host.dir, f"{name}_config"), text)
+    proc = host.run([SSHD, "-f", cfg, "-E", os.path.join(host.dir, f"{name}.log")], check=False)
+    if proc.returncode != 0:
+        raise HarnessError(f"{name} on {host.name} exited {proc.returncode}: {proc.stderr.strip()}")
+    nspid = int(wait_until(lambda: _read(os.path.join(host.dir, f"{name}.pid")), f"{name}'s pid file"))
+    pid = next(p["pid"] for p in host.processes() if p["nspid"] == nspid)
+    try:
+        wait_until(lambda: _port_open(host.address, port), f"{name} on {host.name}")
+        key = open(os.path.join(host.dir, "ssh_host_ed25519_key.pub")).read().split()
+        known = _write(os.path.join(host.dir, f"{name}_known_hosts"),
+                       open(ssh.known_hosts).read() + f"[{host.address}]:{port} {key[0]} {key[1]}\n")
+        yield known
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        wait_until(lambda: not os.path.exists(f"/proc/{pid}"), f"{name} to stop")
 
 
 def _client_config(bed, identity, known_hosts):
