@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from launcher.errors import KitError
 from launcher.backends.ssh_preflight import last_line
+from launcher.preflight.markers import after_marker
 from launcher.render.shell import node_command
 
 PACKAGES = ("torch", "accelerate", "deepspeed", "transformers")
@@ -63,7 +64,7 @@ def _text(cluster, argv) -> str:
 
 
 def _said(out: str) -> list:
-    return [line[len(MARK):] for line in out.splitlines() if line.startswith(MARK)]
+    return after_marker(out, MARK)
 
 
 def _facts(conn, cluster, python) -> tuple[dict, str]:
@@ -124,11 +125,12 @@ def _network_rows(conns, cluster, pythons, master, port) -> list:
     head = cluster.hosts[0].name
     chan = conns[head].session(_text(cluster, (pythons[head], "-c", LISTEN_SOURCE, str(port))))
     stream, first = chan.makefile("rb"), ""
-    while not first.startswith(MARK):  # setup lines may print first
+    while MARK not in first:  # the login and setup lines may print first
         raw = stream.readline()
         if not raw:
             break
         first = raw.decode(errors="replace").strip()
+    first = first[first.find(MARK):] if MARK in first else first
     if not first.endswith("listening"):
         chan.close()
         return [(head, "master port", "FAIL", f"port {port} in use on the master host ({first or 'no answer'})")]

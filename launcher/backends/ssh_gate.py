@@ -52,7 +52,7 @@ def gate_input(shell_text: str, program: bytes) -> bytes:
 
 def read_checks(chan, timeout: float, markers: tuple) -> tuple[CheckResult, bytes, bool]:
     """The check's result: (its exit status, or 0 while it waits for `go`; its output; its output less the
-    lines that start with one of `markers`, for messages), whatever bytes came after it said it waits, and
+    lines that hold one of `markers`, for messages), whatever bytes came after it said it waits, and
     whether it waits (False: it ended, and the status is its exit status)."""
     chan.settimeout(timeout)
     buf, lines, waiting = b"", [], False
@@ -64,7 +64,7 @@ def read_checks(chan, timeout: float, markers: tuple) -> tuple[CheckResult, byte
         while b"\n" in buf and not waiting:
             raw, buf = buf.split(b"\n", 1)
             line = raw.decode(errors="replace")
-            waiting = line == WAITING
+            waiting = line.endswith(WAITING)   # text the host printed without a newline may start it
             if not waiting:
                 lines.append(line)
     if not waiting:
@@ -72,7 +72,7 @@ def read_checks(chan, timeout: float, markers: tuple) -> tuple[CheckResult, byte
         buf = b""
     code = 0 if waiting else chan.recv_exit_status()
     chan.settimeout(None)
-    said = [line for line in lines if not line.startswith(markers)]
+    said = [line for line in lines if not any(m in line for m in markers)]
     return CheckResult(255 if code < 0 else code, _text(lines), _text(said)), buf, waiting
 
 

@@ -5,6 +5,7 @@ host."""
 import shlex
 
 from launcher.plan.model import LaunchPlan, NodePlan
+from launcher.preflight.markers import after_marker
 from launcher.preflight.entrypoint import (CHECK_SOURCE, MARKER, CheckResult, entrypoint_check_command,
                                           entrypoint_target, interpret_entrypoint_check)
 from launcher.render.shell import join_argv
@@ -60,7 +61,7 @@ def check_input(plan: LaunchPlan, node: NodePlan, entrypoint) -> bytes:
 
 def _read_probe(plan: LaunchPlan, node: NodePlan, result: CheckResult):
     """None, or a problem line."""
-    said = dict(line[len(PROBE):].split(" ", 1) for line in result.stdout.splitlines() if line.startswith(PROBE))
+    said = dict(value.split(" ", 1) for value in after_marker(result.stdout, PROBE))
     where = f"host {node.host}"
     if "python" not in said:
         last = last_line(result.stderr)

@@ -7,6 +7,7 @@ from typing import NamedTuple, Optional
 
 from launcher.plan.model import NodePlan
 from launcher.render.shell import join_argv
+from launcher.preflight.markers import after_marker
 
 MARKER = "kit-preflight:"
 
@@ -71,7 +72,7 @@ def interpret_entrypoint_check(entrypoint, node: NodePlan, result: CheckResult, 
     """None when the entrypoint is there; else one line saying what is wrong. `where` names the node's workdir
     as seen from the node (an absolute path for a local run, host:workdir for a remote one)."""
     kind, target = entrypoint_target(entrypoint)
-    states = [line[len(MARKER):] for line in result.stdout.splitlines() if line.startswith(MARKER)]
+    states = after_marker(result.stdout, MARKER)
     if states == ["found"]:
         return None
     if states == ["missing"] and kind == "script":

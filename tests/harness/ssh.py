@@ -106,14 +106,15 @@ def _start_sshd(host, authorized_keys):
 
 
 @contextmanager
-def variant_sshd(ssh, host, port: int, subsystem: str):
+def variant_sshd(ssh, host, port: int, subsystem: str = "internal-sftp", extra: str = ""):
     """A second sshd on `host`, at `port`, like the first but for its sftp line (`subsystem`: the line's
-    command, or "" for none), for the ways real hosts differ. Yields a known_hosts file that knows it (the
-    session's own is left as it is); stopped afterwards."""
+    command, or "" for none) and `extra` config lines, for the ways real hosts differ. Yields a known_hosts file
+    that knows it (the session's own is left as it is); stopped afterwards."""
     name = f"sshd-{port}"
     text = SSHD_CONFIG.format(dir=host.dir, authorized_keys=os.path.join(ssh.bed.path("ssh"), "authorized_keys"))
     text = text.replace("Port 22\n", f"Port {port}\n").replace("sshd.pid", f"{name}.pid")
     text = text.replace("Subsystem sftp internal-sftp\n", f"Subsystem sftp {subsystem}\n" if subsystem else "")
+    text += extra
     cfg = _write(os.path.join(host.dir, f"{name}_config"), text)
     proc = host.run([SSHD, "-f", cfg, "-E", os.path.join(host.dir, f"{name}.log")], check=False)
     if proc.returncode != 0:

@@ -185,3 +185,10 @@ def test_arguments_with_newlines_do_not_confuse_the_check(tmp_path):
     (tmp_path / "t.py").write_text("")
     check(tmp_path, {"script": "t.py"}, job={"args": ["line\nbreak", "\nexec false\n", "$(touch pwned)"]})
     assert not (tmp_path / "pwned").exists()
+
+
+def test_marked_lines_are_read_wherever_the_marker_starts():
+    from launcher.preflight.markers import after_marker
+    text = "Welcome to n1 kit-probe:python /usr/bin/python3\nnoise\nkit-probe:port free\n"
+    assert after_marker(text, "kit-probe:") == ["python /usr/bin/python3", "port free"]
+    assert after_marker("nothing marked\n", "kit-probe:") == []
