@@ -8,11 +8,13 @@ from launcher.errors import KitError
 
 
 def doctor(args) -> int:
-    from launcher.spec import Overrides, apply_overrides, load_cluster, load_job, load_user_deepspeed
+    from launcher.spec import (Overrides, apply_overrides, check_ssh_files, load_cluster, load_job,
+                               load_user_deepspeed)
     cluster = load_cluster(args.cluster)
     if cluster.backend not in ("ssh", "slurm"):
         raise KitError(f"kit doctor checks ssh and slurm clusters; {cluster.name} is a {cluster.backend} "
                        f"cluster")
+    check_ssh_files(cluster)
     job = plan = None
     if args.job:
         from launcher.plan.build import build_plan

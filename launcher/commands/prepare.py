@@ -47,12 +47,13 @@ def overrides_from(args):
 
 
 def load(args) -> Loaded:
-    from launcher.spec import apply_overrides, load_cluster, load_job
+    from launcher.spec import apply_overrides, check_ssh_files, load_cluster, load_job
     from launcher.sweep.load import sweep_of
     job = load_job(args.job)
     cluster = load_cluster(args.cluster)
     overrides = overrides_from(args)
     resolved_job, resolved_cluster = apply_overrides(job, cluster, overrides)
+    check_ssh_files(resolved_cluster)
     # A local cluster with no `python:` runs kit's own interpreter, so the venv kit lives in is used.
     default_python = sys.executable if resolved_cluster.backend == "local" else "python"
     return Loaded(job, cluster, overrides, resolved_job, resolved_cluster, sweep_of(job, args.job, args.sweep),

@@ -2,6 +2,7 @@
 
 import os
 
+from launcher.errors import KitError
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 from launcher.spec.load import load_json, load_model
@@ -39,6 +40,21 @@ def load_cluster(path) -> ClusterSpec:
     return spec
 
 
+# The files a cluster's `ssh:` section names on this machine, and what to do when one is not there. OpenSSH
+# ignores a missing IdentityFile of its config; one named in the cluster file is a mistake to say at once.
+SSH_FILES = {"identity_file": "give the private key's path, or leave it out to use your ssh-agent and ~/.ssh/config",
+             "config_file": "give an OpenSSH client config's path, or leave it out to read ~/.ssh/config"}
+
+
+def check_ssh_files(resolved_cluster: ClusterSpec) -> None:
+    """Raise (one line naming the field) if a file the cluster's `ssh:` section names is not there: read here, at
+    the edge. A relative path is taken from the current directory, as ssh takes it; errors show the path tried."""
+    for field, fix in SSH_FILES.items():
+        path = getattr(resolved_cluster.ssh, field) if resolved_cluster.ssh is not None else None
+        if path is not None and not os.path.isfile(os.path.abspath(os.path.expanduser(path))):
+            raise KitError(f"ssh.{field} {os.path.abspath(os.path.expanduser(path))}: no such file; {fix}")
+
+
 def load_user_deepspeed(resolved_job: JobSpec):
     """The user's own DeepSpeed JSON, if the job names one: read here, at the edge, never in the plan.
     A path from `--set` is relative to the current directory; errors show the absolute path tried."""
@@ -46,5 +62,5 @@ def load_user_deepspeed(resolved_job: JobSpec):
     return None if path is None else load_json(os.path.abspath(path), "deepspeed.config_file")
 
 
-__all__ = ["ClusterSpec", "JobSpec", "Overrides", "apply_overrides", "load_job", "load_cluster",
-           "load_user_deepspeed", "DEFAULT_CLUSTER"]
+__all__ = ["ClusterSpec", "JobSpec", "Overrides", "apply_overrides", "check_ssh_files", "load_job",
+           "load_cluster", "load_user_deepspeed", "DEFAULT_CLUSTER"]

@@ -197,6 +197,10 @@ def _explain(endpoint: Endpoint, e: Exception) -> str:
     paramiko = load_paramiko()
     if isinstance(e, paramiko.BadHostKeyException):
         return changed_key_message(endpoint)
+    if isinstance(e, paramiko.PasswordRequiredException):   # an AuthenticationException: before it
+        keys = ", ".join(endpoint.identity_files) or "a key of ~/.ssh"
+        return (f"{endpoint.where}: {keys} is encrypted and no ssh-agent offered a key that works; add it to your "
+                f"agent first (`ssh-add KEY`): kit never asks for a passphrase")
     if isinstance(e, paramiko.AuthenticationException):
         keys = ", ".join(endpoint.identity_files) or "the agent and ~/.ssh/id_*"
         return f"{endpoint.where}: authentication failed as {endpoint.user} (tried {keys})"

@@ -11,7 +11,7 @@ import pytest
 
 NEEDS = {
     "hosts": ["ip", "nsenter", "unshare", "setpriv", "tini"],
-    "ssh": ["/usr/sbin/sshd", "ssh-keygen", "ssh"],
+    "ssh": ["/usr/sbin/sshd", "ssh-keygen", "ssh", "ssh-agent", "ssh-add"],
     "slurm": ["munged", "mungekey", "mariadbd", "slurmdbd", "slurmctld", "slurmd", "sbatch", "srun", "sacct",
               "sinfo", "scontrol"],
 }

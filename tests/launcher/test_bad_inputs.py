@@ -79,6 +79,10 @@ CASES = [
     case("missing-deepspeed-json", ["job_ds_missing.yaml"],
          "deepspeed.config_file <workdir>/missing_ds.json: no such file"),
     case("job-file-is-directory", ["."], "job .: is a directory"),
+    case("missing-ssh-identity-file", ["job.yaml", "--cluster", "cluster_ssh_missing_key.yaml"],
+         "ssh.identity_file <workdir>/no_such_key: no such file", "ssh-agent"),
+    case("missing-ssh-config-file", [*SSH, "--set", "cluster.ssh.config_file=no_such_ssh_config"],
+         "ssh.config_file <workdir>/no_such_ssh_config: no such file", "~/.ssh/config"),
     # bad DeepSpeed JSON
     case("deepspeed-json-invalid", ["job_ds_invalid.yaml"], "deepspeed.config_file <workdir>/ds_invalid.json: line 4",
          "invalid JSON"),
@@ -163,7 +167,8 @@ def test_base_inputs_are_valid(args, workdir):
 # (launcher/commands/planner.py): the same one line as in kit's own process (where a cluster override sends
 # it), and no process left behind.
 THROUGH_THE_PLANNER = ["unknown-job-key", "nodes-string", "zero-stage-7", "missing-deepspeed-json",
-                       "deepspeed-json-unknown-key", "set-unknown-key", "3-nodes-on-2-hosts", "gpus-beyond-host"]
+                       "deepspeed-json-unknown-key", "set-unknown-key", "3-nodes-on-2-hosts", "gpus-beyond-host",
+                       "missing-ssh-identity-file"]
 
 
 def _processes_in(directory: Path) -> list[str]:

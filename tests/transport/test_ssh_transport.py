@@ -1,6 +1,8 @@
-"""The paramiko transport against the real sshd hosts: parallel connects, host keys refused, timeouts bounded."""
+"""The paramiko transport against the real sshd hosts: parallel connects, host keys refused, timeouts bounded,
+encrypted keys through the agent."""
 
 import os
+import subprocess
 import time
 
 import pytest
@@ -134,3 +136,53 @@ def test_proxyjump_from_the_openssh_config(ssh_hosts, tmp_path):
         assert conn.run("echo $SSH_CLIENT")[1].split()[0] == ssh_hosts.hosts[0].address
     finally:
         conn.close()
+
+
+PASSPHRASE = "kit-test-passphrase"
+
+
+def _encrypted_key(tmp_path):
+    key = tmp_path / "enc_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", PASSPHRASE, "-f", str(key)], check=True)
+    return key
+
+
+def test_an_encrypted_key_without_an_agent_says_so(ssh_hosts, tmp_path, monkeypatch):
+    # paramiko's own words would be "authentication failed": the cause is the passphrase kit never asks for.
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    key = _encrypted_key(tmp_path)
+    n1 = ssh_hosts.hosts[0]
+    with pytest.raises(KitError, match=rf"^host n1 \(.*\): {key} is encrypted and no ssh-agent offered a key "
+                                       r"that works; add it to your agent first \(`ssh-add KEY`\)"):
+        connect(resolve(n1.name, n1.address, _settings(ssh_hosts, identity_file=str(key))), Accepted())
+
+
+def test_an_encrypted_key_held_by_the_agent_logs_in(ssh_hosts, tmp_path, monkeypatch):
+    key = _encrypted_key(tmp_path)
+    authorized = os.path.join(ssh_hosts.bed.path("ssh"), "authorized_keys")
+    original = open(authorized).read()
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
+    try:
+        with open(authorized, "a") as f:
+            f.write(open(f"{key}.pub").read())
+        deadline = time.monotonic() + 10
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        askpass = tmp_path / "askpass"
+        askpass.write_text(f"#!/bin/sh\necho {PASSPHRASE}\n")
+        askpass.chmod(0o700)
+        env = {**os.environ, "SSH_AUTH_SOCK": str(sock), "SSH_ASKPASS": str(askpass), "SSH_ASKPASS_REQUIRE": "force"}
+        subprocess.run(["ssh-add", str(key)], env=env, stdin=subprocess.DEVNULL, capture_output=True, check=True)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        n1 = ssh_hosts.hosts[0]
+        conn = connect(resolve(n1.name, n1.address, _settings(ssh_hosts, identity_file=str(key))), Accepted())
+        try:
+            assert conn.run("hostname")[1].strip() == "n1"
+        finally:
+            conn.close()
+    finally:
+        with open(authorized, "w") as f:
+            f.write(original)
+        agent.terminate()
+        agent.wait(timeout=10)
