@@ -6,7 +6,12 @@ from typing import Optional
 
 
 def binding(backend: str, cluster, job) -> Optional[dict]:
-    """The `use()` argument of the named backend, or None for one that needs nothing (local)."""
+    """The `use()` argument of the named backend, or None for one that needs nothing (local). Made only for a run
+    that will start: a key or config file the connection settings name and that is not there is a one-line error
+    here (spec.check_ssh_files)."""
+    if backend in ("ssh", "slurm"):
+        from launcher.spec import check_ssh_files
+        check_ssh_files(cluster)
     if backend == "ssh":
         from launcher.preflight.entrypoint import EntrypointRef
         from launcher.transport.endpoint import ssh_settings

@@ -55,8 +55,9 @@ class SshBackend:
     def _connect_and_check(self, plan: LaunchPlan) -> None:
         """Each host in its own thread: connect, then at once its nodes' launch channels with their checks.
         Raise (starting nothing) if any host could not be reached or failed a check."""
-        from launcher.backends.ssh_preflight import gate_host
+        from launcher.backends.ssh_preflight import gate_host, load_ahead
         from launcher.transport.endpoint import resolve
+        load_ahead()   # the hosts' threads below import nothing (done already when kit logged in early)
         from launcher.transport.ssh import connect_each
         started, connected = time.monotonic(), []
 

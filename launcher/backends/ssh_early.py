@@ -22,7 +22,12 @@ SWITCH_INTERVAL = 0.0005
 
 class EarlyLogins:
     def __init__(self, endpoints):
+        # What the threads run is imported here, first: a thread importing kit's modules while the main thread
+        # imports others (the backend, paramiko) can deadlock on their package locks (_DeadlockError, seen).
+        from launcher.backends.ssh_gate import GATE_COMMAND
+        from launcher.transport import ssh
         from launcher.transport.hostkeys import Accepted
+        self._ssh, self._gate_command = ssh, GATE_COMMAND
         self.accepted = Accepted()
         self.switch_interval = sys.getswitchinterval()   # restored when the backend claims the logins
         sys.setswitchinterval(SWITCH_INTERVAL)
@@ -32,14 +37,12 @@ class EarlyLogins:
             t.start()
 
     def _one(self, endpoint) -> None:
-        from launcher.transport.ssh import tcp_connect
-        sock = None if endpoint.proxy_jump else tcp_connect(endpoint)   # the host's sshd starts meanwhile
-        from launcher.backends.ssh_gate import GATE_COMMAND
-        from launcher.transport.ssh import Connection, try_connect
-        conn = sock if isinstance(sock, str) else try_connect(endpoint, self.accepted, sock)
-        if isinstance(conn, Connection):
+        ssh = self._ssh
+        sock = None if endpoint.proxy_jump else ssh.tcp_connect(endpoint)   # the host's sshd starts meanwhile
+        conn = sock if isinstance(sock, str) else ssh.try_connect(endpoint, self.accepted, sock)
+        if isinstance(conn, ssh.Connection):
             try:
-                conn.open_ahead(GATE_COMMAND)
+                conn.open_ahead(self._gate_command)
             except Exception:  # the backend opens it again and reports what goes wrong
                 pass
         self._logins[endpoint.name] = (endpoint, conn)

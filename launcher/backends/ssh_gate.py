@@ -11,8 +11,8 @@ so no shell or filter between the gate and the check's python.
 
 import shlex
 
-from launcher.backends.ssh_boot import WAITING
-from launcher.preflight.entrypoint import CheckResult
+# Nothing of kit is imported at the top: the early logins' threads take GATE_COMMAND from here, and a thread that
+# imports kit's modules while the main thread does can deadlock on their package locks (ssh_early.py).
 
 # The gate reads the check's shell text from the channel's stdin, up to a NUL byte (shell text holds none; bash
 # reads a pipe a byte at a time, so nothing after it is consumed): the login can then be opened before kit has
@@ -50,10 +50,12 @@ def gate_input(shell_text: str, program: bytes) -> bytes:
     return shell_text.encode() + b"\0" + program
 
 
-def read_checks(chan, timeout: float, markers: tuple) -> tuple[CheckResult, bytes, bool]:
+def read_checks(chan, timeout: float, markers: tuple) -> "tuple[CheckResult, bytes, bool]":
     """The check's result: (its exit status, or 0 while it waits for `go`; its output; its output less the
     lines that hold one of `markers`, for messages), whatever bytes came after it said it waits, and
     whether it waits (False: it ended, and the status is its exit status)."""
+    from launcher.backends.ssh_boot import WAITING
+    from launcher.preflight.entrypoint import CheckResult
     chan.settimeout(timeout)
     buf, lines, waiting = b"", [], False
     while not waiting:

@@ -84,10 +84,14 @@ def _interpret(plan: LaunchPlan, node: NodePlan, entrypoint, result: CheckResult
 
 def load_ahead() -> None:
     """What an SSH run needs (the backend, the checks' modules, the program's watchdog part), loaded before the
-    plan is there: kit waits for its planner anyway (commands/planner.py), and the checks then go out at once."""
+    plan is there: kit waits for its planner anyway (commands/planner.py), and the checks then go out at once.
+    Also what the hosts' threads use, so that they import nothing: a thread importing kit's modules while another
+    does can deadlock on their package locks."""
     from launcher.backends import ssh  # noqa: F401
     from launcher.backends.ssh_boot import boot_source
-    from launcher.backends.ssh_gate import gate_input  # noqa: F401
+    from launcher.backends.ssh_gate import read_checks  # noqa: F401
+    from launcher.preflight.entrypoint import CheckResult  # noqa: F401
+    from launcher.transport.sftp import SftpUnavailable  # noqa: F401
     from launcher.transport.ssh import connect_each  # noqa: F401
     boot_source()
 

@@ -47,13 +47,12 @@ def overrides_from(args):
 
 
 def load(args) -> Loaded:
-    from launcher.spec import apply_overrides, check_ssh_files, load_cluster, load_job
+    from launcher.spec import apply_overrides, load_cluster, load_job
     from launcher.sweep.load import sweep_of
     job = load_job(args.job)
     cluster = load_cluster(args.cluster)
     overrides = overrides_from(args)
     resolved_job, resolved_cluster = apply_overrides(job, cluster, overrides)
-    check_ssh_files(resolved_cluster)
     # A local cluster with no `python:` runs kit's own interpreter, so the venv kit lives in is used.
     default_python = sys.executable if resolved_cluster.backend == "local" else "python"
     return Loaded(job, cluster, overrides, resolved_job, resolved_cluster, sweep_of(job, args.job, args.sweep),
@@ -73,14 +72,14 @@ def prepare(loaded: Loaded, plan: LaunchPlan, base_dir: str) -> Prepared:
     from launcher.backends.binding import binding
     from launcher.runs import spec_record
     job, cluster = loaded.resolved_job, loaded.resolved_cluster
+    bound = binding(plan.backend, cluster, job)   # first: it checks the key files the checks' logins use
     if plan.backend == "local":   # a remote backend checks on its hosts (backend.check)
         from launcher.preflight import preflight
         preflight(plan, job, cluster, base_dir)
     if plan.backend == "slurm":
         from launcher.preflight.slurm import preflight_slurm
         preflight_slurm(plan, job, cluster)
-    return Prepared(plan, cluster.workdir, spec_record(job, plan), spec_record(cluster, plan),
-                    binding(plan.backend, cluster, job))
+    return Prepared(plan, cluster.workdir, spec_record(job, plan), spec_record(cluster, plan), bound)
 
 
 def prepared_for(args) -> Optional[Prepared]:

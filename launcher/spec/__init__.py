@@ -47,8 +47,12 @@ SSH_FILES = {"identity_file": "give the private key's path, or leave it out to u
 
 
 def check_ssh_files(resolved_cluster: ClusterSpec) -> None:
-    """Raise (one line naming the field) if a file the cluster's `ssh:` section names is not there: read here, at
-    the edge. A relative path is taken from the current directory, as ssh takes it; errors show the path tried."""
+    """Raise (one line naming the field) if a file the cluster's `ssh:` section names is not there, when kit is
+    about to log in with it (not for a dry-run: the plan needs no key). A relative path is taken from the current
+    directory, as ssh takes it; errors show the path tried."""
+    slurm = resolved_cluster.slurm
+    if resolved_cluster.backend != "ssh" and (slurm is None or slurm.login_host is None):
+        return   # the section is not used
     for field, fix in SSH_FILES.items():
         path = getattr(resolved_cluster.ssh, field) if resolved_cluster.ssh is not None else None
         if path is not None and not os.path.isfile(os.path.abspath(os.path.expanduser(path))):

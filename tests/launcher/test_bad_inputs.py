@@ -197,3 +197,10 @@ def test_bad_input_through_the_planner_is_the_same_one_line(args, expected, work
     assert _processes_in(workdir) == []
     in_process = kit([*args, "--set", "cluster.name=boxes"], workdir)   # an override: no early logins
     assert in_process.stderr == result.stderr
+
+
+def test_a_dry_run_needs_no_key_file(workdir):
+    # The plan needs no key: the example configs name ~/.ssh/id_ed25519, which a planning machine may lack.
+    result = kit(["job.yaml", "--cluster", "cluster_ssh_missing_key.yaml", "--dry-run", "--run-id", "r"], workdir)
+    assert result.returncode == 0, result.stderr
+    assert "kit plan: run r" in result.stdout
