@@ -5,9 +5,9 @@ host."""
 import shlex
 
 from launcher.plan.model import LaunchPlan, NodePlan
-from launcher.preflight.markers import after_marker
 from launcher.preflight.entrypoint import (CHECK_SOURCE, MARKER, CheckResult, entrypoint_check_command,
                                           entrypoint_target, interpret_entrypoint_check)
+from launcher.preflight.markers import after_marker
 from launcher.render.shell import join_argv
 
 CHECK_TIMEOUT = 120.0

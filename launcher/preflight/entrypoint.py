@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import NamedTuple, Optional
 
 from launcher.plan.model import NodePlan
-from launcher.render.shell import join_argv
 from launcher.preflight.markers import after_marker
+from launcher.render.shell import join_argv
 
 MARKER = "kit-preflight:"
 

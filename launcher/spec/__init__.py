@@ -55,8 +55,9 @@ def check_ssh_files(resolved_cluster: ClusterSpec) -> None:
         return   # the section is not used
     for field, fix in SSH_FILES.items():
         path = getattr(resolved_cluster.ssh, field) if resolved_cluster.ssh is not None else None
-        if path is not None and not os.path.isfile(os.path.abspath(os.path.expanduser(path))):
-            raise KitError(f"ssh.{field} {os.path.abspath(os.path.expanduser(path))}: no such file; {fix}")
+        tried = None if path is None else os.path.abspath(os.path.expanduser(path))
+        if tried is not None and not os.path.isfile(tried):
+            raise KitError(f"ssh.{field} {tried}: no such file; {fix}")
 
 
 def load_user_deepspeed(resolved_job: JobSpec):

@@ -16,8 +16,10 @@ class SftpUnavailable(Exception):
     """The host's SFTP session did not start; the message says why and what to change."""
 
 
-def start_sftp(transport, paramiko, timeout: float):
+def start_sftp(transport, timeout: float):
     """An SFTPClient on `transport` (an authenticated paramiko Transport), or SftpUnavailable."""
+    from launcher.transport import load_paramiko
+    paramiko = load_paramiko()
     chan = transport.open_session(timeout=timeout)
     try:
         chan.invoke_subsystem("sftp")

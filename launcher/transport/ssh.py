@@ -55,9 +55,8 @@ class Connection:
         """Open the SFTP session that put() uses, ahead of the first put (say, while a command runs).
         transport.sftp.SftpUnavailable says why a host's SFTP does not start."""
         if self._sftp is None:
-            from launcher.transport import load_paramiko
             from launcher.transport.sftp import start_sftp
-            self._sftp = start_sftp(self.client.get_transport(), load_paramiko(), self.endpoint.timeout)
+            self._sftp = start_sftp(self.client.get_transport(), self.endpoint.timeout)
 
     def put(self, path: str, content, mode: int = 0o644) -> None:
         """Write a file on the host (parents created), via a temporary name so no reader sees half of it."""

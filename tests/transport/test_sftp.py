@@ -31,7 +31,7 @@ def test_an_sftp_that_cannot_start_says_why(ssh_hosts, subsystem, expected):
         client = _client(ssh_hosts, n1, PORT, known_hosts)
         try:
             with pytest.raises(SftpUnavailable) as caught:
-                start_sftp(client.get_transport(), paramiko, 10)
+                start_sftp(client.get_transport(), 10)
             assert str(caught.value) == expected
             _, out, _ = client.exec_command("echo still-here")
             assert out.read() == b"still-here\n"
@@ -42,7 +42,7 @@ def test_an_sftp_that_cannot_start_says_why(ssh_hosts, subsystem, expected):
 def test_the_harness_sftp_starts(ssh_hosts, tmp_path):
     client = ssh_hosts.connect(ssh_hosts.hosts[0])
     try:
-        sftp = start_sftp(client.get_transport(), paramiko, 10)
+        sftp = start_sftp(client.get_transport(), 10)
         (tmp_path / "seen").write_text("x")
         assert "seen" in sftp.listdir(str(tmp_path))
     finally:
