@@ -128,8 +128,11 @@ def main(argv=None) -> int:
         if args.command == "doctor":
             from launcher.commands.doctor import doctor
             return doctor(args)
+        if args.command == "logs":
+            from launcher.commands.logs import logs
+            return logs(args)
         from launcher.commands import records
-        return records.COMMANDS[args.command](args)
+        return {"runs": records.runs_cmd, "status": records.status, "cancel": records.cancel}[args.command](args)
     except KitError as e:
         print(f"{getattr(e, 'usage', '')}kit: error: {e}", file=sys.stderr)
         return e.exit_code

@@ -1,4 +1,5 @@
-"""Run records: runs/<run-id>/ holds the resolved specs, the plan, the generated files, logs and status."""
+"""Run records: runs/<run-id>/ holds the resolved specs, the plan, the generated files, logs and status (its
+fields typed in status.py)."""
 
 import json
 import os
@@ -12,11 +13,12 @@ from launcher.plan.model import LaunchPlan
 from launcher.render.dryrun import masked_dict
 from launcher.render.text import to_json, to_yaml
 from launcher.secrets import mask_env
+from launcher.status import RunStatus, corrupt
 
 STATUS = "status.json"
 
 
-def _write(path: str, text: str) -> None:
+def write_atomic(path: str, text: str) -> None:
     """Write via a temporary file and rename, so readers never see half a file."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = f"{path}.tmp.{os.getpid()}"
@@ -43,25 +45,30 @@ class RunRecord:
     def file(self, name: str) -> str:
         return os.path.join(self.path, name)
 
-    def read_status(self, strict: bool = False) -> dict:
-        """The record's status; a damaged file reads as state "corrupt" (or, with strict, a one-line error)."""
+    def exists(self) -> bool:
+        return os.path.isfile(self.file(STATUS))
+
+    def read_status(self, strict: bool = False) -> RunStatus:
+        """The record's status (an empty RunStatus when there is none); a damaged file, or one whose fields are
+        not what kit writes, reads as state "corrupt" (or, with strict, a one-line error)."""
         try:
             with open(self.file(STATUS), encoding="utf-8") as f:
-                data = json.load(f)
-            if not isinstance(data, dict):
-                raise ValueError("not a JSON object")
-            return data
+                return RunStatus.from_json(json.load(f))
         except FileNotFoundError:
-            return {}
-        except (ValueError, UnicodeDecodeError, OSError) as e:
+            return RunStatus()
+        except (ValueError, UnicodeDecodeError, OSError) as e:   # status.BadStatus is a ValueError
             if strict:
                 raise KitError(f"run record {self.path}: {STATUS} is unreadable ({e}); "
                                "inspect or remove that directory") from None
-            return {"run_id": os.path.basename(self.path), "state": "corrupt"}
+            return corrupt(os.path.basename(self.path), f"{STATUS} is unreadable ({e})")
 
-    def update_status(self, **fields) -> dict:
-        status = {**self.read_status(), **fields}
-        _write(self.file(STATUS), to_json(status))
+    def update_status(self, **fields) -> RunStatus:
+        """Apply `fields` (RunStatus's own, type-checked) to the status on disk and write it back."""
+        current = self.read_status()
+        if current.state == "corrupt":
+            current = RunStatus(run_id=current.run_id)
+        status = current.replace(**fields)
+        write_atomic(self.file(STATUS), to_json(status.to_json()))
         return status
 
 
@@ -72,11 +79,11 @@ def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
     if os.path.exists(os.path.join(path, STATUS)):
         raise KitError(f"run {plan.run_id} already exists at {path}; pick another --run-id")
     record = RunRecord(path)
-    _write(record.file("job.yaml"), to_yaml(spec_record(job, plan)))
-    _write(record.file("cluster.yaml"), to_yaml(spec_record(cluster, plan)))
-    _write(record.file("plan.json"), to_json(masked_dict(plan)))
+    write_atomic(record.file("job.yaml"), to_yaml(spec_record(job, plan)))
+    write_atomic(record.file("cluster.yaml"), to_yaml(spec_record(cluster, plan)))
+    write_atomic(record.file("plan.json"), to_json(masked_dict(plan)))
     for rel, content in plan.files.items():
-        _write(os.path.join(workdir, rel), content)
+        write_atomic(os.path.join(workdir, rel), content)
     record.update_status(run_id=plan.run_id, job=plan.job_name, backend=plan.backend,
                          state="starting", created_at=time.time())
     return record
@@ -117,7 +124,7 @@ def find(run_root: str, run_id: str) -> RunRecord:
     return RunRecord(os.path.abspath(path))
 
 
-def list_records(run_root: str) -> list[tuple[str, dict]]:
+def list_records(run_root: str) -> list[tuple[str, RunStatus]]:
     if not os.path.isdir(run_root):
         return []
     out = []
@@ -125,7 +132,7 @@ def list_records(run_root: str) -> list[tuple[str, dict]]:
         status_path = os.path.join(run_root, name, STATUS)
         if os.path.isfile(status_path):
             out.append((name, RunRecord(os.path.join(run_root, name)).read_status()))
-    out.sort(key=lambda item: item[1].get("created_at", 0))
+    out.sort(key=lambda item: item[1].created_at or 0)
     return out
 
 

@@ -1,19 +1,16 @@
 """`kit doctor --cluster C [--job J]`: can this cluster run jobs? One verdict per check and host; exit 1 on any
-FAIL. SSH clusters: every host (backends/ssh_doctor.py); SLURM clusters: the checks submit runs."""
+FAIL. What is checked is the cluster's backend's (an SSH cluster: every host; a SLURM cluster: what sbatch needs)."""
 
 import json
 import sys
 
-from launcher.errors import KitError
-
 
 def doctor(args) -> int:
+    from launcher.backends import registry
     from launcher.spec import (Overrides, apply_overrides, check_ssh_files, load_cluster, load_job,
                                load_user_deepspeed)
     cluster = load_cluster(args.cluster)
-    if cluster.backend not in ("ssh", "slurm"):
-        raise KitError(f"kit doctor checks ssh and slurm clusters; {cluster.name} is a {cluster.backend} "
-                       f"cluster")
+    backend = registry.backend(cluster.backend)
     check_ssh_files(cluster)
     job = plan = None
     if args.job:
@@ -21,11 +18,7 @@ def doctor(args) -> int:
         job = load_job(args.job)
         plan = build_plan(job, cluster, Overrides(), "kit-doctor", user_deepspeed=load_user_deepspeed(job))
         job, cluster = apply_overrides(job, cluster, Overrides())
-    if cluster.backend == "slurm":
-        from launcher.preflight.slurm import doctor_rows   # the checks `kit submit` runs before sbatch
-    else:
-        from launcher.backends.ssh_doctor import doctor_rows
-    rows = doctor_rows(cluster, job, plan)
+    rows = backend.doctor_rows(cluster, job, plan)
     failed = any(r[2] == "FAIL" for r in rows)
     if args.format == "json":
         data = [dict(zip(("host", "check", "verdict", "detail"), r)) for r in rows]

@@ -1,13 +1,14 @@
-"""`kit submit`'s first half: load and validate the specs, build the plan, run the checks that need no host,
-and keep what the second half (records, backend) needs as plain data, the schemas (pydantic) left behind.
-Plain data, because this half may run in a forked process (planner.py) while kit logs in to the hosts."""
+"""`kit submit`'s first half: load and validate the specs, build the plan, and keep what the launch pipeline needs
+as plain data (launch.Prepared), the schemas (pydantic) left behind. Plain data, because this half may run in a
+forked process (planner.py) while kit logs in to the hosts."""
 
-import os
 import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from launcher.backends import registry
+from launcher.launch import Prepared
 from launcher.plan.model import LaunchPlan
 
 
@@ -21,16 +22,6 @@ class Loaded:
     resolved_cluster: Any
     sweep: Any            # the sweep spec, when the submission is a sweep
     default_python: str
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """What a submission needs once planned and checked here: no pydantic models, so it pickles alone."""
-    plan: LaunchPlan
-    workdir: str                       # the cluster's workdir (where a local or SLURM run keeps its record)
-    job_record: dict                   # the resolved specs as the run record keeps them, secrets masked
-    cluster_record: dict
-    binding: Optional[dict]            # the remote backend's settings from the specs (its use()), or None
 
 
 def new_run_id(job_name: str) -> str:
@@ -54,7 +45,7 @@ def load(args) -> Loaded:
     overrides = overrides_from(args)
     resolved_job, resolved_cluster = apply_overrides(job, cluster, overrides)
     # A local cluster with no `python:` runs kit's own interpreter, so the venv kit lives in is used.
-    default_python = sys.executable if resolved_cluster.backend == "local" else "python"
+    default_python = registry.placement(resolved_cluster.backend).default_python(sys.executable)
     return Loaded(job, cluster, overrides, resolved_job, resolved_cluster, sweep_of(job, args.job, args.sweep),
                   default_python)
 
@@ -67,18 +58,14 @@ def plan_for(loaded: Loaded, run_id: Optional[str]) -> LaunchPlan:
                       user_deepspeed=load_user_deepspeed(loaded.resolved_job))
 
 
-def prepare(loaded: Loaded, plan: LaunchPlan, base_dir: str) -> Prepared:
-    """The checks that need no host (raise KitError, nothing started), then the plain data for the rest."""
-    from launcher.backends.binding import binding
+def prepare(loaded: Loaded, plan: LaunchPlan) -> Prepared:
+    """The plain data for the launch: the backend's binding (a key file it names that is missing is a one-line
+    error here) and the specs as the record keeps them."""
     from launcher.runs import spec_record
+    from launcher.spec import check_ssh_files
     job, cluster = loaded.resolved_job, loaded.resolved_cluster
-    bound = binding(plan.backend, cluster, job)   # first: it checks the key files the checks' logins use
-    if plan.backend == "local":   # a remote backend checks on its hosts (backend.check)
-        from launcher.preflight import preflight
-        preflight(plan, job, cluster, base_dir)
-    if plan.backend == "slurm":
-        from launcher.preflight.slurm import preflight_slurm
-        preflight_slurm(plan, job, cluster)
+    check_ssh_files(cluster)   # first: the checks' logins use them
+    bound = registry.placement(cluster.backend).binding(cluster, job)
     return Prepared(plan, cluster.workdir, spec_record(job, plan), spec_record(cluster, plan), bound)
 
 
@@ -87,4 +74,7 @@ def prepared_for(args) -> Optional[Prepared]:
     loaded = load(args)
     if loaded.sweep is not None:
         return None
-    return prepare(loaded, plan_for(loaded, args.run_id), os.getcwd())
+    return prepare(loaded, plan_for(loaded, args.run_id))
+
+
+__all__ = ["Loaded", "Prepared", "load", "plan_for", "prepare", "prepared_for", "new_run_id", "overrides_from"]

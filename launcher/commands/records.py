@@ -3,25 +3,10 @@
 import time
 
 from launcher import runs
-from launcher.commands.logs import logs
-from launcher.errors import KitError
-from launcher.backends import get_backend
-from launcher.supervise import liveness
-from launcher.sweep.record import find_sweep, is_sweep, list_sweeps, state_now
-
-
-def _state(st: dict) -> tuple[str, str]:
-    try:
-        return get_backend(st.get("backend", "local")).current_state(st)
-    except KitError:
-        return st.get("state", "?"), ""
-
-
-def _record(args) -> runs.RunRecord:
-    run_id = args.run_id or runs.latest(args.run_root)
-    if run_id is None:
-        raise KitError(f"no runs under {args.run_root}/ yet; start one with `kit submit`")
-    return runs.find(args.run_root, run_id)
+from launcher.backends import registry
+from launcher.lookup import find_record, state_now
+from launcher.status import ACTIVE, QUEUED
+from launcher.sweep.record import find_sweep, is_sweep, list_sweeps, state_now as sweep_state
 
 
 def _when(ts) -> str:
@@ -35,13 +20,13 @@ def runs_cmd(args) -> int:
         return 0
     print(f"{'RUN':<44} {'BACKEND':<8} {'STATE':<10} {'EXIT':>4}  CREATED")
     for run_id, st in records:
-        code = st.get("exit_code")
-        state, _ = _state(st)
-        print(f"{run_id:<44} {st.get('backend', '?'):<8} {state:<10} "
-              f"{'' if code is None else code:>4}  {_when(st.get('created_at'))}")
+        code = st.exit_code
+        state, _ = state_now(st)
+        print(f"{run_id:<44} {st.backend:<8} {state:<10} "
+              f"{'' if code is None else code:>4}  {_when(st.created_at)}")
     for sweep_id, data in list_sweeps(args.run_root):  # its trials are the runs <sweep>-t<N> above
         code = data.get("exit_code")
-        print(f"{sweep_id:<44} {'sweep':<8} {state_now(data):<10} "
+        print(f"{sweep_id:<44} {'sweep':<8} {sweep_state(data):<10} "
               f"{'' if code is None else code:>4}  {_when(data.get('created_at'))}")
     return 0
 
@@ -50,25 +35,25 @@ def status(args) -> int:
     if is_sweep(args.run_root, args.run_id):
         from launcher.sweep.status import print_status
         return print_status(args.run_root, args.run_id)
-    record = _record(args)
+    record = find_record(args.run_root, args.run_id)
     st = record.read_status(strict=True)
-    state, note = _state(st)
+    state, note = state_now(st)
     # A backend may have recorded what it just learnt (a SLURM job's hosts, end state and exit codes).
-    st = {**st, **record.read_status()}
-    print(f"run {st.get('run_id')}  job {st.get('job')}  backend {st.get('backend')}  state {state}")
+    st = record.read_status()
+    print(f"run {st.run_id}  job {st.job}  backend {st.backend}  state {state}")
     if note:
         print(f"  {note}")
-    codes = st.get("node_exit_codes") or []
-    for i, node in enumerate(st.get("nodes", [])):
-        code = codes[i] if i < len(codes) else "-"
-        print(f"  node {node['rank']}  host {node['host']}  pid {node['pid']}  exit {code}")
-    failure = st.get("failure")
+    codes = st.node_exit_codes
+    for i, node in enumerate(st.nodes):
+        code = codes[i] if i < len(codes) and codes[i] is not None else "-"
+        print(f"  node {node.rank}  host {node.host}  pid {node.pid or '-'}  exit {code}")
+    failure = st.failure
     if failure:
-        rank = f" rank {failure['rank']}" if failure.get("rank") is not None else ""
-        print(f"  first failure: node {failure['node']} ({failure['host']}){rank} exited {failure['code']} "
-              f"({failure['meaning']}): {failure['last_line']}")
-    if st.get("exit_code") is not None:
-        print(f"exit code {st['exit_code']}")
+        rank = f" rank {failure.rank}" if failure.rank is not None else ""
+        print(f"  first failure: node {failure.node} ({failure.host}){rank} exited {failure.code} "
+              f"({failure.meaning}): {failure.last_line}")
+    if st.exit_code is not None:
+        print(f"exit code {st.exit_code}")
     return 0
 
 
@@ -79,16 +64,13 @@ def cancel(args) -> int:
         return 0
     record = runs.find(args.run_root, args.run_id)
     st = record.read_status(strict=True)
-    run_id = st.get("run_id", args.run_id)
-    backend = get_backend(st.get("backend", "local"))
+    run_id = st.run_id or args.run_id
+    backend = registry.backend(st.backend)
     state, _ = backend.current_state(st)
-    if state not in liveness.ACTIVE + ("lost", "pending", "requeued"):
-        code = st.get("exit_code")
+    if state not in ACTIVE + QUEUED + ("lost",):
+        code = st.exit_code
         print(f"run {run_id}: already finished ({state}{'' if code is None else f', exit code {code}'}); "
               "nothing to cancel")
         return 0
     print(backend.cancel(record, st))
     return 0
-
-
-COMMANDS = {"runs": runs_cmd, "status": status, "logs": logs, "cancel": cancel}

@@ -7,14 +7,16 @@ from launcher.spec import load_user_deepspeed
 from launcher.sweep.plan import plan_sweep
 
 
-def submit_sweep(args, job, cluster, overrides, resolved_job, resolved_cluster, spec, default_python) -> int:
-    plan = plan_sweep(job, spec, cluster, overrides, sweep_id=args.run_id, default_python=default_python,
-                      user_deepspeed=load_user_deepspeed(resolved_job))
+def submit_sweep(args, loaded) -> int:
+    plan = plan_sweep(loaded.job, loaded.sweep, loaded.cluster, loaded.overrides, sweep_id=args.run_id,
+                      default_python=loaded.default_python, user_deepspeed=load_user_deepspeed(loaded.resolved_job))
     if args.dry_run:
         sys.stdout.write(render_sweep_json(plan) if args.format == "json" else render_sweep_text(plan))
         return 0
+    from launcher.spec import check_ssh_files
     from launcher.sweep.execute import run_sweep
-    return run_sweep(plan, job, cluster, resolved_job, resolved_cluster, args)
+    check_ssh_files(loaded.resolved_cluster)
+    return run_sweep(plan, loaded.resolved_job, loaded.resolved_cluster, args.detach)
 
 
 def sweep_status(args) -> int:

@@ -4,24 +4,24 @@ import posixpath
 import re
 from typing import Optional
 
+from launcher.backends import registry
 from launcher.errors import KitError
 from launcher.plan.env import INHERIT, node_env, secret_names
-from launcher.plan.model import LaunchPlan, NodePlan, Submission, World
+from launcher.plan.model import LaunchPlan, NodePlan, World
+from launcher.plan.placement import Placement
 from launcher.plan.port import master_port
 from launcher.plan.shape import Shape, resolve_shape
 from launcher.plan.tags import WORKER_TAG_ENV, worker_tag_template
 from launcher.render.accelerate import LaunchSettings, accelerate_config, distributed_type, launch_argv
 from launcher.render.deepspeed import deepspeed_config
 from launcher.render.fsdp import fsdp_config
-from launcher.render.shell import node_command, runtime_ref
-from launcher.render.slurm import MASTER_ADDR_PRELUDE, sbatch_script
+from launcher.render.shell import node_command
 from launcher.render.text import to_json, to_yaml
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 from launcher.spec.overrides import Overrides, apply_overrides
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-SLURM_RUNTIME_VARS = ("SLURM_NODEID", "KIT_MASTER_ADDR")
 
 
 def _strategy_section(job: JobSpec, shape: Shape, run_dir: str, user_ds: Optional[dict]):
@@ -44,26 +44,7 @@ def _strategy_section(job: JobSpec, shape: Shape, run_dir: str, user_ds: Optiona
     return ("deepspeed_config", section), {path: to_json(ds)}
 
 
-def _master(cluster: ClusterSpec, shape: Shape) -> str:
-    if cluster.backend == "slurm":
-        return runtime_ref("KIT_MASTER_ADDR")
-    head = shape.hosts[0]
-    return head.address or head.name
-
-
-def _local_gpu_ids(cluster: ClusterSpec, shape: Shape, rank: str) -> Optional[str]:
-    if cluster.backend != "local" or shape.device != "cuda":
-        return None
-    # Slices of the ids kit may use (cluster data, from CUDA_VISIBLE_DEVICES at submit time), else 0..N-1.
-    ids = cluster.gpu_ids if cluster.gpu_ids is not None else [str(i) for i in range(cluster.gpus_per_node)]
-    first, need = int(rank) * shape.gpus_per_node, shape.nodes * shape.gpus_per_node
-    if need > len(ids):
-        raise KitError(f"gpu_ids: {shape.nodes} local node(s) x {shape.gpus_per_node} GPUs need {need} GPUs but "
-                       f"only {len(ids)} are visible ({','.join(ids) or 'none'}); lower --gpus or --nodes")
-    return ",".join(ids[first:first + shape.gpus_per_node])
-
-
-def _settings(job, cluster, shape, python, config_file, rank, master, port, run_dir) -> LaunchSettings:
+def _settings(job, shape, python, config_file, rank, master, port, run_dir, gpu_ids) -> LaunchSettings:
     return LaunchSettings(
         python=python,
         config_file=config_file,
@@ -77,7 +58,7 @@ def _settings(job, cluster, shape, python, config_file, rank, master, port, run_
         mixed_precision=job.mixed_precision,
         cpu_threads_per_process=shape.cpu_threads,
         dynamo_backend=job.dynamo_backend,
-        gpu_ids=_local_gpu_ids(cluster, shape, rank),
+        gpu_ids=gpu_ids,
         # On SLURM `rank` is ${SLURM_NODEID}: each task tees into its own node's directory.
         rank_log_dir=f"{run_dir}/node{rank}.ranks",
         module=job.entrypoint.module,
@@ -88,14 +69,15 @@ def _settings(job, cluster, shape, python, config_file, rank, master, port, run_
 
 def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan:
     """One node's plan; adds the node's accelerate YAML to `files`."""
-    python, run_dir, master, port, section, slurm = ctx
-    runtime_vars = SLURM_RUNTIME_VARS if slurm else ()
-    config_file = f"{run_dir}/accelerate.yaml" if slurm else f"{run_dir}/accelerate.node{rank}.yaml"
-    rank_word = runtime_ref("SLURM_NODEID") if slurm else str(rank)
-    settings = _settings(job, cluster, shape, python, config_file, rank_word, master, port, run_dir)
+    python, run_dir, master, port, section, placement = ctx
+    runtime_vars = placement.runtime_vars
+    config_file = placement.config_file(run_dir, rank)
+    rank_word = placement.rank_word(rank)
+    gpu_ids = placement.gpu_ids(cluster, shape.nodes, shape.gpus_per_node, rank) if shape.device == "cuda" else None
+    settings = _settings(job, shape, python, config_file, rank_word, master, port, run_dir, gpu_ids)
     files[config_file] = to_yaml(accelerate_config(settings, section))
     argv = launch_argv(settings)
-    prelude = (MASTER_ADDR_PRELUDE,) if slurm else ()
+    prelude = placement.prelude
     # kit's tag wins over a job's own template; on SLURM its node number is resolved inside each task.
     env = {**env, WORKER_TAG_ENV: worker_tag_template(rank_word)}
     command = node_command(cluster.workdir, tuple(cluster.setup), env, argv, runtime_vars, prelude, secrets,
@@ -113,25 +95,21 @@ def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id:
     if not RUN_ID_PATTERN.fullmatch(run_id):
         raise KitError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-' only")
     job, cluster = apply_overrides(job, cluster, overrides)
+    placement: Placement = registry.placement(cluster.backend)
     shape = resolve_shape(job, cluster)
-    slurm = cluster.backend == "slurm"
     run_dir = posixpath.join(cluster.run_root, run_id)
     port = master_port(cluster.master_port, run_id)
-    master = _master(cluster, shape)
+    master = placement.master(shape.hosts)
     section, files = _strategy_section(job, shape, run_dir, user_deepspeed)
     env = node_env(job, cluster, shape, run_id)
     secrets = secret_names(job, env)
-    ctx = (cluster.python or default_python, run_dir, master, port, section, slurm)
+    ctx = (cluster.python or default_python, run_dir, master, port, section, placement)
     nodes = tuple(_node(job, cluster, shape, rank, host, env, secrets, files, ctx)
                   for rank, host in enumerate(shape.hosts))
-    submission = Submission(kind="processes")
-    if slurm:
-        script_path = f"{run_dir}/job.sbatch"
-        files[script_path] = sbatch_script(
-            cluster, run_id=run_id, job_name=job.name, nodes=shape.nodes, gpus=shape.gpus_per_node,
-            run_dir=run_dir, workdir=cluster.workdir, node_command=nodes[0].command,
-        )
-        submission = Submission(kind="sbatch", argv=("sbatch", "--parsable", script_path))
+    added, submission = placement.submission(cluster, run_id=run_id, job_name=job.name, nodes=shape.nodes,
+                                             gpus=shape.gpus_per_node, run_dir=run_dir,
+                                             node_command=nodes[0].command)
+    files.update(added)
     world = World(
         num_machines=shape.nodes, procs_per_node=shape.procs_per_node, world_size=shape.world_size,
         device=shape.device, strategy=job.strategy, mixed_precision=job.mixed_precision,
@@ -140,6 +118,6 @@ def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id:
     return LaunchPlan(
         run_id=run_id, job_name=job.name, backend=cluster.backend, cluster_name=cluster.name,
         run_dir=run_dir, world=world, nodes=nodes, files=dict(sorted(files.items())),
-        submission=submission, runtime_vars=SLURM_RUNTIME_VARS if slurm else (), inherit=INHERIT,
+        submission=submission, runtime_vars=placement.runtime_vars, inherit=INHERIT,
         teardown_grace=cluster.teardown_grace,
     )

@@ -3,11 +3,10 @@
 from dataclasses import dataclass
 from typing import Optional
 
+from launcher.backends import registry
 from launcher.errors import KitError
 from launcher.spec.cluster import ClusterSpec, Host
 from launcher.spec.job import JobSpec
-
-LOCALHOST = Host(name="localhost", address="127.0.0.1")
 
 
 @dataclass(frozen=True)
@@ -24,39 +23,6 @@ class Shape:
     @property
     def world_size(self) -> int:
         return self.nodes * self.procs_per_node
-
-
-def _hosts(job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
-    if cluster.backend == "local":
-        return (LOCALHOST,) * job.nodes
-    if cluster.backend == "slurm":
-        return tuple(Host(name=f"slurm-node-{i}") for i in range(job.nodes))
-    if job.nodes > len(cluster.hosts):
-        raise KitError(
-            f"nodes: {job.nodes} nodes requested but cluster '{cluster.name}' lists {len(cluster.hosts)} "
-            f"hosts; lower --nodes or add hosts"
-        )
-    return tuple(cluster.hosts[: job.nodes])
-
-
-def _check_gpus(gpus: int, hosts: tuple[Host, ...], cluster: ClusterSpec) -> None:
-    if cluster.backend == "local" and gpus:
-        # Simulated nodes share this machine's GPUs, each taking its own slice.
-        need = gpus * len(hosts)
-        if need > cluster.gpus_per_node:
-            raise KitError(
-                f"gpus_per_node: {len(hosts)} local node(s) x {gpus} GPUs need {need} GPUs but this machine "
-                f"has {cluster.gpus_per_node}; lower --gpus or --nodes"
-            )
-        return
-    for host in hosts:
-        have = host.gpus if host.gpus is not None else cluster.gpus_per_node
-        if gpus > have:
-            where = f"host {host.name}" if cluster.backend == "ssh" else f"cluster '{cluster.name}'"
-            raise KitError(
-                f"gpus_per_node: {gpus} GPUs per node requested but {where} has {have}; "
-                f"lower --gpus or fix the cluster's gpus_per_node"
-            )
 
 
 def _procs(job: JobSpec, cluster: ClusterSpec, gpus: int) -> int:
@@ -104,15 +70,14 @@ def _cpu_threads(cluster: ClusterSpec, nodes: int, procs: int) -> Optional[int]:
             f"cpu_threads_per_process: auto needs the cores per node; set cpus: N in cluster '{cluster.name}' "
             f"or give a number of threads"
         )
-    # The simulated nodes of a local cluster all share this one machine's cores.
-    sharing = nodes * procs if cluster.backend == "local" else procs
-    return max(1, cluster.cpus // sharing)
+    return max(1, cluster.cpus // registry.placement(cluster.backend).cores_shared_by(nodes, procs))
 
 
 def resolve_shape(job: JobSpec, cluster: ClusterSpec) -> Shape:
-    hosts = _hosts(job, cluster)
+    placement = registry.placement(cluster.backend)
+    hosts = placement.hosts(job, cluster)
     gpus = job.gpus_per_node if job.gpus_per_node is not None else cluster.gpus_per_node
-    _check_gpus(gpus, hosts, cluster)
+    placement.check_gpus(gpus, hosts, cluster)
     if gpus == 0:
         _check_cpu(job)
     procs = _procs(job, cluster, gpus)

@@ -1,5 +1,6 @@
 """Print a plan for people (text) or programs (JSON); secrets masked in both."""
 
+from launcher.backends import registry
 from launcher.plan.model import LaunchPlan
 from launcher.render.text import to_json
 from launcher.secrets import MASK, mask_env
@@ -27,12 +28,6 @@ def _world_line(plan: LaunchPlan) -> str:
             f"master {w.master_addr}:{w.master_port}")
 
 
-def _uploads_text(plan: LaunchPlan, node) -> list[str]:
-    from launcher.backends.ssh_files import uploads
-    files = uploads(plan, node)
-    return ["  uploads (host:path):" if files else "  uploads: none"] + [f"    {node.host}:{path}" for _, path in files]
-
-
 def _node_text(plan: LaunchPlan, node, secret_env: dict[str, str]) -> str:
     out = [f"node {node.machine_rank}  host {node.host}  machine_rank {node.machine_rank}  "
            f"workdir {node.workdir}  log {node.log}"]
@@ -43,8 +38,7 @@ def _node_text(plan: LaunchPlan, node, secret_env: dict[str, str]) -> str:
     if passthrough:
         out.append("  secret env passed from your environment: "
                    + ", ".join(f"{n}={MASK}" for n in passthrough))
-    if plan.backend == "ssh":
-        out += _uploads_text(plan, node)
+    out += registry.placement(plan.backend).dryrun_node(plan, node)
     out.append("  command (bash -c):")
     out.append(_indent(node.command).rstrip("\n"))
     return "\n".join(out)
@@ -59,16 +53,6 @@ def _inherit_line(plan: LaunchPlan) -> str:
             + " (a job that needs one sets it in env)")
 
 
-def _where_line(plan: LaunchPlan) -> str:
-    workdirs = ", ".join(sorted({n.workdir for n in plan.nodes}))
-    return (f"files: uploaded over SFTP into each host's workdir ({workdirs}) before any node starts, as listed "
-            f"per node. A workdir the hosts share (one filesystem, such as the directory you submit from mounted "
-            f"on every host) holds every node's accelerate.node<R>.yaml side by side and one copy of the others; "
-            f"separate disks hold one node's files each. kit's node watchdog is no file there: it travels with "
-            f"the checks over each node's SSH channel. The run record and the node logs stay in {plan.run_dir} "
-            f"under the directory you submit from.")
-
-
 def render_text(plan: LaunchPlan) -> str:
     head = [
         f"kit plan: run {plan.run_id}  job {plan.job_name}  cluster {plan.cluster_name} ({plan.backend})",
@@ -80,8 +64,7 @@ def render_text(plan: LaunchPlan) -> str:
     ]
     if plan.submission.kind == "processes":
         head.append(f"teardown: SIGTERM to every process of every node, SIGKILL after {plan.teardown_grace:g} s")
-    if plan.backend == "ssh":
-        head.append(_where_line(plan))
+    head += registry.placement(plan.backend).dryrun_head(plan)
     if plan.runtime_vars:
         head.append("resolved inside each task: " + ", ".join("$" + v for v in plan.runtime_vars))
     parts = ["\n".join(head)]

@@ -16,7 +16,7 @@ def trial_table(plan) -> str:
 
 def _at_once(plan) -> str:
     s = plan.spec
-    if plan.backend == "slurm" or plan.lanes == s.parallel:
+    if plan.array is not None or plan.lanes == s.parallel:
         return f"{s.parallel} at a time"
     if plan.lanes == len(plan.trials):
         return f"{plan.lanes} at a time (every trial)"

@@ -2,13 +2,25 @@
 
 import os
 
+from launcher.backends import registry
 from launcher.errors import KitError
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 from launcher.spec.load import load_json, load_model
 from launcher.spec.overrides import Overrides, apply_overrides
 
-DEFAULT_CLUSTER = ClusterSpec(name="local", backend="local", cpu_threads_per_process="auto")
+
+
+def default_cluster() -> ClusterSpec:
+    """The cluster kit uses without --cluster, before this machine's facts are filled in (load_cluster). Built on
+    use: validating it asks the backend's placement, which imports the planner, which imports these schemas."""
+    return ClusterSpec(name=registry.DEFAULT, backend=registry.DEFAULT, cpu_threads_per_process="auto")
+
+
+def __getattr__(name):
+    if name == "DEFAULT_CLUSTER":
+        return default_cluster()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_job(path: str) -> JobSpec:
@@ -23,21 +35,14 @@ def load_job(path: str) -> JobSpec:
 
 
 def load_cluster(path) -> ClusterSpec:
-    """The cluster file, or the embedded default: this machine, with the GPUs and cores it has."""
-    from launcher.hostinfo import local_cpu_count, local_gpu_count, visible_gpu_ids
-    # GPUs this process may use: CUDA_VISIBLE_DEVICES (user or scheduler) narrows the driver's list.
-    visible = list(visible_gpu_ids(os.environ, local_gpu_count()))
-    restricted = {"gpu_ids": visible} if "CUDA_VISIBLE_DEVICES" in os.environ else {}
+    """The cluster file, or the embedded default: this machine, with the GPUs and cores it has. Facts about this
+    machine that a cluster needs (a local cluster's cores and visible GPUs) are read here, at the edge, by its
+    backend's placement, never in the plan."""
     if path is None:
-        return DEFAULT_CLUSTER.model_copy(update={"gpus_per_node": len(visible), "cpus": local_cpu_count(),
-                                                  **restricted})
+        default = default_cluster()
+        return registry.placement(default.backend).at_submit(default, embedded=True)
     spec = load_model(ClusterSpec, path, "cluster")
-    if spec.backend == "local" and spec.gpu_ids is None:
-        spec = spec.model_copy(update=restricted)
-    if spec.backend == "local" and spec.cpus is None:
-        # A local cluster is this machine: its cores are read here, at the edge, never in the plan.
-        return spec.model_copy(update={"cpus": local_cpu_count()})
-    return spec
+    return registry.placement(spec.backend).at_submit(spec)
 
 
 # The files a cluster's `ssh:` section names on this machine, and what to do when one is not there. OpenSSH
@@ -50,8 +55,7 @@ def check_ssh_files(resolved_cluster: ClusterSpec) -> None:
     """Raise (one line naming the field) if a file the cluster's `ssh:` section names is not there, when kit is
     about to log in with it (not for a dry-run: the plan needs no key). A relative path is taken from the current
     directory, as ssh takes it; errors show the path tried."""
-    slurm = resolved_cluster.slurm
-    if resolved_cluster.backend != "ssh" and (slurm is None or slurm.login_host is None):
+    if not registry.placement(resolved_cluster.backend).logs_in(resolved_cluster):
         return   # the section is not used
     for field, fix in SSH_FILES.items():
         path = getattr(resolved_cluster.ssh, field) if resolved_cluster.ssh is not None else None

@@ -1,9 +1,10 @@
 """The cluster config: where a job runs and how to reach it (cluster_configs/*.yaml)."""
 
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Literal, Optional, Union, get_args
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
+from launcher.backends import registry
 from launcher.spec.base import NAME_PATTERN, StrictModel, no_reserved_env
 from launcher.spec.job import EnvName, PositiveInt
 
@@ -33,7 +34,12 @@ class PortPolicy(StrictModel):
         return self
 
 
-class SlurmOptions(StrictModel):
+class Section(StrictModel):
+    """A backend's own section of the cluster config (`slurm:`, `ssh:`): a backend's placement lists the sections
+    it reads; any other one given is an error."""
+
+
+class SlurmOptions(Section):
     partition: Optional[str] = None
     account: Optional[str] = None
     qos: Optional[str] = None
@@ -53,7 +59,7 @@ class SlurmOptions(StrictModel):
     login_host: Optional[HostName] = None
 
 
-class SshOptions(StrictModel):
+class SshOptions(Section):
     user: Optional[str] = None
     port: Annotated[int, Field(ge=1, le=65535)] = 22
     identity_file: Optional[str] = None
@@ -67,7 +73,7 @@ class SshOptions(StrictModel):
 
 class ClusterSpec(StrictModel):
     name: Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
-    backend: Literal["local", "ssh", "slurm"]
+    backend: str   # a name in backends/registry.py
     hosts: list[Union[HostName, Host]] = []
     gpus_per_node: Annotated[int, Field(ge=0)] = 0
     # Processes per node when the node has no GPUs.
@@ -105,27 +111,25 @@ class ClusterSpec(StrictModel):
             raise ValueError(f"duplicate host {dupes[0]}")
         return objs
 
-    @model_validator(mode="after")
-    def backend_sections(self):
-        if self.backend == "ssh" and not self.hosts:
-            raise ValueError("an ssh cluster needs hosts: [...]")
-        if self.backend == "local" and self.hosts:
-            raise ValueError("a local cluster runs every node on this machine: remove hosts")
-        if self.backend == "slurm" and self.hosts:
-            raise ValueError("a slurm cluster takes its hosts from the allocation: remove hosts")
-        if self.slurm is not None and self.backend != "slurm":
-            raise ValueError(f"slurm: section given but backend is {self.backend}")
-        login_host = self.slurm.login_host if self.slurm is not None else None
-        if self.ssh is not None and self.backend == "slurm" and login_host is None:
-            raise ValueError("ssh: section given but slurm.login_host is not set (ssh: says how to reach it)")
-        if self.ssh is not None and self.backend not in ("ssh", "slurm"):
-            raise ValueError(f"ssh: section given but backend is {self.backend}")
-        return self
+    @field_validator("backend", mode="after")
+    @classmethod
+    def known_backend(cls, name: str) -> str:
+        if not registry.known(name):
+            raise ValueError(f"{name!r} is not a backend kit has; use one of: {', '.join(registry.names())}")
+        return name
 
     @model_validator(mode="after")
-    def gpu_ids_only_local(self):
-        if self.gpu_ids is not None and self.backend != "local":
-            raise ValueError(f"gpu_ids: only a local cluster picks GPU ids, not a {self.backend} cluster; remove it")
-        if self.gpu_ids is not None and len(set(self.gpu_ids)) != len(self.gpu_ids):
-            raise ValueError("gpu_ids: each GPU id may appear only once")
+    def backend_sections(self):
+        """What the backend accepts (hosts, GPU ids, its sections): its placement says."""
+        placement = registry.placement(self.backend)
+        for name in section_fields():
+            if getattr(self, name) is not None and name not in placement.sections:
+                raise ValueError(f"{name}: section given but backend is {self.backend}")
+        placement.check_cluster(self)
         return self
+
+
+def section_fields() -> tuple[str, ...]:
+    """The ClusterSpec fields that hold a backend's section."""
+    return tuple(name for name, f in ClusterSpec.model_fields.items()
+                 if any(isinstance(a, type) and issubclass(a, Section) for a in get_args(f.annotation)))

@@ -5,7 +5,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from launcher.spec.base import ENV_NAME_PATTERN, NAME_PATTERN, StrictModel, no_reserved_env
-from launcher.sweep.spec import SweepSpec
+from launcher.spec.sweep import SweepSpec
 
 Strategy = Literal["ddp", "deepspeed", "fsdp"]
 MixedPrecision = Literal["no", "fp16", "bf16"]

@@ -38,7 +38,7 @@ def parse_set(item: str) -> tuple[str, Any]:
     return key, value
 
 
-def _with(data: dict, dotted: str, value) -> dict:
+def with_key(data: dict, dotted: str, value) -> dict:
     """A copy of `data` with `dotted` set to `value`, intermediate mappings created as needed."""
     head, _, rest = dotted.partition(".")
     out = dict(data)
@@ -46,7 +46,7 @@ def _with(data: dict, dotted: str, value) -> dict:
         inner = out.get(head, {})
         if not isinstance(inner, dict):
             raise KitError(f"--set {dotted}: {head} is not a mapping")
-        out[head] = _with(inner, rest, value)
+        out[head] = with_key(inner, rest, value)
     else:
         out[head] = value
     return out
@@ -57,7 +57,7 @@ _FLAGS = (("nodes", "--nodes", "nodes"), ("gpus", "--gpus", "gpus_per_node"),
           ("mixed_precision", "--mixed-precision", "mixed_precision"), ("master_port", "--port", "cluster.master_port"))
 
 
-def _pairs(ov: Overrides) -> list[tuple[str, Any, str]]:
+def override_pairs(ov: Overrides) -> list[tuple[str, Any, str]]:
     """(dotted key, value, how the user wrote it) for every flag given and every --set."""
     flags = [(key, getattr(ov, attr), f"{flag} {getattr(ov, attr)}") for attr, flag, key in _FLAGS
              if getattr(ov, attr) is not None]
@@ -78,7 +78,7 @@ def check_conflicts(pairs: list[tuple[str, Any, str]]) -> None:
 
 def apply_overrides(job: JobSpec, cluster: ClusterSpec, ov: Overrides) -> tuple[JobSpec, ClusterSpec]:
     """New specs with every override applied and re-validated; the inputs are left untouched."""
-    pairs = _pairs(ov)
+    pairs = override_pairs(ov)
     if not pairs:
         return job, cluster
     check_conflicts(pairs)
@@ -86,8 +86,8 @@ def apply_overrides(job: JobSpec, cluster: ClusterSpec, ov: Overrides) -> tuple[
     cluster_data = cluster.model_dump(exclude_unset=True)
     for key, value, _ in pairs:
         if key.startswith("cluster."):
-            cluster_data = _with(cluster_data, key.removeprefix("cluster."), value)
+            cluster_data = with_key(cluster_data, key.removeprefix("cluster."), value)
         else:
-            job_data = _with(job_data, key, value)
+            job_data = with_key(job_data, key, value)
     return (validate(JobSpec, job_data, "job (after overrides)"),
             validate(ClusterSpec, cluster_data, "cluster (after overrides)"))

@@ -11,9 +11,9 @@ import glob
 import os
 import re
 import signal
-from dataclasses import dataclass
 from typing import Optional
 
+from launcher.status import PREEMPTED, Failure
 from launcher.supervise.noise import is_launcher_noise, is_launcher_traceback, strip_tag
 
 # The training module's own exit codes (train/__init__.py: EXIT_*; tests check the two agree). 75 (EX_TEMPFAIL)
@@ -25,27 +25,12 @@ TRAIN_EXIT_CODES = {
     4: "bad data",
     5: "resume refused",
 }
-PREEMPTED = 75
 SETUP_FAILED = "kit: node setup failed"
 
 _ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):")
 _RANK = re.compile(r"^\s*rank\s*:\s*(\d+)")
 _EXITCODE = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)")
 _CALLED = re.compile(r"returned non-zero exit status (-?\d+)")
-
-
-@dataclass(frozen=True)
-class Failure:
-    node: int
-    host: str
-    rank: Optional[int]     # global rank, when the launcher named it
-    code: int               # the rank's own exit code (or the node's, when no rank is named)
-    meaning: str
-    last_line: str
-
-    @property
-    def preempted(self) -> bool:
-        return self.code == PREEMPTED
 
 
 def meaning(code: int, known: dict) -> str:
@@ -227,3 +212,12 @@ def summary_line(run_id: str, state: str, f: Failure) -> str:
     who = f"node {f.node} ({f.host})" + (f" rank {f.rank}" if f.rank is not None else "")
     tail = f": {f.last_line}" if f.last_line else ""
     return f"kit: run {run_id} {state}: {who} exited {f.code} ({f.meaning}){tail}"
+
+
+def outcome_line(run_id: str, state: str, code: int, failure: Optional[Failure]) -> str:
+    """The last line of a run: how it ended and, when it failed, why, in one line."""
+    if failure is not None:
+        return summary_line(run_id, state, failure)
+    if state == "cancelled":
+        return f"kit: run {run_id} cancelled (exit code {code}); no process of it is left"
+    return f"kit: run {run_id} {state} (exit code {code})"

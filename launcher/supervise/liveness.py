@@ -1,38 +1,51 @@
-"""What a run record's state means now: a "running" run whose supervisor is gone is not running."""
+"""Is the kit process that follows a run (its supervisor) still there, and the nodes' watchdogs on this machine?
+A "running" record whose supervisor is gone is not running. Stopping a supervisor waits until it has gone."""
 
+import time
+
+from launcher.status import ACTIVE, NOT_OVER, QUEUED, RunStatus  # noqa: F401  (the states, for callers)
 from launcher.supervise import tree
 
-ACTIVE = ("starting", "running")
-# A SLURM job waiting in the queue (first time or after a requeue) is not over either.
-QUEUED = ("pending", "requeued")
-NOT_OVER = ACTIVE + QUEUED
+CANCEL_MARGIN = 30.0  # on top of the grace period: the supervisor's own shutdown and the log flush
 
 
-def supervisor(status: dict):
-    return tree.same_process(status.get("supervisor_pid"), status.get("supervisor_start"))
+def supervisor(status: RunStatus):
+    return tree.same_process(status.supervisor_pid, status.supervisor_start)
 
 
-def live_watchdogs(status: dict) -> list:
+def live_watchdogs(status: RunStatus) -> list:
     found = []
-    for node in status.get("nodes", []):
-        proc = tree.same_process(node.get("pid"), node.get("start"))
+    for node in status.nodes:
+        proc = tree.same_process(node.pid, node.start)
         if proc is not None:
             found.append(proc)
     return found
 
 
-def current_state(status: dict) -> tuple[str, str]:
-    """(state, note). `lost`: the record says running but the kit process supervising it is gone."""
-    state = status.get("state", "?")
-    if state not in ACTIVE or status.get("backend", "local") != "local":
-        return state, ""
-    if state == "starting" and not status.get("supervisor_pid"):
-        return state, ""
-    if supervisor(status) is not None:
-        return state, ""
-    left = live_watchdogs(status)
-    if left:
-        return "lost", (f"its supervisor (kit, pid {status.get('supervisor_pid')}) is gone; "
-                        f"{len(left)} node(s) still stopping")
-    return "lost", (f"its supervisor (kit, pid {status.get('supervisor_pid')}) died before recording the "
-                    "outcome; its nodes stopped themselves")
+def wait_gone(procs, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        procs = [p for p in procs if _alive(p)]
+        if not procs:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _alive(proc) -> bool:
+    try:  # is_running() also says False when the pid now belongs to another process
+        return proc.is_running() and proc.status() != "zombie"
+    except Exception:
+        return False
+
+
+def stop_supervisor(status: RunStatus, where: str = "") -> float:
+    """Ask a live supervisor to stop its run (it tears its nodes down and records the outcome), wait for it to
+    exit; return the run's grace period."""
+    grace = float(status.teardown_grace or 40.0)
+    boss = supervisor(status)
+    if boss is not None:
+        print(f"run {status.run_id or '?'}: stopping{where} (ranks get up to {grace:.0f} s to save)", flush=True)
+        boss.terminate()
+        wait_gone([boss], grace + CANCEL_MARGIN)
+    return grace

@@ -1,6 +1,6 @@
-"""`kit cancel <sweep>`: stop the sweep's driver (it stops starting trials and stops each running one), then
-cancel whatever trial still runs through its own backend, as `kit cancel <trial>` would; return only when no
-process of any trial is left. A SLURM sweep is one job array: scancel of the array (slurm_follow.py)."""
+"""`kit cancel <sweep>`: what the backend submitted as one (a SLURM job array) it cancels as one; otherwise stop
+the sweep's driver (it stops starting trials and stops each running one), then cancel whatever trial still runs
+through its own backend, as `kit cancel <trial>` would; return only when no process of any trial is left."""
 
 import os
 import time
@@ -8,25 +8,27 @@ import time
 import psutil
 
 from launcher import runs
-from launcher.backends import get_backend
-from launcher.supervise import liveness, tree
-from launcher.supervise.cancel import CANCEL_MARGIN
+from launcher.backends import registry
+from launcher.status import ACTIVE
+from launcher.supervise import tree
+from launcher.supervise.liveness import CANCEL_MARGIN
 from launcher.sweep.rerun import trial_state
 
-STILL = liveness.ACTIVE + ("lost",)
+STILL = ACTIVE + ("lost",)
 
 
 def _grace(run_root: str, run_ids: list) -> float:
-    graces = [runs.RunRecord(os.path.join(run_root, r)).read_status().get("teardown_grace") for r in run_ids]
+    graces = [runs.RunRecord(os.path.join(run_root, r)).read_status().teardown_grace for r in run_ids]
     return max([float(g) for g in graces if g] or [40.0])
 
 
 def cancel_sweep(record) -> str:
     data = record.read()
     sweep_id = data["sweep_id"]
-    if data.get("backend") == "slurm":
-        from launcher.sweep.slurm_follow import cancel_array
-        return cancel_array(record)
+    said = registry.backend(data.get("backend") or registry.DEFAULT).cancel_many(data, record.path)
+    if said is not None:
+        record.update(state="cancelled", finished_at=time.time())
+        return said
     run_root = os.path.dirname(record.path)
     run_ids = [t["run_id"] for t in data["trials"]]
     driver = tree.same_process(data.get("driver_pid"), data.get("driver_start"))
@@ -43,7 +45,7 @@ def cancel_sweep(record) -> str:
         trial = runs.RunRecord(os.path.join(run_root, run_id))
         state, status = trial_state(trial.path)
         if state in STILL:
-            print(get_backend(status.get("backend", "local")).cancel(trial, status), flush=True)
-    if record.read().get("state") in liveness.ACTIVE:
+            print(registry.backend(status.backend).cancel(trial, status), flush=True)
+    if record.read().get("state") in ACTIVE:
         record.update(state="cancelled", finished_at=time.time())
     return f"sweep {sweep_id}: cancelled; no process of any trial is left"

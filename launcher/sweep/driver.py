@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from launcher.supervise import tree
 from launcher.supervise.supervisor import Cancel
-from launcher.sweep.rerun import trial_state, trials_to_run
+from launcher.sweep.rerun import trial_state
 from launcher.sweep.table import collect, duration_text, metric_text, render_text, trial_row
 from launcher.sweep.trial_proc import start_trial
 from launcher.sweep.trials import describe
@@ -43,8 +43,8 @@ def _last_kit_line(path: str) -> str:
 
 
 class Driver:
-    def __init__(self, plan, record, ctx, console):
-        self.plan, self.record, self.ctx, self.console = plan, record, ctx, console
+    def __init__(self, plan, record, ctx, todo, console):
+        self.plan, self.record, self.ctx, self.todo, self.console = plan, record, ctx, todo, console
         self.running: dict[int, _Running] = {}
         self.queues: dict[int, deque] = {}
 
@@ -66,7 +66,7 @@ class Driver:
         trial = run.trial
         state, status = trial_state(os.path.join(self.ctx.run_root, trial.run_id))
         last = _last_kit_line(_console_path(self.record, trial))
-        if not status:  # it stopped before its run record was written: a check failed
+        if not status.run_id:  # it stopped before its run record was written: a check failed
             state = "failed"
             self.record.update(errors={**(self.record.read().get("errors") or {}), trial.run_id: last})
         took = duration_text(time.time() - run.started)
@@ -74,7 +74,7 @@ class Driver:
             row = trial_row(self.record, self.ctx.run_root, trial.run_id)
             detail = f"{self.plan.spec.metric} {metric_text(row['metric'])}"
         else:
-            detail = last or f"exit code {status.get('exit_code', '?')}"
+            detail = last or f"exit code {'?' if status.exit_code is None else status.exit_code}"
         self._note(f"kit: sweep {self.plan.sweep_id}: trial {trial.index} ({describe(trial.params)}) {state} "
                    f"after {took}: {detail}")
 
@@ -101,8 +101,7 @@ class Driver:
         self.record.update(state="running", driver_pid=os.getpid(), driver_start=me.create_time(),
                            started_at=time.time(), finished_at=None, exit_code=None)
         with Cancel(on_hangup=self.console.hang_up) as cancel:
-            todo = trials_to_run(self.plan, self.ctx.run_root, self._note)
-            self.queues = {k: deque(t for t in todo if t.lane == k) for k in range(self.plan.lanes)}
+            self.queues = {k: deque(t for t in self.todo if t.lane == k) for k in range(self.plan.lanes)}
             sent = 0
             while True:
                 sent = self._forward(cancel, sent)

@@ -5,7 +5,7 @@ from typing import Optional
 from launcher.errors import KitError
 from launcher.spec.job import JobSpec
 from launcher.spec.load import parse_yaml, read_text, validate
-from launcher.sweep.spec import SweepSpec
+from launcher.spec.sweep import SweepSpec
 
 
 def load_sweep_file(path: str) -> SweepSpec:

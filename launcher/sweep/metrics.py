@@ -1,10 +1,9 @@
 """A trial's metric: a dotted path into its metrics file (`test.accuracy`, `evals.-1.accuracy`: integers index
-lists). When a trial ends, its metrics file is copied into its run record (from node 0's host over SFTP on SSH),
+lists). When a trial ends, its metrics file is copied into its run record (read by its backend where the run wrote it),
 so `kit sweep status` works from the record alone, offline, after the outputs are gone."""
 
 import json
 import os
-import posixpath
 from typing import Optional
 
 COPY = "metrics.json"          # the copy in the trial's run record
@@ -45,37 +44,9 @@ def trial_metrics(record_dir: str, workdir: Optional[str], output_dir: str, metr
     return data
 
 
-def _save(record_dir: str, content: bytes) -> None:
+def save(record_dir: str, content: bytes) -> None:
+    """The trial's metrics file, copied into its record (the backend read it where the run wrote it)."""
     tmp = os.path.join(record_dir, f"{COPY}.tmp.{os.getpid()}")
     with open(tmp, "wb") as f:
         f.write(content)
     os.replace(tmp, os.path.join(record_dir, COPY))
-
-
-def keep_local(record_dir: str, base_dir: str, plan, output_dir: str, metrics_file: str) -> bool:
-    path = os.path.join(base_dir, plan.nodes[0].workdir, output_dir, metrics_file)
-    try:
-        with open(path, "rb") as f:
-            content = f.read(MAX_BYTES)
-    except OSError:
-        return False
-    _save(record_dir, content)
-    return True
-
-
-def keep_remote(record_dir: str, backend, plan, output_dir: str, metrics_file: str) -> bool:
-    """Fetch node 0's metrics file over SFTP (paths relative to the login's home, like the node's `cd`)."""
-    from launcher.transport.endpoint import resolve
-    from launcher.transport.ssh import connect
-    node = plan.nodes[0]
-    conn = connect(resolve(node.host, backend.addresses.get(node.host), backend.settings), backend.accepted)
-    try:
-        sftp = conn.client.open_sftp()
-        with sftp.open(posixpath.join(node.workdir, output_dir, metrics_file), "rb") as f:
-            content = f.read(MAX_BYTES)
-    except IOError:
-        return False
-    finally:
-        conn.close()
-    _save(record_dir, content)
-    return True

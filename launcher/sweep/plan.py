@@ -7,15 +7,14 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from launcher.backends import registry
 from launcher.errors import KitError
 from launcher.plan.build import build_plan
 from launcher.plan.model import LaunchPlan
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
-from launcher.spec.overrides import Overrides, _pairs, apply_overrides
-from launcher.sweep.lanes import plan_lanes
-from launcher.sweep.slurm_script import ArrayPlan, array_plan
-from launcher.sweep.spec import SweepSpec
+from launcher.spec.overrides import Overrides, apply_overrides, override_pairs
+from launcher.spec.sweep import SweepSpec
 from launcher.sweep.trials import Trial, check_fields, expand, trial_job
 
 
@@ -38,8 +37,9 @@ class SweepPlan:
     backend: str
     spec: SweepSpec
     trials: tuple[TrialPlan, ...]
-    # SLURM: the one job array that runs every trial (slurm_script.py); None on other backends.
-    array: Optional[ArrayPlan] = None
+    # One submission for every trial (a SLURM job array: backends/slurm/array_script.py), or None: the trials
+    # run lane by lane.
+    array: Optional[object] = None
     lanes: int = 1             # how many trials run at once on local and SSH clusters (lanes.py)
 
     def to_dict(self) -> dict:
@@ -72,7 +72,7 @@ def _job_overrides(overrides: Overrides) -> Overrides:
 
 def _check_overrides(spec: SweepSpec, overrides: Overrides) -> None:
     swept = set(spec.parameters)
-    for key, _, said in _pairs(overrides):
+    for key, _, said in override_pairs(overrides):
         if key in swept:
             raise KitError(f"{said} fixes {key}, which the sweep varies; drop one of them")
 
@@ -87,8 +87,10 @@ def plan_sweep(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: O
     expanded = expand(spec)
     outputs = [posixpath.join(spec.output_root, f"{sweep_id}-t{t.index}") for t in expanded]
     tjobs = [trial_job(job, spec, t, out) for t, out in zip(expanded, outputs)]
-    lanes = plan_lanes(resolved_cluster, [apply_overrides(j, cluster, overrides)[0] for j in tjobs], spec.parallel,
-                       sweep_id)
+    placement = registry.placement(resolved_cluster.backend)
+    lanes = placement.lanes(resolved_cluster, [apply_overrides(j, cluster, overrides)[0] for j in tjobs],
+                            spec.parallel)
+    lanes = placement.with_lane_ports(lanes, sweep_id)
     trials = []
     for trial, output_dir, tjob in zip(expanded, outputs, tjobs):
         run_id, lane = f"{sweep_id}-t{trial.index}", trial.index % lanes.count
@@ -96,7 +98,7 @@ def plan_sweep(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: O
                           default_python=default_python, user_deepspeed=user_deepspeed)
         trials.append(TrialPlan(trial.index, run_id, trial.params, output_dir, plan, lane, lanes.placement[lane],
                                 lanes.clusters[lane]))
-    array = array_plan(sweep_id, spec.parallel, trials) if resolved_cluster.backend == "slurm" else None
+    array = placement.array_plan(sweep_id, spec.parallel, trials)
     return SweepPlan(sweep_id, job.name, resolved_cluster.backend, spec, tuple(trials), array,
                      lanes=lanes.count)
 

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 
 from launcher.errors import KitError
-from launcher.runs import _write
+from launcher.runs import write_atomic
 from launcher.render.text import to_json
 
 SWEEP_FILE = "sweep.json"
@@ -34,7 +34,7 @@ class SweepRecord:
 
     def update(self, **fields) -> dict:
         data = {**self.read(), **fields}
-        _write(self.file(SWEEP_FILE), to_json(data))
+        write_atomic(self.file(SWEEP_FILE), to_json(data))
         return data
 
     def trial_dir(self, run_id: str) -> str:
@@ -54,7 +54,7 @@ def open_sweep(root: str, plan) -> SweepRecord:
         record.update(**data)
         return record
     os.makedirs(record.path, exist_ok=True)
-    _write(record.file(SWEEP_FILE), to_json({**data, "created_at": time.time()}))
+    write_atomic(record.file(SWEEP_FILE), to_json({**data, "created_at": time.time()}))
     return record
 
 

@@ -4,20 +4,18 @@ aside as `<run id>.attempt<N>` (a run id is never reused in place), and the tria
 import os
 
 from launcher import runs
-from launcher.backends import get_backend
 from launcher.errors import KitError
-from launcher.supervise import liveness
+from launcher.lookup import state_now
+from launcher.status import ACTIVE, RunStatus
 
 
-def trial_state(path: str) -> tuple[str, dict]:
-    """(state now, status) of the trial's record at `path`; ("", {}) when it has none."""
-    status = runs.RunRecord(path).read_status()
-    if not status:
-        return "", {}
-    try:
-        return get_backend(status.get("backend", "local")).current_state(status)[0], status
-    except KitError:
-        return status.get("state", "?"), status
+def trial_state(path: str) -> tuple[str, RunStatus]:
+    """(state now, status) of the trial's record at `path`; ("", empty status) when it has none."""
+    record = runs.RunRecord(path)
+    if not record.exists():
+        return "", RunStatus()
+    status = record.read_status()
+    return state_now(status)[0], status
 
 
 def set_aside(path: str) -> str:
@@ -37,7 +35,7 @@ def trials_to_run(plan, record_root: str, note) -> list:
         if state == "succeeded":
             note(f"kit: sweep {plan.sweep_id}: trial {trial.index} succeeded before ({trial.run_id}); skipped")
             continue
-        if state in liveness.ACTIVE:
+        if state in ACTIVE:
             raise KitError(f"trial {trial.run_id} is still {state}; wait for it or stop it with "
                            f"`kit cancel {plan.sweep_id}` before running the sweep again")
         if state:

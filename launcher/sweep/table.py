@@ -7,7 +7,7 @@ from typing import Optional
 
 from launcher.render.text import to_json
 from launcher.supervise import tree
-from launcher.supervise.liveness import NOT_OVER
+from launcher.status import NOT_OVER
 from launcher.sweep import metrics
 from launcher.sweep.rerun import trial_state
 from launcher.sweep.trials import describe
@@ -24,9 +24,9 @@ def metric_text(value: Optional[float]) -> str:
     return "-" if value is None else f"{value + 0.0:.4f}"  # + 0.0: no "-0.0000"
 
 
-def _duration(status: dict, state: str) -> Optional[float]:
-    start = status.get("started_at") or status.get("created_at")
-    end = status.get("finished_at") or (time.time() if state in NOT_OVER else None)
+def _duration(status, state: str) -> Optional[float]:
+    start = status.started_at or status.created_at
+    end = status.finished_at or (time.time() if state in NOT_OVER else None)
     return None if not start or not end else max(0.0, end - start)
 
 
@@ -34,7 +34,7 @@ def _row(trial: dict, run_root: str, data: dict, driver_alive: bool) -> dict:
     path = os.path.join(run_root, trial["run_id"])
     state, status = trial_state(path)
     error = (data.get("errors") or {}).get(trial["run_id"])
-    if not status:
+    if not status.run_id:
         state = "failed" if error else ("pending" if driver_alive else "not run")
     value = None
     if state == "succeeded":
@@ -42,7 +42,7 @@ def _row(trial: dict, run_root: str, data: dict, driver_alive: bool) -> dict:
         found = metrics.trial_metrics(path, data.get("workdir"), trial["output_dir"], spec["metrics_file"])
         value = None if found is None else metrics.lookup(found, spec["metric"])
     return {"index": trial["index"], "run_id": trial["run_id"], "params": trial["params"], "state": state,
-            "exit_code": status.get("exit_code", 2 if error else None), "metric": value,
+            "exit_code": status.exit_code if status.run_id else (2 if error else None), "metric": value,
             "duration_s": _duration(status, state), "error": error}
 
 

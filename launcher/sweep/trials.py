@@ -11,8 +11,8 @@ from typing import Any
 from launcher.errors import KitError
 from launcher.spec.job import JobSpec
 from launcher.spec.load import validate
-from launcher.spec.overrides import _with
-from launcher.sweep.spec import Range, SweepSpec
+from launcher.spec.overrides import with_key
+from launcher.spec.sweep import Range, SweepSpec
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def trial_job(job: JobSpec, spec: SweepSpec, trial: Trial, output_dir: str) -> J
         if name.startswith("--"):
             args = _with_arg(args, name, value)
         else:
-            data = _with(data, name, value)
+            data = with_key(data, name, value)
     data["args"] = _with_arg(args, spec.output_arg, output_dir)
     return validate(JobSpec, data, f"sweep trial {trial.index} ({describe(trial.params)})")
 

@@ -5,7 +5,7 @@ import sys
 
 import yaml
 
-from launcher.backends.ssh_gate import LOADER
+from launcher.backends.ssh.gate import LOADER
 from tests.harness.configs import ssh_cluster_config
 
 PYTHON = sys.executable

@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from launcher.backends.slurm_where import LoginHost
+from launcher.transport.where import LoginHost
 from launcher.transport.endpoint import resolve
 from tests.backends.slurmrun import probe_processes, queue, wait_for, workdir, write_job
 from tests.harness.configs import slurm_cluster_config

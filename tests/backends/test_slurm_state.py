@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from launcher.backends.slurm_files import REQUEUES_EXHAUSTED, TIME_LIMIT_NO_REQUEUE
-from launcher.backends.slurm_outcome import describe, final_fields
-from launcher.backends.slurm_query import JobInfo, _exit_code
-from launcher.backends.slurm_where import Local
+from launcher.backends.slurm.files import REQUEUES_EXHAUSTED, TIME_LIMIT_NO_REQUEUE
+from launcher.backends.slurm.outcome import describe, final_fields
+from launcher.backends.slurm.query import JobInfo, _exit_code
+from launcher.transport.where import Local
 from launcher.render.slurm import sbatch_script
 from launcher.spec.cluster import ClusterSpec
 

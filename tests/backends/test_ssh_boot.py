@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from launcher.backends import ssh_preflight
-from launcher.backends.ssh_boot import WAITING, boot_source
-from launcher.backends.ssh_gate import GATE_COMMAND
+from launcher.backends.ssh.boot import WAITING, boot_source
+from launcher.backends.ssh.gate import GATE_COMMAND
 from launcher.plan.build import build_plan
 from launcher.spec import Overrides, load_cluster, load_job
 from launcher.supervise.watchdog import encode_env

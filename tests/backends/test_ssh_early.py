@@ -7,7 +7,7 @@ import argparse
 import pytest
 import yaml
 
-from launcher.backends.ssh_early import _endpoints, early_guess
+from launcher.backends.ssh.early import _endpoints, early_guess
 from launcher.spec import load_cluster
 from launcher.transport.endpoint import resolve, ssh_settings
 

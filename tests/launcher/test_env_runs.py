@@ -131,7 +131,7 @@ def test_stray_launcher_variables_do_not_change_the_world(tmp_path):
 def test_node_process_env_delivers_the_planned_world(tmp_path):
     """The same check one level down: the plan's node commands started by hand with node_process_env, as a
     backend does, under the stray variables."""
-    from launcher.backends.environment import node_process_env
+    from launcher.environment import node_process_env
     from launcher.plan.model import from_dict
     out = tmp_path / "out"
     out.mkdir()

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from launcher.backends.environment import dropped_vars, dropped_warning, node_process_env
+from launcher.environment import dropped_vars, dropped_warning, node_process_env
 from launcher.cli import main
 from launcher.errors import KitError
 from launcher.hostinfo import visible_gpu_ids

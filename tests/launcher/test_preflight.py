@@ -10,7 +10,7 @@ import pytest
 
 from launcher.errors import KitError
 from launcher.plan.build import build_plan
-from launcher.preflight import preflight
+from launcher.backends.local.preflight import preflight
 from launcher.preflight.entrypoint import CheckResult, entrypoint_check_command, interpret_entrypoint_check
 from launcher.preflight.port import port_is_free
 from launcher.render.shell import node_command
@@ -34,7 +34,7 @@ def free_port() -> int:
 
 def check(tmp_path, entrypoint, **fields):
     plan, job, cluster = local_plan(tmp_path, entrypoint, **fields)
-    preflight(plan, job, cluster, str(tmp_path), environ=dict(os.environ))
+    preflight(plan, job.entrypoint, cluster.workdir, str(tmp_path), environ=dict(os.environ))
 
 
 def test_module_found_in_the_node_workdir(tmp_path):
@@ -112,20 +112,11 @@ def test_busy_port_named_with_a_free_one(tmp_path):
         busy.listen()
         assert not port_is_free(port)
         with pytest.raises(KitError) as e:
-            preflight(plan, job, cluster, str(tmp_path), environ={})
+            preflight(plan, job.entrypoint, cluster.workdir, str(tmp_path), environ={})
     message = str(e.value)
     assert message.startswith(f"master port {port} is already in use on this machine")
     suggested = int(message.rsplit("--port ", 1)[1])
     assert suggested != port and port_is_free(suggested)
-
-
-def test_remote_backends_are_not_checked_from_here(tmp_path, monkeypatch):
-    def forbidden(*a, **k):
-        raise AssertionError("no local check for a remote plan")
-    monkeypatch.setattr(subprocess, "run", forbidden)
-    job = JobSpec(name="p", entrypoint={"module": "trian"})
-    cluster = ClusterSpec(name="s", backend="ssh", hosts=["a"])
-    preflight(build_plan(job, cluster, Overrides(), "r"), job, cluster, str(tmp_path), environ={})
 
 
 def test_check_command_is_the_node_preamble_plus_the_check(tmp_path):

@@ -81,7 +81,7 @@ def test_a_tentative_record_refused_by_its_block_leaves_nothing(tmp_path):
     assert os.listdir(work) == []   # the `runs` directory it made went too
     with runs.tentative(str(work), plan, job, cluster) as record:   # the id is free again
         pass
-    assert record.read_status()["state"] == "starting"
+    assert record.read_status().state == "starting"
 
 
 def test_a_refused_tentative_record_keeps_what_was_there_before(tmp_path):

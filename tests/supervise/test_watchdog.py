@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from launcher.supervise import local_node, watchdog
+from launcher.supervise import WATCHDOG, watchdog
 
 # A node command whose "rank" escapes into its own session (like torchrun's workers), plus a double-forked
 # daemon that init would adopt without a subreaper; both write their pid and then sleep.
@@ -21,7 +21,7 @@ ESCAPING = ("setsid sleep 300 & echo rank $! > {d}/pids; "
 
 
 def _start(tmp_path, command, grace=30):
-    return subprocess.Popen([sys.executable, local_node.WATCHDOG, "--log", str(tmp_path / "node.log"),
+    return subprocess.Popen([sys.executable, WATCHDOG, "--log", str(tmp_path / "node.log"),
                              "--grace", str(grace), "--", "bash", "-c", command],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
@@ -104,7 +104,7 @@ def test_inherited_fds_do_not_reach_the_command(tmp_path):
     r, w = os.pipe()
     try:
         command = f"if [ -e /proc/$$/fd/{w} ]; then echo leaked; else echo closed; fi"
-        dog = subprocess.Popen([sys.executable, local_node.WATCHDOG, "--", "bash", "-c", command],
+        dog = subprocess.Popen([sys.executable, WATCHDOG, "--", "bash", "-c", command],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(w,))
         out = dog.communicate(timeout=20)[0].decode()
     finally:

@@ -9,7 +9,7 @@ from launcher.spec import Overrides, load_job
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.load import validate
 from launcher.sweep.plan import plan_sweep, sweep_id_for
-from launcher.sweep.spec import SweepSpec
+from launcher.spec.sweep import SweepSpec
 from launcher.sweep.trials import _with_arg, expand, trial_job
 
 JOB = "jobs/bert_cls.yaml"

@@ -9,8 +9,8 @@ from launcher.spec import Overrides, load_job
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.load import validate
 from launcher.sweep.plan import plan_sweep
-from launcher.sweep.slurm_script import array_option, index_ranges
-from launcher.sweep.spec import SweepSpec
+from launcher.backends.slurm.array_script import array_option, index_ranges
+from launcher.spec.sweep import SweepSpec
 
 JOB = "jobs/bert_cls.yaml"
 CLUSTER = validate(ClusterSpec, {

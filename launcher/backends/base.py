@@ -1,0 +1,116 @@
+"""The backend contract: what every backend does with a LaunchPlan, and the defaults for what only some do.
+
+Modelled on TorchX's `Scheduler` (submit = dry-run + schedule, describe, cancel, log_iter) and submitit's
+`Executor` (submit -> Job, submit_array). A backend delivers the plan it is given and never re-derives any part of
+it; kit's one launch pipeline (launcher/launch.py) calls it in this order:
+
+    use(binding) -> check(plan, base_dir) -> [record written] -> execute(...) or detach(...)
+
+and `kit status / logs / cancel` (and the Python API's Run handle) call current_state, fetch_logs, cancel on a
+record. Planning (where the nodes go, what each node runs) is the backend's Placement (plan/placement.py)."""
+
+import abc
+import os
+import sys
+from dataclasses import dataclass
+from typing import Optional
+
+from launcher.plan.model import LaunchPlan
+from launcher.runs import RunRecord
+from launcher.status import Failure, RunStatus
+
+
+@dataclass(frozen=True)
+class Result:
+    """How a run the backend followed ended: kit's exit code, the run's state, the first failure if any."""
+    code: int
+    state: str
+    failure: Optional[Failure] = None
+
+
+class Backend(abc.ABC):
+    name = "?"
+    # The run's record is kept where kit runs (True), or below the cluster's workdir as the nodes see it.
+    record_stays_here = False
+
+    # ---- every backend
+    @abc.abstractmethod
+    def check(self, plan: LaunchPlan, base_dir: str) -> None:
+        """Fail (KitError, one line, exit 2) before anything starts: entrypoint, interpreter, port, hosts,
+        partition... whatever this backend can check where its nodes are. Starts nothing that outlives it."""
+
+    @abc.abstractmethod
+    def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
+        """Deliver the plan and follow the run to its end (or, on SLURM, until following stops); record the
+        outcome in the record."""
+
+    @abc.abstractmethod
+    def current_state(self, status: RunStatus) -> tuple[str, str]:
+        """(state, note) of a record now: a "running" record whose supervisor died is "lost"; a SLURM job is
+        asked about. May bring the record up to date."""
+
+    @abc.abstractmethod
+    def cancel(self, record: RunRecord, status: RunStatus) -> str:
+        """Stop every process of the run, wherever it is; return once none is left, with the line to print."""
+
+    # ---- defaults
+    binding = None
+
+    def use(self, binding) -> None:
+        """The settings the plan leaves out (connection settings, the entrypoint for the checks): plain data from
+        the backend's Placement.binding(). Subclasses that read it call this too (a detached supervisor gets it)."""
+        self.binding = binding
+
+    def record_root(self, workdir: str, base_dir: str) -> str:
+        """Where the run's record goes: `base_dir` when it stays here, else the cluster's workdir (relative to
+        `base_dir`, as the nodes see it)."""
+        if self.record_stays_here:
+            return base_dir
+        return os.path.normpath(os.path.join(base_dir, workdir))
+
+    def outputs_here(self, workdir: str, base_dir: str) -> Optional[str]:
+        """The workdir as this machine sees it, or None when the nodes' files are elsewhere."""
+        return None if self.record_stays_here else os.path.normpath(os.path.join(base_dir, workdir))
+
+    def detach(self, plan: LaunchPlan, record: RunRecord, base_dir: str) -> None:
+        """Start the run and return at once. By default a supervisor process of its own, spawned in a session of
+        its own, runs execute() (detached.py); a backend whose scheduler keeps the run going overrides this."""
+        from launcher.backends.detached import spawn
+        self.release()
+        spawn(self.name, self.binding, plan, record, base_dir)
+
+    def release(self) -> None:
+        """Before kit forks or spawns the supervisor: close connections and threads (SSH). Nothing by default."""
+
+    def fetch_logs(self, record: RunRecord, status: RunStatus) -> None:
+        """Bring the record's node logs up to date where they are written elsewhere. Nothing by default."""
+
+    def read_output(self, plan: LaunchPlan, base_dir: str, path: str, limit: int) -> Optional[bytes]:
+        """Up to `limit` bytes of a file the run wrote, `path` relative to node 0's workdir; None if absent."""
+        try:
+            with open(os.path.join(base_dir, plan.nodes[0].workdir, path), "rb") as f:
+                return f.read(limit)
+        except OSError:
+            return None
+
+    def doctor_rows(self, cluster, job, plan) -> list:
+        """`kit doctor`: (where, check, verdict, detail) rows. Not every backend has anything to check."""
+        from launcher.errors import KitError
+        raise KitError(f"kit doctor checks remote clusters (hosts, a scheduler); {cluster.name} is a {self.name} "
+                       f"cluster, checked before each run")
+
+    def submit_many(self, sweep, todo: list, specs: dict, base_dir: str) -> Optional[dict]:
+        """Submit a sweep's trials `todo` (TrialPlans) as one (a job array), creating their records (`specs`:
+        trial index -> (job record, cluster record)); return what the sweep's record keeps about it. None (the
+        default): the sweep launches each trial like one `kit submit`, lane by lane (launcher/sweep/driver.py)."""
+        return None
+
+    def cancel_many(self, sweep_data: dict, sweep_path: str) -> Optional[str]:
+        """Cancel what submit_many submitted as one; the line to print. None: the trials are cancelled one by
+        one, each through its own record."""
+        return None
+
+
+def note(text: str) -> None:
+    """kit's own line on stderr (for backends that have no Console)."""
+    print(text, file=sys.stderr, flush=True)

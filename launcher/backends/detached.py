@@ -1,0 +1,84 @@
+"""A run that goes on without the kit that started it (`kit submit --detach`, the Python API): a supervisor
+process of its own, in a session of its own, runs the backend's execute() on the plan it is handed, and writes its
+console into the record (console.log).
+
+Spawned, not forked: the caller may be any Python program (a notebook with threads and sockets); a fresh
+interpreter inherits none of that. The plan, the backend's binding and the record's path travel pickled on the
+child's stdin (the plan holds secret values that no file or command line may carry)."""
+
+import os
+import pickle
+import subprocess
+import sys
+
+from launcher.errors import KitError
+from launcher.plan.model import LaunchPlan
+from launcher.runs import RunRecord
+from launcher.supervise import tree
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The child finds kit where this process found it, without a PYTHONPATH that the nodes would inherit.
+CHILD = f"import sys; sys.path.insert(0, {ROOT!r}); from launcher.backends.detached import main; main()"
+CONSOLE = "console.log"
+
+
+def spawn(backend: str, binding, plan: LaunchPlan, record: RunRecord, base_dir: str) -> int:
+    """Start the supervisor; record its pid (so `kit status` tells a dead one from a live one) and return it."""
+    data = pickle.dumps((backend, binding, plan, record.path, base_dir))
+    console = os.open(record.file(CONSOLE), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=console,
+                                stderr=console, cwd=base_dir, start_new_session=True, close_fds=True)
+    except OSError as e:
+        raise KitError(f"could not start the run's supervisor: {e}") from None
+    finally:
+        os.close(console)
+    try:
+        proc.stdin.write(data)
+        proc.stdin.close()
+    except OSError:
+        pass   # it died at once: its console says why, and the record shows it lost
+    started = tree.same_process(proc.pid, None)
+    record.update_status(supervisor_pid=proc.pid, supervisor_start=started.create_time() if started else None)
+    proc.returncode = 0   # never waited for here: it outlives this process; no ResourceWarning at exit
+    return proc.pid
+
+
+def main() -> None:
+    from launcher.backends import registry
+    from launcher.supervise.failure import outcome_line
+    code, path = 1, None
+    try:
+        backend_name, binding, plan, path, base_dir = pickle.load(sys.stdin.buffer)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        backend = registry.backend(backend_name)
+        backend.use(binding)
+        result = backend.execute(plan, RunRecord(path), base_dir)
+        print(outcome_line(plan.run_id, result.state, result.code, result.failure), file=sys.stderr, flush=True)
+        code = result.code
+    except KitError as e:
+        print(f"kit: error: {e}", file=sys.stderr, flush=True)
+        code = e.exit_code
+        _failed(path, code)
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        _failed(path, 1)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _failed(path, code: int) -> None:
+    """The run could not be started: the record says so (it would read "lost" otherwise)."""
+    import time
+    if path is None:
+        return
+    try:
+        record = RunRecord(path)
+        if not record.read_status().over:
+            record.update_status(state="failed", exit_code=code, finished_at=time.time())
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,89 @@
+"""Run a plan on this machine: one watchdog-supervised process tree per (simulated) node, torn down together."""
+
+import os
+import sys
+import time
+
+from launcher.backends.base import Backend, Result
+from launcher.backends.local.cancel import cancel_local_run, current_state
+from launcher.backends.local.node import LocalNode
+from launcher.backends.local.preflight import preflight
+from launcher.environment import node_process_env
+from launcher.errors import KitError
+from launcher.plan.model import LaunchPlan
+from launcher.runs import RunRecord
+from launcher.status import RunStatus
+from launcher.supervise import tree
+from launcher.supervise.console import Console, follow_node
+from launcher.supervise.failure import known_codes, read_log, summarize
+from launcher.supervise.supervisor import Cancel, finalize, supervise
+from launcher.supervise.watchdog import become_subreaper
+
+
+class LocalBackend(Backend):
+    name = "local"
+
+    def check(self, plan: LaunchPlan, base_dir: str) -> None:
+        """The nodes' environment (secrets there), then the preflight: setup lines, entrypoint, master port."""
+        for node in plan.nodes:
+            node_process_env(plan, node, dict(os.environ))
+        if self.binding is not None:
+            preflight(plan, self.binding["entrypoint"], self.binding["workdir"], base_dir)
+
+    def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
+        console = console or Console(sys.stdout, sys.stderr)
+        grace = plan.teardown_grace
+        # Orphans of a node (a rank whose watchdog died) are re-parented to us, never to init, so the final
+        # sweep below still finds them.
+        become_subreaper()
+        envs = [node_process_env(plan, n, dict(os.environ)) for n in plan.nodes]
+        with Cancel(on_hangup=console.hang_up) as cancel:
+            nodes, threads = self._start(plan, envs, base_dir, console, record)
+            record.update_status(state="running", started_at=time.time(), supervisor_pid=os.getpid(),
+                                 supervisor_start=tree.same_process(os.getpid(), None).create_time(),
+                                 teardown_grace=grace, nodes=[n.record() for n in nodes])
+            outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
+                f"kit: stopping run {plan.run_id}: SIGTERM to every process, SIGKILL after {grace:.0f} s"
+                " (Ctrl-C again to shorten)"))
+            for t in threads:
+                t.join(timeout=10)
+            leftovers = tree.live_descendants()
+            if leftovers:
+                tree.terminate(leftovers, grace=grace)
+        failure = None
+        if outcome.first_failed is not None:
+            node = plan.nodes[outcome.first_failed]
+            failure = summarize(node.machine_rank, node.host, outcome.node_codes[outcome.first_failed],
+                                read_log(os.path.join(base_dir, node.workdir, node.log)), known_codes(node.argv),
+                                ranks_dir=os.path.join(base_dir, node.workdir, plan.run_dir,
+                                                       f"node{node.machine_rank}.ranks"),
+                                procs_per_node=plan.world.procs_per_node)
+        outcome = finalize(outcome, failure)
+        record.update_status(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
+                             node_exit_codes=outcome.node_codes, failure=failure)
+        return Result(outcome.code, outcome.state, failure)
+
+    def current_state(self, status: RunStatus) -> tuple[str, str]:
+        return current_state(status)
+
+    def cancel(self, record: RunRecord, status: RunStatus) -> str:
+        return cancel_local_run(record, status)
+
+    def _start(self, plan: LaunchPlan, envs, base_dir: str, console: Console, record: RunRecord):
+        nodes, threads = [], []
+        try:
+            for node, env in zip(plan.nodes, envs):
+                log = os.path.join(base_dir, node.workdir, node.log)
+                handle = LocalNode.start(node.machine_rank, node.host, node.command, env=env, cwd=base_dir,
+                                         log=log, grace=plan.teardown_grace)
+                nodes.append(handle)
+                threads.append(follow_node(handle.output_fd(), node.machine_rank, console))
+        except OSError as e:
+            for handle in nodes:
+                handle.send("kill")
+            record.update_status(state="failed", exit_code=2, finished_at=time.time())
+            raise KitError(f"could not start node {len(nodes)} on this machine: {e}") from None
+        return nodes, threads
+
+
+BACKEND = LocalBackend

@@ -1,0 +1,93 @@
+"""How the planner places a local run: every node is this machine, the nodes share its cores and GPUs."""
+
+import os
+from typing import Optional
+
+from launcher.errors import KitError
+from launcher.plan.placement import Lanes, Placement, gpus_of
+from launcher.spec.cluster import ClusterSpec, Host
+from launcher.spec.job import JobSpec
+
+LOCALHOST = Host(name="localhost", address="127.0.0.1")
+
+
+class LocalPlacement(Placement):
+    name = "local"
+    inherits_submit_env = True
+
+    def check_cluster(self, cluster: ClusterSpec) -> None:
+        if cluster.hosts:
+            raise ValueError("a local cluster runs every node on this machine: remove hosts")
+        if cluster.gpu_ids is not None and len(set(cluster.gpu_ids)) != len(cluster.gpu_ids):
+            raise ValueError("gpu_ids: each GPU id may appear only once")
+
+    def at_submit(self, cluster: ClusterSpec, embedded: bool = False) -> ClusterSpec:
+        """This machine's cores (its CPU affinity) and the GPUs CUDA_VISIBLE_DEVICES leaves visible."""
+        from launcher.hostinfo import local_cpu_count, local_gpu_count, visible_gpu_ids
+        visible = list(visible_gpu_ids(os.environ, local_gpu_count()))
+        restricted = {"gpu_ids": visible} if "CUDA_VISIBLE_DEVICES" in os.environ else {}
+        if embedded:
+            return cluster.model_copy(update={"gpus_per_node": len(visible), "cpus": local_cpu_count(),
+                                              **restricted})
+        if cluster.gpu_ids is None:
+            cluster = cluster.model_copy(update=restricted)
+        if cluster.cpus is None:
+            cluster = cluster.model_copy(update={"cpus": local_cpu_count()})
+        return cluster
+
+    def default_python(self, kit_python: str) -> str:
+        # kit's own interpreter: the venv kit lives in is the nodes' too.
+        return kit_python
+
+    def hosts(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
+        return (LOCALHOST,) * job.nodes
+
+    def check_gpus(self, gpus: int, hosts: tuple[Host, ...], cluster: ClusterSpec) -> None:
+        if not gpus:
+            return
+        # Simulated nodes share this machine's GPUs, each taking its own slice.
+        need = gpus * len(hosts)
+        if need > cluster.gpus_per_node:
+            raise KitError(
+                f"gpus_per_node: {len(hosts)} local node(s) x {gpus} GPUs need {need} GPUs but this machine "
+                f"has {cluster.gpus_per_node}; lower --gpus or --nodes"
+            )
+
+    def cores_shared_by(self, nodes: int, procs: int) -> int:
+        # The simulated nodes of a local cluster all share this one machine's cores.
+        return nodes * procs
+
+    def gpu_ids(self, cluster: ClusterSpec, nodes: int, gpus_per_node: int, rank: int) -> Optional[str]:
+        if not gpus_per_node:
+            return None
+        # Slices of the ids kit may use (cluster data, from CUDA_VISIBLE_DEVICES at submit time), else 0..N-1.
+        ids = cluster.gpu_ids if cluster.gpu_ids is not None else [str(i) for i in range(cluster.gpus_per_node)]
+        first, need = rank * gpus_per_node, nodes * gpus_per_node
+        if need > len(ids):
+            raise KitError(f"gpu_ids: {nodes} local node(s) x {gpus_per_node} GPUs need {need} GPUs but "
+                           f"only {len(ids)} are visible ({','.join(ids) or 'none'}); lower --gpus or --nodes")
+        return ",".join(ids[first:first + gpus_per_node])
+
+    def binding(self, cluster: ClusterSpec, job: JobSpec) -> dict:
+        from launcher.preflight.entrypoint import EntrypointRef
+        return {"entrypoint": EntrypointRef(job.entrypoint.module, job.entrypoint.script),
+                "workdir": cluster.workdir}
+
+    def lanes(self, cluster: ClusterSpec, jobs: list[JobSpec], parallel: int) -> Lanes:
+        """CPU trials: `parallel` lanes, each with its share of the cores; GPU trials: as many lanes as disjoint
+        slices of the visible GPUs allow (never two trials on one GPU)."""
+        need = max(job.nodes * gpus_of(job, cluster) for job in jobs)
+        if need == 0:
+            count = min(parallel, len(jobs))
+            share = {} if cluster.cpus is None else {"cpus": max(1, cluster.cpus // count)}
+            return Lanes(tuple(cluster.model_copy(update=share) for _ in range(count)), ("",) * count)
+        ids = cluster.gpu_ids if cluster.gpu_ids is not None else [str(i) for i in range(cluster.gpus_per_node)]
+        count = max(1, min(parallel, len(ids) // need, len(jobs)))
+        if count == 1:
+            return Lanes((cluster,), ("",))
+        slices = [ids[k * need:(k + 1) * need] for k in range(count)]
+        return Lanes(tuple(cluster.model_copy(update={"gpu_ids": s}) for s in slices),
+                     tuple("gpus " + ",".join(s) for s in slices))
+
+
+PLACEMENT = LocalPlacement()

@@ -1,0 +1,215 @@
+"""SLURM: submit the plan's sbatch script unchanged, record the job id, follow the job (queue state, then the
+node logs the tasks write on the shared workdir), report, cancel. kit never re-derives the script: the bytes
+`sbatch` reads are the plan's, which the dry-run prints.
+
+Every SLURM command and every touch of the cluster's workdir goes through slurm_where: this machine, or the
+login host (`slurm.login_host`) over SSH and SFTP. The run record stays where `kit submit` ran."""
+
+import dataclasses
+import os
+import time
+
+from launcher.backends.base import Backend, Result, note
+from launcher.backends.slurm.files import copy_node_logs
+from launcher.backends.slurm.outcome import describe, failure_of, final_fields
+from launcher.backends.slurm.query import hostnames, query
+from launcher.environment import process_env
+from launcher.errors import KitError
+from launcher.plan.model import LaunchPlan
+from launcher.runs import RunRecord
+from launcher.status import FINAL, RunStatus
+from launcher.supervise.log_lines import flush_held, print_new_lines
+from launcher.transport.where import CommandError, where_at
+
+POLL = 1.0
+SUBMIT_TIMEOUT = 60.0
+CANCEL_WAIT = 120.0
+
+
+def added_env(plan: LaunchPlan) -> dict:
+    """The plan's variables and the secret values (from this environment): what sbatch's environment adds to
+    the one it starts in; SLURM exports it to the job. Never in the script or a command line."""
+    return process_env(plan, plan.nodes[0], os.environ, inherit=False)
+
+
+def where_of(status: RunStatus):
+    return where_at(status.login_host, status.login_ssh)
+
+
+class SlurmBackend(Backend):
+    name = "slurm"
+
+    def use(self, binding: dict) -> None:
+        """Where the SLURM commands run (the login host or here), the checks' inputs and the settings the record
+        keeps for later (placement.binding)."""
+        super().use(binding)
+        self.login = binding["login"]
+        self.where = where_at(self.login.get("login_host"), self.login.get("login_ssh"))
+        self.workdir = binding["workdir"]
+        self.max_requeues = binding["max_requeues"]
+
+    @property
+    def record_stays_here(self) -> bool:
+        """With a login host the record is kept where kit runs; otherwise in the shared workdir."""
+        return self.where.remote
+
+    def check(self, plan: LaunchPlan, base_dir: str) -> None:
+        """Secrets there, then what SLURM can tell before sbatch: login host, tools, partition, shape, workdir,
+        the entrypoint script (backends/slurm/preflight.py)."""
+        from launcher.backends.slurm.preflight import preflight_slurm
+        added_env(plan)
+        preflight_slurm(plan, self.where, self.binding.get("partition"), self.workdir, self.binding["entrypoint"])
+
+    def submitted_fields(self, plan: LaunchPlan, record: RunRecord, job_id: str, workdir: str) -> dict:
+        """What a record holds once its job is queued: the job id and where its files are (one definition for a
+        single job and an array task)."""
+        return dict(state="pending", job_id=job_id, submitted_at=time.time(), path=record.path, workdir=workdir,
+                    run_dir=plan.run_dir, max_requeues=self.max_requeues, **self.login,
+                    nodes=[{"rank": n.machine_rank, "host": "?"} for n in plan.nodes])
+
+    def _submit(self, plan: LaunchPlan, record: RunRecord) -> str:
+        try:
+            workdir = self.where.absolute(self.workdir)
+            for rel, content in sorted(plan.files.items()):
+                self.where.write(os.path.join(workdir, rel), content)
+            r = self.where.run(list(plan.submission.argv), cwd=workdir, env=added_env(plan), drop=plan.inherit,
+                               timeout=SUBMIT_TIMEOUT)
+        except (OSError, CommandError, KitError) as e:
+            record.update_status(state="failed", exit_code=1, finished_at=time.time())
+            raise KitError(f"sbatch could not be run on {self.where.where}: {e}") from None
+        job_id = r.out.strip().split(";")[0]
+        if r.code != 0 or not job_id.isdigit():
+            record.update_status(state="failed", exit_code=1, finished_at=time.time())
+            why = (r.err.strip().splitlines() or ["no job id printed"])[-1]
+            raise KitError(f"sbatch refused the job: {why}")
+        record.update_status(**self.submitted_fields(plan, record, job_id, workdir))
+        via = f" via {self.where.where}" if self.where.remote else ""
+        note(f"kit: submitted SLURM job {job_id}{via} (script {plan.run_dir}/job.sbatch)")
+        return job_id
+
+    def detach(self, plan: LaunchPlan, record: RunRecord, base_dir: str) -> None:
+        """The queue keeps the job: submitting is all (no supervisor process)."""
+        self._submit(plan, record)
+        note(_how_to(plan.run_id, record))
+
+    def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
+        self._submit(plan, record)
+        try:
+            fields = self._follow(record)
+        except KeyboardInterrupt:
+            note(f"\nkit: stopped following; the job keeps running. {_how_to(plan.run_id, record)}")
+            return Result(130, "still running", None)
+        return Result(fields["exit_code"], fields["state"], failure_of(fields))
+
+    def _follow(self, record: RunRecord) -> dict:
+        status = record.read_status()
+        offsets, pending, noise, said = {}, {}, {}, None
+        while True:
+            info = query(self.where, record.path, status.job_id)
+            if describe(info) != said and not info.finished:
+                said = describe(info)
+                note(f"kit: {said}")
+                status = _note(self.where, record, info)
+            copy_node_logs(self.where, status, record.path)
+            print_new_lines(record.path, None, offsets, pending, noise)
+            if info.finished:
+                flush_held(noise)
+                fields = final_fields(self.where, status, info)
+                record.update_status(**fields, finished_at=time.time())
+                # The run's end as kit reads it (SLURM says FAILED for a job whose time ran out at the warning).
+                why = f": {fields['ended_by']}" if fields["ended_by"] else ""
+                note(f"kit: SLURM job {status.job_id} {fields['state']}{why}")
+                return fields
+            time.sleep(POLL)
+
+    def fetch_logs(self, record: RunRecord, status: RunStatus) -> None:
+        """Bring the record's node logs up to date with the run directory (`kit logs` calls this)."""
+        if not (status.job_id and status.workdir):
+            return
+        try:
+            copy_node_logs(where_of(status), status, record.path)
+        except (KitError, CommandError) as e:
+            note(f"kit: warning: could not bring the node logs up to date ({e}); showing the record's copy")
+
+    def current_state(self, status: RunStatus) -> tuple[str, str]:
+        state = status.state
+        if state in FINAL or not status.job_id:
+            return state, status.ended_by or _requeue_note(status) or status.note
+        where = where_of(status)
+        info = query(where, status.path, status.job_id)
+        record = RunRecord(status.path)
+        if info.finished:
+            copy_node_logs(where, status, record.path)   # the failure summary reads the record's copy
+            fields = final_fields(where, status, info)
+            record.update_status(**fields, finished_at=time.time())
+            return fields["state"], fields["ended_by"] or f"{describe(info)}, exit code {fields['exit_code']}"
+        if info.kit_state == "unknown":
+            return state, f"SLURM job {status.job_id}: SLURM does not know it (any more)"
+        _note(where, record, info)
+        return info.kit_state, describe(info)
+
+    def submit_many(self, sweep, todo: list, specs: dict, base_dir: str):
+        """One job array for the trials `todo`, submitted where the SLURM commands run (here or the login host)."""
+        from launcher.backends.slurm.array import create_records, submit_array
+        made = create_records(self.record_root(self.workdir, base_dir), todo, specs)
+        array_id, argv = submit_array(self, sweep, todo, made)
+        via = f" via {self.where.where}" if self.where.remote else ""
+        skipped = len(sweep.trials) - len(todo)
+        note(f"kit: sweep {sweep.sweep_id}: submitted SLURM job array {array_id}{via} ({len(todo)} trial(s), at "
+             f"most {sweep.spec.parallel} at once{f'; {skipped} succeeded before' if skipped else ''}): "
+             f"{' '.join(argv)}")
+        return {"array_job_id": array_id, "array_tasks": [t.index for t in todo], "submitted_at": time.time(),
+                **self.login}
+
+    def cancel_many(self, sweep_data: dict, sweep_path: str):
+        from launcher.backends.slurm.array import cancel_array
+        return cancel_array(self, sweep_data, sweep_path)
+
+    def read_output(self, plan: LaunchPlan, base_dir: str, path: str, limit: int):
+        data = self.where.read(os.path.join(self.where.absolute(self.workdir), path))
+        return None if data is None else data[:limit]
+
+    def doctor_rows(self, cluster, job, plan) -> list:
+        from launcher.backends.slurm.preflight import doctor_rows
+        return doctor_rows(cluster, job, plan)
+
+    def cancel(self, record: RunRecord, status: RunStatus) -> str:
+        where = where_of(status)
+        job_id = status.job_id
+        where.cancel(record.path, job_id)
+        deadline = time.monotonic() + CANCEL_WAIT
+        info = query(where, record.path, job_id)
+        while not info.finished and time.monotonic() < deadline:
+            time.sleep(0.5)
+            info = query(where, record.path, job_id)
+        if not info.finished:
+            return f"kit: run {status.run_id}: scancel sent to SLURM job {job_id}; it is still {info.kit_state}"
+        copy_node_logs(where, status, record.path)
+        record.update_status(**final_fields(where, status, info), finished_at=time.time())
+        return f"kit: run {status.run_id} cancelled (SLURM job {job_id} ended: {info.slurm_state})"
+
+
+def _note(where, record: RunRecord, info) -> RunStatus:
+    """Keep the record's state, requeue count and hosts as SLURM last said them."""
+    status = record.read_status()
+    fields = {"restarts": info.restarts, "slurm_state": info.slurm_state}
+    if not info.finished:
+        fields["state"] = info.kit_state
+    hosts = hostnames(where, info.nodes) if info.kit_state == "running" else []
+    if hosts and len(hosts) == len(status.nodes):
+        fields["nodes"] = [dataclasses.replace(n, host=h) for n, h in zip(status.nodes, hosts)]
+    return record.update_status(**fields)
+
+
+def _requeue_note(status: RunStatus) -> str:
+    n = status.restarts or 0
+    return f"SLURM job {status.job_id} was requeued {n} time(s)" if n else ""
+
+
+def _how_to(run_id: str, record: RunRecord) -> str:
+    root = os.path.dirname(record.path)
+    return (f"Follow it with `kit logs {run_id} --follow --run-root {root}` or `kit status {run_id} --run-root "
+            f"{root}`; stop it with `kit cancel {run_id} --run-root {root}`.")
+
+
+BACKEND = SlurmBackend

@@ -1,0 +1,63 @@
+"""What the job leaves in its run directory on the cluster's workdir, read wherever that is (slurm_where): each
+node's exit code (`node<N>.exit`), the node logs, and the batch shell's own output (`slurm-<job id>.out`).
+
+The run record (status.json, plan.json) stays on the submitting machine. When the workdir is elsewhere (a login
+host), the node logs are copied into the record as they grow, so following, `kit logs` and the failure summary
+read them as they read any other backend's logs."""
+
+import fcntl
+import os
+import re
+from typing import Optional
+
+from launcher.render.slurm import node_exit_file
+
+_NODE_LOG = re.compile(r"^node\d+\.log$")
+# What the plan's batch shell says (render/slurm.py) when the requeue budget is spent; a pure test checks that
+# the rendered script still says it.
+TIME_LIMIT_NO_REQUEUE = "kit: time limit near, no requeue left"
+REQUEUES_EXHAUSTED = "more than slurm.max_requeues="
+
+
+def run_dir_on_cluster(status: dict) -> str:
+    return os.path.join(status.workdir, status.run_dir)
+
+
+def node_exit_codes(where, status: dict, n_nodes: int) -> list[Optional[int]]:
+    """Each node's exit code as its command wrote it (None: not written, e.g. killed by SIGKILL)."""
+    codes = []
+    for rank in range(n_nodes):
+        text = where.read(os.path.join(status.workdir, node_exit_file(status.run_dir, str(rank))))
+        try:
+            codes.append(int(text.decode().strip()) if text is not None else None)
+        except ValueError:
+            codes.append(None)
+    return codes
+
+
+def exit_file_mtime(where, status: dict, rank: int) -> float:
+    t = where.mtime(os.path.join(status.workdir, node_exit_file(status.run_dir, str(rank))))
+    return float("inf") if t is None else t
+
+
+def batch_output(where, status: dict) -> str:
+    """The batch shell's output (#SBATCH --output=<run_dir>/slurm-%j.out), "" when there is none (yet)."""
+    data = where.read(os.path.join(run_dir_on_cluster(status), f"slurm-{status.job_id}.out"))
+    return (data or b"").decode("utf-8", errors="replace")
+
+
+def copy_node_logs(where, status: dict, record_path: str) -> None:
+    """Append to the record's node<N>.log what the job wrote past it; nothing when the record is the run dir.
+    The local file's size is the offset already copied; a lock keeps two kit processes from copying twice."""
+    remote = run_dir_on_cluster(status)
+    if not where.remote and os.path.realpath(remote) == os.path.realpath(record_path):
+        return
+    for name in sorted(n for n in where.listdir(remote) if _NODE_LOG.match(n)):
+        with open(os.path.join(record_path, name), "ab") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                data = where.read(os.path.join(remote, name), offset=f.seek(0, os.SEEK_END))
+                if data:
+                    f.write(data)
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)

@@ -1,0 +1,110 @@
+"""How a SLURM run ended, and what its record says now: from SLURM's final state, the exit codes the nodes wrote
+into the run directory, the batch shell's output and the node logs (the same failure summary as every other
+backend)."""
+
+import json
+import os
+from typing import Optional
+
+from launcher.backends.slurm.files import (REQUEUES_EXHAUSTED, TIME_LIMIT_NO_REQUEUE, batch_output,
+                                           exit_file_mtime, node_exit_codes)
+from launcher.backends.slurm.query import JobInfo
+from launcher.status import Failure
+from launcher.supervise.failure import known_codes, read_log, summarize
+
+SIGTERM_EXIT = 143
+
+
+def describe(info: JobInfo) -> str:
+    """One line about the job as SLURM sees it: state, reason while waiting, nodes while running, requeues."""
+    text = f"SLURM job {info.job_id} {info.kit_state}"
+    if info.kit_state in ("pending", "requeued") and info.reason and info.reason != "None":
+        text += f" ({info.reason})"
+    if info.kit_state == "running" and info.nodes:
+        text += f" on {info.nodes}"
+    if info.restarts:
+        text += f"; requeued {info.restarts} time(s)"
+    return text
+
+
+def _planned(status: dict) -> dict:
+    """The record's plan.json ({} when unreadable): node 0's argv (what the job runs decides what its exit codes
+    mean) and the world (how many ranks each node's teed rank logs hold)."""
+    try:
+        with open(os.path.join(status.path, "plan.json"), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _node_argv(plan: dict) -> list:
+    try:
+        return plan["nodes"][0]["argv"]
+    except (KeyError, IndexError, TypeError):
+        return []
+
+
+def _first_failure(where, status: dict, codes: list) -> Optional[Failure]:
+    failed = [i for i, c in enumerate(codes) if c]
+    if not failed:
+        return None
+    # The node that ended first failed first; the others were stopped because of it (srun --kill-on-bad-exit).
+    rank = min(failed, key=lambda i: (exit_file_mtime(where, status, i), i))
+    hosts = [n.host for n in status.nodes]
+    host = hosts[rank] if rank < len(hosts) else "?"
+    log = read_log(os.path.join(status.path, f"node{rank}.log"))
+    plan = _planned(status)
+    # The rank's own teed stderr names its error reliably; the node log interleaves its stdout and stderr.
+    return summarize(rank, host, codes[rank], log, known_codes(_node_argv(plan)),
+                     ranks_dir=os.path.join(status.path, f"node{rank}.ranks"),
+                     procs_per_node=plan.get("world", {}).get("procs_per_node", 1))
+
+
+def budget_spent(batch_text: str) -> Optional[str]:
+    """The state a job ends in when its requeue budget was spent, from what its batch shell said, else None.
+
+    The time-limit warning with no requeue left stops the ranks (they checkpoint): the job ran out of time, as
+    SLURM's own TIMEOUT says when it kills a job at its limit, and nothing will bring it back, so `timeout`, not
+    `preempted` (which promises a requeue) and not `failed` (nothing went wrong). A job requeued from outside
+    (preemption) more often than allowed stops before launching: `preempted`, its last checkpoint kept."""
+    if TIME_LIMIT_NO_REQUEUE in batch_text:
+        return "timeout"
+    if REQUEUES_EXHAUSTED in batch_text:
+        return "preempted"
+    return None
+
+
+def final_fields(where, status: dict, info: JobInfo) -> dict:
+    """The record's fields for a finished job: state, exit code, per-node codes and the first failure."""
+    codes = node_exit_codes(where, status, len(status.nodes))
+    state = info.kit_state
+    failure, ended_by = None, ""
+    if state == "succeeded":
+        code = 0
+    elif state == "cancelled":
+        code = info.exit_code or SIGTERM_EXIT
+    else:
+        spent = budget_spent(batch_output(where, status))
+        failure = _first_failure(where, status, codes)
+        code = failure.code if failure is not None else (info.exit_code or 1)
+        if spent is not None:
+            # Not a failure: the ranks were stopped on purpose. The code stays theirs (75: resumable).
+            state, failure, ended_by = spent, None, _ended_by(spent, status)
+        elif failure is not None and failure.preempted and state == "failed":
+            state = "preempted"
+    return {"state": state, "exit_code": code, "node_exit_codes": codes, "restarts": info.restarts,
+            "slurm_state": info.slurm_state, "failure": failure,
+            "ended_by": ended_by}
+
+
+def _ended_by(state: str, status: dict) -> str:
+    limit = status.max_requeues
+    budget = f" (slurm.max_requeues={limit})" if limit is not None else ""
+    if state == "timeout":
+        return (f"the time limit came with no requeue left{budget}; the ranks got SIGTERM to checkpoint and stop. "
+                "Resubmit (the training module's --resume auto continues from the checkpoint) or raise slurm.time")
+    return f"requeued more often than allowed{budget}; resubmit to continue from the last checkpoint"
+
+
+def failure_of(fields: dict) -> Optional[Failure]:
+    return fields.get("failure")

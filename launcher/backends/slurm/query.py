@@ -1,0 +1,102 @@
+"""What SLURM says about a job: `scontrol show job` while the controller still knows the job (state, reason,
+nodes, requeues, exit code), submitit's sacct watcher once it has forgotten it (sacct on the login host when
+submitit cannot run there). Every command runs where slurm_where says: this machine or the login host."""
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from launcher.transport.where import CommandError, Local
+
+QUERY_TIMEOUT = 20.0
+_FIELD = re.compile(r"(\w+)=(\S*)")
+RUNNING = ("RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "RESIZING", "SIGNALING", "STAGE_OUT")
+REQUEUED = ("REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "PREEMPTED")
+FAILED = ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    job_id: str
+    slurm_state: str         # SLURM's word (RUNNING, PENDING, COMPLETED, ...), UNKNOWN when nobody knows
+    reason: str = ""
+    nodes: str = ""
+    restarts: int = 0
+    exit_code: Optional[int] = None   # the batch script's, when SLURM reported it
+
+    @property
+    def kit_state(self) -> str:
+        """pending | requeued | running | succeeded | failed | cancelled | timeout | unknown."""
+        s = self.slurm_state
+        if s == "PENDING":
+            return "requeued" if self.restarts else "pending"
+        if s in REQUEUED:
+            return "requeued"
+        if s in RUNNING:
+            return "running"
+        if s == "COMPLETED":
+            return "succeeded"
+        if s.startswith("CANCELLED"):
+            return "cancelled"
+        if s == "TIMEOUT":
+            return "timeout"
+        if s in FAILED:
+            return "failed"
+        return "unknown"
+
+    @property
+    def finished(self) -> bool:
+        return self.kit_state in ("succeeded", "failed", "cancelled", "timeout")
+
+
+def _run(where, argv: list[str]) -> Optional[str]:
+    try:
+        r = where.run(argv, timeout=QUERY_TIMEOUT)
+    except CommandError:
+        return None
+    return r.out if r.code == 0 else None
+
+
+def _exit_code(text: str) -> Optional[int]:
+    """SLURM's "code:signal": a signal reads as 128 + signal, like a shell says it."""
+    m = re.match(r"^(\d+):(\d+)$", text or "")
+    if not m:
+        return None
+    code, sig = int(m.group(1)), int(m.group(2))
+    return 128 + sig if sig else code
+
+
+def scontrol_job(where, job_id: str) -> dict:
+    """`scontrol show job -o` as a dict; {} once the controller has forgotten the job (MinJobAge)."""
+    out = _run(where, ["scontrol", "show", "job", "-o", job_id])
+    return dict(_FIELD.findall(out.splitlines()[0])) if out and out.strip() else {}
+
+
+def sacct_state(folder: str, job_id: str) -> str:
+    """State through submitit's job handle (sacct) on this machine; UNKNOWN without accounting or a row yet."""
+    return Local().accounting_state(folder, job_id)
+
+
+def query(where, folder: str, job_id: str) -> JobInfo:
+    """`where`: slurm_where.Local or LoginHost, where the SLURM commands run."""
+    fields = scontrol_job(where, job_id)
+    # sacct lags the controller (a final row can appear before its exit code and end time) and costs more on a
+    # busy login node: while the controller still knows the job, its word is used; submitit's sacct watcher
+    # answers once the controller has forgotten it (MinJobAge, 300 s by default).
+    state = fields.get("JobState", "") or where.accounting_state(folder, job_id)
+    if state == "UNKNOWN" and not where.remote:   # a login host's accounting_state already asked sacct itself
+        state = _sacct_field(where, job_id, "State") or "UNKNOWN"
+    code = _exit_code(fields.get("ExitCode", "")) if fields else _exit_code(_sacct_field(where, job_id, "ExitCode"))
+    return JobInfo(job_id, state.split()[0], reason=fields.get("Reason", ""), nodes=fields.get("NodeList", ""),
+                   restarts=int(fields.get("Restarts", "0") or 0), exit_code=code)
+
+
+def _sacct_field(where, job_id: str, field: str) -> str:
+    out = _run(where, ["sacct", "-n", "-X", "-P", "-j", job_id, "-o", field])
+    rows = [r for r in (out or "").splitlines() if r.strip()]
+    return rows[-1].strip() if rows else ""
+
+
+def hostnames(where, nodelist: str) -> list[str]:
+    out = _run(where, ["scontrol", "show", "hostnames", nodelist]) if nodelist and nodelist != "(null)" else None
+    return out.split() if out else []

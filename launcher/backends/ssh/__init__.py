@@ -1,0 +1,1 @@
+"""The SSH backend: bare hosts over paramiko, one watched channel per node."""

@@ -1,0 +1,132 @@
+"""Log in to an SSH cluster's hosts while kit is still starting: on a small fan-out, kit's own start-up (paramiko,
+and the schemas and plan in the forked planner, commands/planner.py) and each host's login (sshd, the login
+shell's rc files) are most of the time to start, and they can overlap.
+
+`early_guess(args)` reads the job and cluster files as plain YAML (kit's process never loads the schemas for such
+a run), and `log_in_early(guess)` connects to the hosts the job will use in background threads (host keys checked
+as always) and opens each one's launch channel, whose gate waits for its program on stdin (ssh_gate.py). Nothing of
+the job starts: the check program is sent only once the plan is built and validated, and go only after every
+host passed its checks. The backend then takes a login only if its endpoint is exactly the one the validated
+config resolves to; anything else is closed and the backend connects as it would have. A guess that misses (an
+unusual config, overrides) only costs the early work.
+"""
+
+import sys
+import threading
+
+_early = None   # this process's early logins, until the SSH backend claims them
+# While the logins run: their threads mostly wait on the hosts, and when an answer comes each should not wait long
+# for the interpreter lock that kit's start-up holds (5 ms a turn by default; a handshake takes many turns).
+SWITCH_INTERVAL = 0.0005
+
+
+class EarlyLogins:
+    def __init__(self, endpoints):
+        # What the threads run is imported here, first: a thread importing kit's modules while the main thread
+        # imports others (the backend, paramiko) can deadlock on their package locks (_DeadlockError, seen).
+        from launcher.backends.ssh.gate import GATE_COMMAND
+        from launcher.transport import ssh
+        from launcher.transport.hostkeys import Accepted
+        self._ssh, self._gate_command = ssh, GATE_COMMAND
+        self.accepted = Accepted()
+        self.switch_interval = sys.getswitchinterval()   # restored when the backend claims the logins
+        sys.setswitchinterval(SWITCH_INTERVAL)
+        self._logins = {}   # host name -> (Endpoint, Connection or the line saying why none)
+        self._threads = {e.name: threading.Thread(target=self._one, args=(e,), daemon=True) for e in endpoints}
+        for t in self._threads.values():
+            t.start()
+
+    def _one(self, endpoint) -> None:
+        ssh = self._ssh
+        sock = None if endpoint.proxy_jump else ssh.tcp_connect(endpoint)   # the host's sshd starts meanwhile
+        conn = sock if isinstance(sock, str) else ssh.try_connect(endpoint, self.accepted, sock)
+        if isinstance(conn, ssh.Connection):
+            try:
+                conn.open_ahead(self._gate_command)
+            except Exception:  # the backend opens it again and reports what goes wrong
+                pass
+        self._logins[endpoint.name] = (endpoint, conn)
+
+    def take(self, endpoint):
+        """The connection (or failure line) opened early to exactly this endpoint, or None."""
+        if endpoint.name in self._threads:
+            self._threads[endpoint.name].join()
+        early, conn = self._logins.pop(endpoint.name, (None, None))
+        if early == endpoint:
+            return conn
+        if conn is not None and not isinstance(conn, str):
+            conn.close()
+        return None
+
+    def close(self) -> None:
+        for t in self._threads.values():
+            t.join()
+        for _, conn in self._logins.values():
+            if not isinstance(conn, str):
+                conn.close()
+        self._logins = {}
+
+
+def _yaml(path: str):
+    """A YAML file's data, read with libyaml where PyYAML has it (1 ms less per file on the way to the hosts)."""
+    import yaml
+    with open(path, encoding="utf-8") as f:
+        return yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def _endpoints(cluster: dict, nodes: int) -> list:
+    """The endpoints of the first `nodes` hosts of the cluster file's data, as the validated config would
+    resolve them."""
+    from launcher.transport.endpoint import resolve
+    ssh = cluster.get("ssh") or {}
+    settings = {**ssh, "port_given": "port" in ssh}   # resolve() applies the schema's defaults
+    hosts = [{"name": h} if isinstance(h, str) else h for h in cluster["hosts"]][:nodes]
+    return [resolve(h["name"], h.get("address"), settings) for h in hosts]
+
+
+def early_guess(args):
+    """(the cluster file's data, how many hosts the job uses) when kit should log in to them early: an SSH
+    cluster whose connection settings the command line leaves alone, for one run (a sweep connects per trial).
+    None otherwise, or when the files are not what this guess understands (their load says what is wrong)."""
+    if args.dry_run or not args.cluster or args.sweep or any(s.startswith(("cluster.", "sweep")) for s in args.set):
+        return None
+    try:
+        job, cluster = _yaml(args.job), _yaml(args.cluster)
+        ssh = cluster.get("ssh") or {}
+        if cluster.get("backend") != "ssh" or ssh.get("accept_new_host_keys") or "sweep" in job:
+            return None   # accepting new keys is reported with the run: keep it where the run's record is made
+        nodes = args.nodes if args.nodes is not None else job.get("nodes", 1)
+        return cluster, nodes if isinstance(nodes, int) else 0
+    except Exception:
+        return None
+
+
+def log_in_early(guess) -> None:
+    """Start logging in to the hosts of early_guess() in the background (none if it was None)."""
+    global _early
+    try:
+        endpoints = _endpoints(*guess) if guess is not None else []
+    except Exception:  # not a config this guess understands: the normal load reports any mistake
+        return
+    if endpoints:
+        _early = EarlyLogins(endpoints)   # first the TCP connections, while paramiko loads
+        # paramiko next, here: the logins wait for it, and nothing else should share the interpreter meanwhile.
+        from launcher.transport import load_paramiko
+        load_paramiko()
+
+
+def claim():
+    """This process's early logins (once), or None."""
+    global _early
+    early, _early = _early, None
+    if early is not None:
+        sys.setswitchinterval(early.switch_interval)
+    return early
+
+
+def close_early() -> None:
+    """Close the early logins nothing claimed (a submission that turned out to be a sweep, which connects per
+    trial)."""
+    early = claim()
+    if early is not None:
+        early.close()

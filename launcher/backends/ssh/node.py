@@ -1,0 +1,119 @@
+"""One node on a remote host: the plan's command under the shipped watchdog, in a session of its own there.
+
+The SSH channel is the watchdog's control line: kit writes `stop`/`hurry`/`kill` to its stdin, and when kit dies
+(even by SIGKILL) the connection drops, sshd closes that stdin and the watchdog stops the node (EOF = supervisor
+gone). Secrets travel as the first stdin line after `go` (encode_env), never in a command line. The watchdog says
+its pid (= its session and process-group id) and start time first, for the run record (backends/ssh_boot.py).
+"""
+
+import time
+
+from launcher.status import NodeStatus
+from launcher.supervise.watchdog import PROGRESS_LOG_INTERVAL, encode_env, split_progress
+
+HELLO = "kit-node"
+HELLO_TIMEOUT = 30.0
+# Field 22 of /proc/PID/stat (start time in clock ticks): pid and start time name one process for good.
+STARTTIME = "sed 's/.*) //' /proc/{pid}/stat | cut -d' ' -f20"
+
+
+class LogFile:
+    """The node's log on the submitting machine, written as its output streams in (progress lines thinned)."""
+
+    def __init__(self, path: str):
+        self.f = open(path, "ab", buffering=0)
+        self.pending = b""
+        self._last_progress = 0.0
+
+    def feed(self, data: bytes) -> None:
+        *lines, self.pending = (self.pending + data).split(b"\n")
+        for line in lines:
+            self._write(line + b"\n")
+
+    def _write(self, line: bytes) -> None:
+        progress = split_progress(line)
+        if progress is not None:
+            now = time.monotonic()
+            if now - self._last_progress < PROGRESS_LOG_INTERVAL:
+                return
+            self._last_progress = now
+            line = progress[0] + progress[1]
+        self.f.write(line)
+
+    def close(self) -> None:
+        if self.pending:
+            self._write(self.pending)
+            self.pending = b""
+        self.f.close()
+
+
+class SshNode:
+    def __init__(self, rank: int, host: str, conn, chan, log: LogFile):
+        self.rank, self.host, self.conn, self.chan, self.log = rank, host, conn, chan, log
+        self.code = None
+        self.lost = False   # the connection dropped before the node's exit status came
+        self.pid = self.start_ticks = self.started_at = None
+        self._early = b""
+
+    @classmethod
+    def attach(cls, rank: int, host: str, conn, chan, *, early: bytes, env: dict, log_path: str) -> "SshNode":
+        """Take over a gated channel (backends/ssh_gate.py) that passed its checks, and start the node."""
+        chan.sendall(b"go\n" + encode_env(env))
+        node = cls(rank, host, conn, chan, LogFile(log_path))
+        node._early = early
+        node._hello()
+        return node
+
+    def _hello(self) -> None:
+        """Read up to the watchdog's hello line (pid, start ticks, start time). Before it comes nothing or, if no
+        watchdog came up, why (kept)."""
+        self.chan.settimeout(HELLO_TIMEOUT)
+        data, before = self._early, b""
+        while True:
+            line, nl, rest = data.partition(b"\n")
+            if nl and line.startswith(HELLO.encode() + b" "):
+                words = line.decode(errors="replace").split()
+                if len(words) == 4:
+                    self.pid, self.start_ticks, self.started_at = int(words[1]), words[2], float(words[3])
+                self._early = before + rest
+                break
+            if nl:
+                before, data = before + line + b"\n", rest
+                continue
+            chunk = self.chan.recv(4096)
+            if not chunk:  # no watchdog came up (the shell failed): show whatever it said
+                self._early = before + data
+                break
+            data += chunk
+        self.chan.settimeout(None)
+
+    def read(self, n: int) -> bytes:
+        """For console.follow_node: the node's output, copied into its local log on the way."""
+        if self._early:
+            data, self._early = self._early, b""
+        else:
+            data = self.chan.recv(n)
+        if data:
+            self.log.feed(data)
+        else:
+            self.log.close()
+        return data
+
+    def record(self) -> NodeStatus:
+        return NodeStatus(rank=self.rank, host=self.host, address=self.conn.endpoint.hostname, pid=self.pid,
+                          pgid=self.pid, start_ticks=self.start_ticks, remote_start=self.started_at)
+
+    def send(self, word: str) -> None:
+        try:
+            self.chan.sendall(word.encode() + b"\n")
+        except Exception:
+            pass  # the channel is closed: the watchdog has gone or is stopping on EOF
+
+    def poll(self):
+        if self.code is None:
+            if self.chan.exit_status_ready():
+                rc = self.chan.recv_exit_status()
+                self.code = 255 if rc < 0 else rc   # -1: closed without a status (connection lost)
+            elif not self.conn.alive():
+                self.code, self.lost = 255, True
+        return self.code

@@ -1,0 +1,53 @@
+"""How the planner places an SSH run: node i on the cluster's host i; the run's files are uploaded into each
+host's workdir (the hosts may have disks of their own); the run record stays where kit runs."""
+
+import posixpath
+
+from launcher.plan.model import LaunchPlan, NodePlan
+from launcher.plan.placement import Placement
+from launcher.spec.cluster import ClusterSpec
+from launcher.spec.job import JobSpec
+
+
+def uploads(plan: LaunchPlan, node: NodePlan) -> list[tuple[str, str]]:
+    """[(the plan's file name, path on the node's host)], in upload order: the node's files from the plan, under
+    its workdir on that host. The backend uploads exactly this list and the dry-run prints it. (kit's node
+    watchdog is not among them: it travels in the check program, boot.py.)"""
+    return [(rel, posixpath.join(node.workdir, rel)) for rel in node.files]
+
+
+class SshPlacement(Placement):
+    name = "ssh"
+    sections = ("ssh",)
+    uploads_files = True
+
+    def check_cluster(self, cluster: ClusterSpec) -> None:
+        if not cluster.hosts:
+            raise ValueError("an ssh cluster needs hosts: [...]")
+        super().check_cluster(cluster)
+
+    def logs_in(self, cluster: ClusterSpec) -> bool:
+        return True
+
+    def binding(self, cluster: ClusterSpec, job: JobSpec) -> dict:
+        from launcher.preflight.entrypoint import EntrypointRef
+        from launcher.transport.endpoint import ssh_settings
+        return {"settings": ssh_settings(cluster.ssh), "addresses": {h.name: h.address for h in cluster.hosts},
+                "entrypoint": EntrypointRef(job.entrypoint.module, job.entrypoint.script)}
+
+    def dryrun_head(self, plan: LaunchPlan) -> list[str]:
+        workdirs = ", ".join(sorted({n.workdir for n in plan.nodes}))
+        return [f"files: uploaded over SFTP into each host's workdir ({workdirs}) before any node starts, as listed "
+                f"per node. A workdir the hosts share (one filesystem, such as the directory you submit from "
+                f"mounted on every host) holds every node's accelerate.node<R>.yaml side by side and one copy of the "
+                f"others; separate disks hold one node's files each. kit's node watchdog is no file there: it "
+                f"travels with the checks over each node's SSH channel. The run record and the node logs stay in "
+                f"{plan.run_dir} under the directory you submit from."]
+
+    def dryrun_node(self, plan: LaunchPlan, node: NodePlan) -> list[str]:
+        files = uploads(plan, node)
+        return (["  uploads (host:path):" if files else "  uploads: none"]
+                + [f"    {node.host}:{path}" for _, path in files])
+
+
+PLACEMENT = SshPlacement()

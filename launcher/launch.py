@@ -1,0 +1,61 @@
+"""The one launch pipeline: checks -> record -> deliver or detach -> outcome. `kit submit`, every trial of a sweep
+and the Python API start runs through `launch()`; what differs per backend is the backend's (backends/base.py)."""
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from launcher import runs
+from launcher.backends import registry
+from launcher.backends.base import Result
+from launcher.environment import dropped_warning
+from launcher.plan.model import LaunchPlan
+from launcher.supervise.failure import outcome_line
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A planned run and what the pipeline needs besides the plan, as plain data (no pydantic models, so it
+    pickles: it may come from the forked planner, commands/planner.py)."""
+    plan: LaunchPlan
+    workdir: str                       # the cluster's workdir (where a local or SLURM run keeps its record)
+    job_record: dict                   # the resolved specs as the run record keeps them, secrets masked
+    cluster_record: dict
+    binding: Optional[dict]            # the backend's settings from the specs (its use()), or None
+
+
+@dataclass(frozen=True)
+class Launched:
+    record: runs.RunRecord
+    result: Optional[Result]           # None when detached: the run goes on without this process
+
+
+def note(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=None, console=None,
+           on_checked: Optional[Callable[[], None]] = None, say: Callable[[str], None] = note) -> Launched:
+    """Check, write the record (taken back exactly if a check fails), then run the plan: followed to its end, or
+    detached. Raises KitError (one line, nothing started) for anything the checks find."""
+    plan = prepared.plan
+    backend = backend or registry.backend(plan.backend)
+    if warning := dropped_warning(plan, os.environ):
+        say(warning)
+    backend.use(prepared.binding)
+    root = backend.record_root(prepared.workdir, base_dir)
+    # The record is written before the checks: an SSH run's checks wait for the hosts' logins, and the record
+    # is then off the way from the last check's answer to the nodes' start. Checks that fail take it back.
+    with runs.tentative(root, plan, prepared.job_record, prepared.cluster_record) as record:
+        backend.check(plan, base_dir)
+    if on_checked is not None:
+        on_checked()
+    say(f"kit: run {plan.run_id} ({plan.world.world_size} processes on {len(plan.nodes)} node(s)); "
+        f"record in {record.path}")
+    if detach:
+        backend.detach(plan, record, base_dir)
+        return Launched(record, None)
+    result = backend.execute(plan, record, base_dir, console)
+    say(outcome_line(plan.run_id, result.state, result.code, result.failure))
+    return Launched(record, result)

@@ -1,0 +1,27 @@
+"""Finding runs and what their records mean now, for `kit runs / status / logs / cancel` and the Python API: a
+record's state is read through its own backend (a dead supervisor reads "lost", a SLURM job is asked about)."""
+
+from typing import Optional
+
+from launcher import runs
+from launcher.backends import registry
+from launcher.errors import KitError
+from launcher.status import RunStatus
+
+
+def state_now(status: RunStatus) -> tuple[str, str]:
+    """(state, note) of a record now, through its backend; the recorded state when the backend cannot say."""
+    if status.state == "corrupt":
+        return "corrupt", status.note
+    try:
+        return registry.backend(status.backend).current_state(status)
+    except KitError as e:
+        return status.state, str(e)
+
+
+def find_record(run_root: str, run_id: Optional[str]) -> runs.RunRecord:
+    """The record of `run_id` (the latest run when None) under `run_root`; a one-line KitError when none."""
+    run_id = run_id or runs.latest(run_root)
+    if run_id is None:
+        raise KitError(f"no runs under {run_root}/ yet; start one with `kit submit`")
+    return runs.find(run_root, run_id)

@@ -1,0 +1,161 @@
+"""What the planner asks a backend: where the nodes go and what each node's launch looks like there. Every backend
+has one `Placement` (backends/<name>/placement.py), found through backends/registry.py; build_plan and the sweep
+planner call only these methods, so no planning code names a backend. Pure: no I/O, no environment reads
+(`at_submit` is the one exception, called at the edge by the spec loader)."""
+
+from dataclasses import dataclass
+from typing import Optional
+
+from launcher.errors import KitError
+from launcher.plan.model import Submission
+from launcher.plan.port import lane_port
+from launcher.spec.cluster import ClusterSpec, Host
+from launcher.spec.job import JobSpec
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """Where a sweep's trials run at once: lane k's cluster, and its GPUs or hosts for the dry-run."""
+    clusters: tuple[ClusterSpec, ...]
+    placement: tuple[str, ...]          # "" when every lane shares the cluster as it is
+
+    @property
+    def count(self) -> int:
+        return len(self.clusters)
+
+
+def gpus_of(job: JobSpec, cluster: ClusterSpec) -> int:
+    return job.gpus_per_node if job.gpus_per_node is not None else cluster.gpus_per_node
+
+
+class Placement:
+    """Defaults fit a backend whose nodes are hosts the cluster config lists (SSH-like); others override."""
+
+    name = "?"
+    # Config sections (ClusterSpec fields holding a section) this backend reads; any other one given is an error.
+    sections: tuple[str, ...] = ()
+    # Shell variables the node commands leave for each task to expand (e.g. $SLURM_NODEID).
+    runtime_vars: tuple[str, ...] = ()
+    # Lines before the node's setup that set runtime variables (e.g. the master address from the allocation).
+    prelude: tuple[str, ...] = ()
+    # The run's generated files travel to each host (uploads), rather than sitting on a shared workdir.
+    uploads_files = False
+    # Trials of a sweep that share a host get their own master port per lane.
+    lanes_own_ports = True
+    # The nodes start from kit's own environment (filtered by the plan's inherit policy): kit then says what it
+    # left out.
+    inherits_submit_env = False
+
+    # ---- the cluster config
+    def check_cluster(self, cluster: ClusterSpec) -> None:
+        """Raise ValueError (the schema's message) for a config this backend cannot use."""
+        if not cluster.hosts:
+            raise ValueError(f"backend {self.name} needs hosts: [...]")
+        if cluster.gpu_ids is not None:
+            raise ValueError(f"gpu_ids: only a local cluster picks GPU ids, not a {self.name} cluster; remove it")
+
+    def at_submit(self, cluster: ClusterSpec, embedded: bool = False) -> ClusterSpec:
+        """The cluster with facts read on this machine at submit time filled in (a local cluster: its cores and
+        visible GPUs). `embedded`: the cluster kit uses without --cluster. The spec loader calls this, never the
+        planner."""
+        return cluster
+
+    def logs_in(self, cluster: ClusterSpec) -> bool:
+        """Whether a real run logs in over SSH with the cluster's `ssh:` settings (their files must exist)."""
+        return False
+
+    def binding(self, cluster: ClusterSpec, job: JobSpec):
+        """What the backend takes from the validated specs besides the plan (connection settings, the entrypoint
+        for its checks), as plain data that pickles without the schemas (it may be made in the forked planner):
+        the argument of its Backend.use(). None when it needs nothing."""
+        return None
+
+    def default_python(self, kit_python: str) -> str:
+        """The nodes' interpreter when the cluster sets no `python:`."""
+        return "python"
+
+    # ---- the shape
+    def hosts(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
+        if job.nodes > len(cluster.hosts):
+            raise KitError(
+                f"nodes: {job.nodes} nodes requested but cluster '{cluster.name}' lists {len(cluster.hosts)} "
+                f"hosts; lower --nodes or add hosts"
+            )
+        return tuple(cluster.hosts[: job.nodes])
+
+    def where(self, host: Host, cluster: ClusterSpec) -> str:
+        return f"host {host.name}"
+
+    def check_gpus(self, gpus: int, hosts: tuple[Host, ...], cluster: ClusterSpec) -> None:
+        for host in hosts:
+            have = host.gpus if host.gpus is not None else cluster.gpus_per_node
+            if gpus > have:
+                raise KitError(
+                    f"gpus_per_node: {gpus} GPUs per node requested but {self.where(host, cluster)} has {have}; "
+                    f"lower --gpus or fix the cluster's gpus_per_node"
+                )
+
+    def cores_shared_by(self, nodes: int, procs: int) -> int:
+        """How many processes share one node's cores (cpu_threads_per_process: auto divides by this)."""
+        return procs
+
+    # ---- each node's launch
+    def master(self, hosts: tuple[Host, ...]) -> str:
+        head = hosts[0]
+        return head.address or head.name
+
+    def rank_word(self, rank: int) -> str:
+        """The machine rank as the node's argv says it: a number, or a variable each task resolves."""
+        return str(rank)
+
+    def config_file(self, run_dir: str, rank: int) -> str:
+        return f"{run_dir}/accelerate.node{rank}.yaml"
+
+    def gpu_ids(self, cluster: ClusterSpec, nodes: int, gpus_per_node: int, rank: int) -> Optional[str]:
+        """`--gpu_ids` of node `rank`, when this backend picks GPUs itself (simulated nodes on one machine)."""
+        return None
+
+    def submission(self, cluster: ClusterSpec, *, run_id: str, job_name: str, nodes: int, gpus: int, run_dir: str,
+                   node_command: str) -> tuple[dict, Submission]:
+        """(files added to the plan, how the nodes are submitted): by default kit starts one process per node."""
+        return {}, Submission(kind="processes")
+
+    # ---- the dry-run
+    def dryrun_head(self, plan) -> list[str]:
+        """Lines about delivery for the plan's head (after the world and the submission)."""
+        return []
+
+    def dryrun_node(self, plan, node) -> list[str]:
+        """Lines for one node's section (before its command)."""
+        return []
+
+    # ---- sweeps
+    def lanes(self, cluster: ClusterSpec, jobs: list[JobSpec], parallel: int) -> Lanes:
+        """Lane k's cluster: disjoint host sets where the hosts allow (GPU trials never share hosts)."""
+        m = max(job.nodes for job in jobs)
+        sets = len(cluster.hosts) // m
+        gpu = any(gpus_of(job, cluster) for job in jobs)
+        count = min(parallel, len(jobs), sets if gpu else parallel)
+        if sets <= 1 or count <= 1:
+            return Lanes((cluster,) * max(1, count), ("",) * max(1, count))
+        clusters, placement = [], []
+        for k in range(count):
+            start = (k % sets) * m
+            hosts = cluster.hosts[start:] + cluster.hosts[:start]
+            clusters.append(cluster.model_copy(update={"hosts": hosts}))
+            placement.append("hosts " + ",".join(h.name for h in hosts[:m]))
+        return Lanes(tuple(clusters), tuple(placement))
+
+    def array_plan(self, sweep_id: str, parallel: int, trials) -> Optional[object]:
+        """One submission for every trial of a sweep (a SLURM job array), or None: trials run lane by lane."""
+        return None
+
+    def with_lane_ports(self, lanes: Lanes, key: str) -> Lanes:
+        """Each lane's own master port, when lanes may share a host (plan/port.py: one derivation)."""
+        if lanes.count == 1 or not self.lanes_own_ports:
+            return lanes
+        clusters = []
+        for k, c in enumerate(lanes.clusters):
+            port = lane_port(c.master_port, key, k, lanes.count)
+            clusters.append(c if port is None else c.model_copy(update={"master_port": port}))
+        return Lanes(tuple(clusters), lanes.placement)

@@ -1,0 +1,247 @@
+"""A run's status (status.json in its record), typed: every field kit writes or reads is declared here, and a
+record read back is checked field by field, since anyone who can write into a shared run root can write one.
+
+`RunStatus.from_json` keeps what is well-formed and turns what is not into a "corrupt" record that names the
+field; nothing read back is ever used as shell text or a path without its type and shape checked here."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any, Optional
+
+from launcher.backends import registry
+
+# Run states. Not over yet: ACTIVE (kit or the nodes run) and QUEUED (a SLURM job waiting, first time or after a
+# requeue). Over: every other state.
+ACTIVE = ("starting", "running")
+QUEUED = ("pending", "requeued")
+NOT_OVER = ACTIVE + QUEUED
+FINAL = ("succeeded", "failed", "cancelled", "timeout", "preempted")
+
+HOST_NAME = re.compile(r"^[A-Za-z0-9?][A-Za-z0-9_.:-]*$")   # "?" is a SLURM node not known yet
+JOB_ID = re.compile(r"^\d+(_\d+)?$")                        # SLURM job id, or <array id>_<task>
+TICKS = re.compile(r"^\d+$")                                # a process's start time in clock ticks (/proc)
+RUN_DIR = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$")
+
+
+class BadStatus(ValueError):
+    """A field of a record read back is not what kit writes there."""
+
+
+def _int(v) -> Optional[int]:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise BadStatus(f"expected an integer, got {v!r}")
+    return v
+
+
+def _pid(v) -> Optional[int]:
+    if v is None or v == "-":   # SLURM records say "-" where no pid is known
+        return None
+    v = _int(v)
+    if v <= 0:
+        raise BadStatus(f"expected a process id, got {v!r}")
+    return v
+
+
+def _float(v) -> Optional[float]:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise BadStatus(f"expected a number, got {v!r}")
+    return float(v)
+
+
+def _str(v, pattern=None) -> Optional[str]:
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise BadStatus(f"expected a string, got {v!r}")
+    if pattern is not None and not pattern.fullmatch(v):
+        raise BadStatus(f"{v!r} is not well-formed")
+    return v
+
+
+def _dict(v) -> Optional[dict]:
+    if v is None:
+        return None
+    if not isinstance(v, dict):
+        raise BadStatus(f"expected a mapping, got {v!r}")
+    return v
+
+
+def _node(v) -> NodeStatus:
+    if isinstance(v, NodeStatus):
+        return v
+    if not isinstance(v, dict):
+        raise BadStatus(f"expected a node mapping, got {v!r}")
+    return NodeStatus(
+        rank=_int(v.get("rank")) if v.get("rank") is not None else 0,
+        host=_str(v.get("host"), HOST_NAME) or "?",
+        pid=_pid(v.get("pid")), start=_float(v.get("start")), address=_str(v.get("address"), HOST_NAME),
+        pgid=_pid(v.get("pgid")), start_ticks=_str(_ticks(v.get("start_ticks")), TICKS),
+        remote_start=_float(v.get("remote_start")),
+    )
+
+
+def _ticks(v):
+    return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+def _failure(v) -> Optional[Failure]:
+    if v is None or isinstance(v, Failure):
+        return v
+    if not isinstance(v, dict):
+        raise BadStatus(f"expected a failure mapping, got {v!r}")
+    return Failure(node=_int(v.get("node")) or 0, host=_str(v.get("host")) or "?", rank=_int(v.get("rank")),
+                   code=_int(v.get("code")) or 0, meaning=_str(v.get("meaning")) or "",
+                   last_line=_str(v.get("last_line")) or "")
+
+
+def _codes(v) -> tuple:
+    if not isinstance(v, (list, tuple)):
+        raise BadStatus(f"expected a list, got {v!r}")
+    return tuple(_int(c) for c in v)
+
+
+def _nodes(v) -> tuple:
+    if not isinstance(v, (list, tuple)):
+        raise BadStatus(f"expected a list, got {v!r}")
+    return tuple(_node(n) for n in v)
+
+
+def _list(v) -> Optional[list]:
+    if v is None:
+        return None
+    if not isinstance(v, (list, tuple)):
+        raise BadStatus(f"expected a list, got {v!r}")
+    return list(v)
+
+
+def _backend(v) -> str:
+    v = _str(v) or registry.DEFAULT
+    if not registry.known(v):
+        raise BadStatus(f"{v!r} is not a backend kit has")
+    return v
+
+
+def _checked(default, check):
+    """A RunStatus field's default, with the function that checks a value read back or written."""
+    return field(default=default, metadata={"check": check})
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The first failure of a run: node, host, rank, the rank's own exit code, what it means, its last words."""
+    node: int
+    host: str
+    rank: Optional[int]     # global rank, when the launcher named it
+    code: int               # the rank's own exit code (or the node's, when no rank is named)
+    meaning: str
+    last_line: str
+
+    @property
+    def preempted(self) -> bool:
+        return self.code == PREEMPTED
+
+
+PREEMPTED = 75   # EX_TEMPFAIL: "preempted, requeue me", whatever the program
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    """One node of a running run: where it runs and the process kit can find it by (local: the watchdog's pid and
+    start time; SSH: the remote watchdog's pid, process group and start ticks; SLURM: the host once known)."""
+    rank: int
+    host: str = "?"
+    pid: Optional[int] = None
+    start: Optional[float] = None          # local: psutil create_time of the watchdog
+    address: Optional[str] = None          # SSH: what kit dialled
+    pgid: Optional[int] = None
+    start_ticks: Optional[str] = None      # SSH: the watchdog's start time in /proc ticks, digits only
+    remote_start: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    run_id: str = _checked("", lambda v: _str(v, RUN_DIR) or "")
+    job: str = _checked("", lambda v: _str(v) or "")
+    backend: str = _checked(registry.DEFAULT, _backend)
+    state: str = _checked("?", lambda v: _str(v) or "?")
+    created_at: Optional[float] = _checked(None, _float)
+    submitted_at: Optional[float] = _checked(None, _float)
+    started_at: Optional[float] = _checked(None, _float)
+    finished_at: Optional[float] = _checked(None, _float)
+    exit_code: Optional[int] = _checked(None, _int)
+    node_exit_codes: tuple = _checked((), _codes)           # per node: int, or None when it wrote none
+    failure: Optional[Failure] = _checked(None, _failure)
+    nodes: tuple = _checked((), _nodes)                     # NodeStatus per node
+    supervisor_pid: Optional[int] = _checked(None, _pid)    # the kit process that follows the run (local, SSH)
+    supervisor_start: Optional[float] = _checked(None, _float)
+    teardown_grace: Optional[float] = _checked(None, _float)
+    # SSH
+    ssh: Optional[dict] = _checked(None, _dict)             # connection settings (no secrets), to log in again
+    accepted_host_keys: Optional[list] = _checked(None, _list)
+    timings: Optional[dict] = _checked(None, _dict)         # seconds per phase (bench/ssh_fanout.py reads them)
+    # SLURM
+    job_id: Optional[str] = _checked(None, lambda v: _str(v, JOB_ID))
+    array_job_id: Optional[str] = _checked(None, lambda v: _str(v, JOB_ID))
+    path: Optional[str] = _checked(None, _str)              # the record's own directory
+    workdir: Optional[str] = _checked(None, _str)           # the cluster's workdir as the SLURM commands see it
+    run_dir: Optional[str] = _checked(None, lambda v: _str(v, RUN_DIR))   # relative to workdir
+    max_requeues: Optional[int] = _checked(None, _int)
+    login_host: Optional[str] = _checked(None, lambda v: _str(v, HOST_NAME))
+    login_ssh: Optional[dict] = _checked(None, _dict)
+    restarts: int = _checked(0, lambda v: _int(v) or 0)
+    slurm_state: Optional[str] = _checked(None, _str)
+    ended_by: str = _checked("", lambda v: _str(v) or "")
+    # Why the state is what it is, when kit knows more than the state.
+    note: str = _checked("", lambda v: _str(v) or "")
+
+    @property
+    def over(self) -> bool:
+        return self.state not in NOT_OVER
+
+    def replace(self, **changes) -> "RunStatus":
+        """A copy with `changes` applied; a name that is no field is a bug (TypeError), not a new key."""
+        return dataclasses.replace(self, **{k: _coerce(k, v) for k, v in changes.items()})
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Any) -> "RunStatus":
+        """The status in `data` (status.json's object); BadStatus names the first field that is not well-formed.
+        Keys kit does not write are ignored (a newer kit's, or someone else's)."""
+        if not isinstance(data, dict):
+            raise BadStatus("not a JSON object")
+        known = {f.name for f in fields(cls)}
+        values = {}
+        for name, value in data.items():
+            if name in known:
+                try:
+                    values[name] = _coerce(name, value)
+                except BadStatus as e:
+                    raise BadStatus(f"{name}: {e}") from None
+        return cls(**values)
+
+
+_CHECKS = {f.name: f.metadata["check"] for f in fields(RunStatus)}
+
+
+def _coerce(name: str, value):
+    if name not in _CHECKS:
+        raise TypeError(f"RunStatus has no field {name!r}")
+    return _CHECKS[name](value)
+
+
+def corrupt(run_id: str, why: str) -> RunStatus:
+    return RunStatus(run_id=run_id if RUN_DIR.fullmatch(run_id or "") else "", state="corrupt", note=why)
+
+
+__all__ = ["RunStatus", "NodeStatus", "Failure", "BadStatus", "ACTIVE", "QUEUED", "NOT_OVER", "FINAL", "PREEMPTED",
+           "corrupt"]

@@ -1,0 +1,44 @@
+"""A record's node logs read as they grow: the complete lines written since the last read, tagged like the live
+console (`kit logs --follow`, the SLURM backend's following)."""
+
+import os
+import sys
+
+from launcher.plan.tags import is_tagged, node_tag
+from launcher.supervise.noise import NoiseFilter
+
+
+def node_logs(record_path: str, node=None) -> list[tuple[int, str]]:
+    """(rank, path) of the record's node<N>.log files, in rank order; only `node`'s when given."""
+    names = sorted((int(n[4:-4]), n) for n in os.listdir(record_path)
+                   if n.startswith("node") and n.endswith(".log") and n[4:-4].isdigit())
+    if node is not None:
+        names = [(r, n) for r, n in names if r == node]
+    return [(r, os.path.join(record_path, n)) for r, n in names]
+
+
+def print_new_lines(record_path: str, node, offsets: dict, pending: dict, noise=None, out=None) -> None:
+    """The node logs' complete lines written since the last call, tagged like the live console. With `noise`
+    (a dict, one NoiseFilter per log kept in it), the launcher's tracebacks, tables and log lines stay in the
+    logs, as on the local backend's console; without it every line is shown (`kit logs`)."""
+    out = out or sys.stdout
+    for rank, path in node_logs(record_path, node) if os.path.isdir(record_path) else []:
+        with open(path, "rb") as f:
+            f.seek(offsets.get(path, 0))
+            data = pending.get(path, b"") + f.read()
+            offsets[path] = f.tell()
+        *lines, pending[path] = data.split(b"\n")
+        for raw in lines:
+            line = raw.decode("utf-8", errors="replace")
+            line = line if is_tagged(line, rank) else f"{node_tag(rank)} {line}"
+            shown = [line] if noise is None else noise.setdefault(path, NoiseFilter()).feed(line)
+            out.write("".join(ln + "\n" for ln in shown))
+        out.flush()
+
+
+def flush_held(noise: dict, out=None) -> None:
+    """What the noise filters still hold at the end of a run (a traceback that was the job's own)."""
+    out = out or sys.stdout
+    for held in noise.values():
+        out.write("".join(ln + "\n" for ln in held.finish()))
+    out.flush()

@@ -1,0 +1,23 @@
+"""What every trial of a sweep shares (the resolved specs, where records go, the backend's binding), and the specs a
+trial's run record keeps."""
+
+from dataclasses import dataclass
+
+from launcher.runs import spec_record
+from launcher.sweep.trials import Trial, trial_job
+
+
+@dataclass(frozen=True)
+class SweepContext:
+    job: object              # the resolved job (overrides applied); each trial applies its values on top
+    cluster: object          # the resolved cluster
+    spec: object             # the sweep spec
+    base_dir: str            # where `kit submit` ran
+    run_root: str            # absolute: the sweep's and the trials' records
+    binding: object          # the backend's settings (Placement.binding)
+
+
+def trial_specs(ctx: SweepContext, trial) -> tuple[dict, dict]:
+    """(job record, cluster record) of one trial's run record: the trial's own job, its lane's cluster."""
+    tjob = trial_job(ctx.job, ctx.spec, Trial(trial.index, trial.params), trial.output_dir)
+    return spec_record(tjob, trial.plan), spec_record(trial.cluster or ctx.cluster, trial.plan)

@@ -1,0 +1,71 @@
+"""A sweep whose trials the backend submitted as one (a SLURM job array): follow every trial through its own
+record, as `kit status <trial>` reads it (its backend's current_state brings the record up to date), until each
+has ended; then the sweep's end and its table."""
+
+import os
+import sys
+import time
+
+from launcher import runs
+from launcher.lookup import state_now
+from launcher.status import NOT_OVER
+from launcher.supervise.failure import outcome_line
+
+POLL = 2.0
+
+
+def _trial_record(record, run_id: str) -> runs.RunRecord:
+    return runs.RunRecord(record.trial_dir(run_id))
+
+
+def _refresh(trial: runs.RunRecord) -> tuple[str, str]:
+    """(state, the backend's line) of one trial now; a finished one's end goes into its record."""
+    status = trial.read_status()
+    if not status.job_id:
+        # Never submitted (kit stopped before sbatch answered): nothing of it runs anywhere.
+        return ("not submitted" if status.state in NOT_OVER else status.state), ""
+    state, line = state_now(status)
+    if state == "running" and not status.started_at:
+        # When it was first seen running: the trial's duration leaves out its wait in the queue.
+        trial.update_status(started_at=time.time())
+    return state, line
+
+
+def how_to(sweep_id: str, record) -> str:
+    root = os.path.dirname(record.path)
+    return (f"Follow it with `kit sweep status {sweep_id} --run-root {root}` (one trial: `kit logs {sweep_id}-tN "
+            f"--follow --run-root {root}`); stop it with `kit cancel {sweep_id} --run-root {root}`.")
+
+
+def follow_trials(record, run_ids: list[str]) -> int:
+    """Print each trial's state changes until every one has ended. Ctrl-C stops following only."""
+    said, ended = {}, []
+    try:
+        while len(ended) < len(run_ids):
+            for run_id in run_ids:
+                if run_id in ended:
+                    continue
+                state, line = _refresh(_trial_record(record, run_id))
+                if said.get(run_id) != (state, line):
+                    said[run_id] = (state, line)
+                    print(f"kit: {run_id}: {line or state}", file=sys.stderr, flush=True)
+                if state not in NOT_OVER:
+                    ended.append(run_id)
+            if len(ended) < len(run_ids):
+                time.sleep(POLL)
+    except KeyboardInterrupt:
+        print(f"\nkit: stopped following; the trials keep running. {how_to(record.sweep_id, record)}",
+              file=sys.stderr, flush=True)
+        return 130
+    first_bad = None
+    for run_id in ended:
+        status = _trial_record(record, run_id).read_status()
+        print(outcome_line(run_id, status.state, status.exit_code or 0, status.failure), file=sys.stderr)
+        if status.state != "succeeded" and first_bad is None:
+            first_bad = status.exit_code or 1
+    code = 0 if first_bad is None else first_bad
+    record.update(state="succeeded" if code == 0 else "failed", exit_code=code, finished_at=time.time())
+    from launcher.sweep.status import print_status  # the same table as `kit sweep status`
+    sys.stdout.flush()
+    print_status(os.path.dirname(record.path), record.sweep_id)
+    return code
