@@ -1,5 +1,5 @@
 """`kit submit`'s first half (prepare.py: load and validate the specs, plan, local checks) in a forked process,
-while kit itself logs in to an SSH cluster's hosts (backends/ssh_early.py).
+while kit itself logs in to an SSH cluster's hosts (backends/ssh/early.py).
 
 Why a process: the first half is ~0.1 s of CPU, most of it pydantic building kit's schemas, and the logins are
 paramiko, Python too. In one process they take turns on one interpreter lock, and kit reaches its hosts only

@@ -246,7 +246,7 @@ class Watchdog:
 
 
 def parse_args(argv):
-    import argparse   # not at the top: a node started over SSH calls run() directly (backends/ssh_boot.py)
+    import argparse   # not at the top: a node started over SSH calls run() directly (backends/ssh/boot.py)
     p = argparse.ArgumentParser(prog="kit-watchdog", allow_abbrev=False)
     p.add_argument("--grace", type=float, default=DEFAULT_GRACE)
     p.add_argument("--log")

@@ -54,7 +54,7 @@ def follow_trials(record, run_ids: list[str]) -> int:
             if len(ended) < len(run_ids):
                 time.sleep(POLL)
     except KeyboardInterrupt:
-        print(f"\nkit: stopped following; the trials keep running. {how_to(record.sweep_id, record)}",
+        print(f"\nkit: stopped following; the job array keeps running. {how_to(record.sweep_id, record)}",
               file=sys.stderr, flush=True)
         return 130
     first_bad = None

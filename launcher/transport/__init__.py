@@ -24,7 +24,7 @@ def load_paramiko():
     line; that import costs about 0.13 s of CPU (it pulls in asyncio and unittest.mock) at every kit start that
     touches SSH. So paramiko is imported with `invoke` hidden, and its config module gets a stand-in that
     imports `invoke` on first use: `Match exec` still works. It is imported while kit's early logins wait for
-    it (backends/ssh_early.py), so importlib.metadata, which it needs for its version string only, is not
+    it (backends/ssh/early.py), so importlib.metadata, which it needs for its version string only, is not
     imported on that way either (metadata_on_use.py)."""
     with _importing:
         if "paramiko" not in sys.modules and "invoke" not in sys.modules:

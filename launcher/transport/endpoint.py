@@ -8,7 +8,7 @@ DEFAULT_CONFIG = "~/.ssh/config"
 USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
 
 
-# A NamedTuple, not a dataclass: it is built before the early logins' TCP connect (ssh_early.py), and importing
+# A NamedTuple, not a dataclass: it is built before the early logins' TCP connect (ssh/early.py), and importing
 # dataclasses costs 12 ms there.
 class Endpoint(NamedTuple):
     name: str                   # the host's name in the cluster config (used in every message)

@@ -11,6 +11,7 @@ from launcher.backends.slurm.query import JobInfo, _exit_code
 from launcher.transport.where import Local
 from launcher.render.slurm import sbatch_script
 from launcher.spec.cluster import ClusterSpec
+from launcher.status import RunStatus
 
 
 @pytest.mark.parametrize("slurm,restarts,kit", [
@@ -37,7 +38,7 @@ def test_exit_codes_read_like_a_shell_says_them(text, code):
     assert _exit_code(text) == code
 
 
-def _ended_job(tmp_path, argv, node_code, batch_text="") -> dict:
+def _ended_job(tmp_path, argv, node_code, batch_text="") -> RunStatus:
     """A finished job's run directory (the record and the workdir are one directory here, as without a login
     host): plan.json with node 0's argv, node 0's exit file and log, the batch shell's output."""
     run = tmp_path / "runs" / "r"
@@ -46,8 +47,8 @@ def _ended_job(tmp_path, argv, node_code, batch_text="") -> dict:
     (run / "node0.exit").write_text(f"{node_code}\n")
     (run / "node0.log").write_text("bad data: reviews.csv:1: missing column 'text'\n")
     (run / "slurm-7.out").write_text(batch_text)
-    return {"path": str(run), "workdir": str(tmp_path), "run_dir": "runs/r", "job_id": "7", "max_requeues": 0,
-            "nodes": [{"rank": 0, "host": "n1"}]}
+    return RunStatus.from_json({"path": str(run), "workdir": str(tmp_path), "run_dir": "runs/r", "job_id": "7",
+                                "max_requeues": 0, "nodes": [{"rank": 0, "host": "n1"}]})
 
 
 TRAIN = ["python", "-m", "accelerate.commands.launch", "--multi_gpu", "-m", "train", "--data", "x.csv"]
@@ -58,7 +59,7 @@ SCRIPT = ["python", "-m", "accelerate.commands.launch", "--multi_gpu", "probe.py
 def test_exit_codes_mean_something_only_for_the_training_module_in_plan_json(tmp_path, argv, meaning):
     fields = final_fields(Local(), _ended_job(tmp_path, argv, 4), JobInfo("7", "FAILED", exit_code=1))
     assert fields["state"] == "failed" and fields["exit_code"] == 4
-    assert fields["failure"]["meaning"] == meaning
+    assert fields["failure"].meaning == meaning
 
 
 def test_the_time_limit_with_no_requeue_left_ends_as_timeout_not_failed(tmp_path):

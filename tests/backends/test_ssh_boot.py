@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from launcher.backends import ssh_preflight
+from launcher.backends.ssh import preflight as ssh_preflight
 from launcher.backends.ssh.boot import WAITING, boot_source
 from launcher.backends.ssh.gate import GATE_COMMAND
 from launcher.plan.build import build_plan

@@ -1,4 +1,4 @@
-"""The early logins (backends/ssh_early.py) guess each host's endpoint from the raw cluster YAML; the backend uses a
+"""The early logins (backends/ssh/early.py) guess each host's endpoint from the raw cluster YAML; the backend uses a
 login only if the guess equals what the validated config resolves to. A guess that drifted from the schema's
 defaults would silently lose the overlap, so the guess is compared with the real resolution here."""
 

@@ -1,4 +1,5 @@
-"""The SSH backend costs nothing until it is used: help and SSH dry-runs import neither paramiko nor the backend."""
+"""The SSH backend costs nothing until it is used: help and SSH dry-runs import neither paramiko nor the backend
+(its placement, which plans, is light)."""
 
 import subprocess
 import sys
@@ -9,7 +10,8 @@ CHECK = """
 import sys
 from launcher.cli import main
 main(sys.argv[1:])
-heavy = sorted(m for m in ("paramiko", "launcher.backends.ssh", "launcher.transport.ssh", "torch") if m in sys.modules)
+heavy = sorted(m for m in ("paramiko", "launcher.backends.ssh.backend", "launcher.transport.ssh", "torch")
+               if m in sys.modules)
 print("HEAVY", heavy, file=sys.stderr)
 """
 

@@ -2,7 +2,7 @@
 node logs the tasks write on the shared workdir), report, cancel. kit never re-derives the script: the bytes
 `sbatch` reads are the plan's, which the dry-run prints.
 
-Every SLURM command and every touch of the cluster's workdir goes through slurm_where: this machine, or the
+Every SLURM command and every touch of the cluster's workdir goes through transport/where.py: this machine, or the
 login host (`slurm.login_host`) over SSH and SFTP. The run record stays where `kit submit` ran."""
 
 import dataclasses

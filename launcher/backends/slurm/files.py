@@ -1,4 +1,4 @@
-"""What the job leaves in its run directory on the cluster's workdir, read wherever that is (slurm_where): each
+"""What the job leaves in its run directory on the cluster's workdir, read wherever that is (transport/where.py): each
 node's exit code (`node<N>.exit`), the node logs, and the batch shell's own output (`slurm-<job id>.out`).
 
 The run record (status.json, plan.json) stays on the submitting machine. When the workdir is elsewhere (a login

@@ -1,6 +1,6 @@
 """What SLURM says about a job: `scontrol show job` while the controller still knows the job (state, reason,
 nodes, requeues, exit code), submitit's sacct watcher once it has forgotten it (sacct on the login host when
-submitit cannot run there). Every command runs where slurm_where says: this machine or the login host."""
+submitit cannot run there). Every command runs where transport/where.py says: this machine or the login host."""
 
 import re
 from dataclasses import dataclass
@@ -78,7 +78,7 @@ def sacct_state(folder: str, job_id: str) -> str:
 
 
 def query(where, folder: str, job_id: str) -> JobInfo:
-    """`where`: slurm_where.Local or LoginHost, where the SLURM commands run."""
+    """`where`: transport.where.Local or LoginHost, where the SLURM commands run."""
     fields = scontrol_job(where, job_id)
     # sacct lags the controller (a final row can appear before its exit code and end time) and costs more on a
     # busy login node: while the controller still knows the job, its word is used; submitit's sacct watcher

@@ -86,7 +86,7 @@ class SshBackend(Backend):
         self.conns, results, problems = connect_each(
             [resolve(h, self.addresses.get(h), self.settings) for h in hosts], self.accepted, then,
             early=early and early.take)
-        if early is not None:   # early logins never accept new keys (ssh_early._endpoints)
+        if early is not None:   # early logins never accept new keys (early._endpoints)
             early.close()   # any the plan does not use
         self._pid = os.getpid()
         self.gates = {}

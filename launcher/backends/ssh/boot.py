@@ -1,5 +1,5 @@
 """The node's check program on the host, last part: once the checks have printed their results it waits for kit's
-word and becomes the node's watchdog in the same process (ssh_gate.py says why one process).
+word and becomes the node's watchdog in the same process (gate.py says why one process).
 
 It runs under the node's python after the node's setup lines (in its workdir, with their environment), as the
 child of the gate shell. On `go` it undoes what the setup lines did to itself: it takes the gate shell's

@@ -1,9 +1,9 @@
 """One login and one Python start per host: the node's launch channel runs the checks and then becomes the node.
 
 The login shell execs a small bash (the gate) that runs the check program in itself: the node's own preamble
-(cd, setup lines, environment), then its python with the probe, the entrypoint check and the boot (ssh_boot.py).
+(cd, setup lines, environment), then its python with the probe, the entrypoint check and the boot (boot.py).
 The checks print their results and the program waits for kit's word. Only when every host passed does kit write
-`go`; the same process then becomes the node's watchdog (ssh_boot.py). Anything else, or the channel closing,
+`go`; the same process then becomes the node's watchdog (boot.py). Anything else, or the channel closing,
 ends it having started nothing. Each login's shell start, each Python start and each small process costs CPU on
 the host; on a fan-out to many hosts that work, not the network, sets the time to start (bench/ssh_fanout.py):
 so no shell or filter between the gate and the check's python.
@@ -12,18 +12,18 @@ so no shell or filter between the gate and the check's python.
 import shlex
 
 # Nothing of kit is imported at the top: the early logins' threads take GATE_COMMAND from here, and a thread that
-# imports kit's modules while the main thread does can deadlock on their package locks (ssh_early.py).
+# imports kit's modules while the main thread does can deadlock on their package locks (ssh/early.py).
 
 # The gate reads the check's shell text from the channel's stdin, up to a NUL byte (shell text holds none; bash
 # reads a pipe a byte at a time, so nothing after it is consumed): the login can then be opened before kit has
-# built the plan (ssh_early.py), and the text is sent once the plan is built and validated. The channel
+# built the plan (ssh/early.py), and the text is sent once the plan is built and validated. The channel
 # closing first ends the gate having run nothing. The Python program (probe, checks, boot, the watchdog's
 # source: ~15 KB) follows the NUL and is read by a small loader in the check's python, in a few reads: bash's
 # byte-at-a-time read of it cost ~5 ms per host after the login, on the way to every node's start.
 # stderr joins stdout, so the checks' output comes back in the order it was written; kit tells the checks'
 # results by their markers (read_checks). The gate shell runs the program itself (eval, no second bash) and
 # stays the check python's parent: the program takes the login's environment from it and the login's working
-# directory from KIT_LOGIN_DIR (ssh_boot.py), as the node's preamble changes both.
+# directory from KIT_LOGIN_DIR (boot.py), as the node's preamble changes both.
 _GATE = "IFS= read -r -d '' check || exit 0; exec 2>&1; export KIT_LOGIN_DIR=\"$PWD\"; eval \"$check\""
 # --norc: the login shell that runs this has sourced ~/.bashrc already (its environment is inherited); a
 # bash it execs would source it again (bash does so under sshd), ~0.1 s of CPU more per host.

@@ -3,7 +3,7 @@
 The SSH channel is the watchdog's control line: kit writes `stop`/`hurry`/`kill` to its stdin, and when kit dies
 (even by SIGKILL) the connection drops, sshd closes that stdin and the watchdog stops the node (EOF = supervisor
 gone). Secrets travel as the first stdin line after `go` (encode_env), never in a command line. The watchdog says
-its pid (= its session and process-group id) and start time first, for the run record (backends/ssh_boot.py).
+its pid (= its session and process-group id) and start time first, for the run record (backends/ssh/boot.py).
 """
 
 import time
@@ -57,7 +57,7 @@ class SshNode:
 
     @classmethod
     def attach(cls, rank: int, host: str, conn, chan, *, early: bytes, env: dict, log_path: str) -> "SshNode":
-        """Take over a gated channel (backends/ssh_gate.py) that passed its checks, and start the node."""
+        """Take over a gated channel (backends/ssh/gate.py) that passed its checks, and start the node."""
         chan.sendall(b"go\n" + encode_env(env))
         node = cls(rank, host, conn, chan, LogFile(log_path))
         node._early = early

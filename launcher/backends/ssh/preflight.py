@@ -36,13 +36,13 @@ def last_line(text: str) -> str:
 
 def _swap_launch(node: NodePlan, argv: tuple, runtime_vars) -> str:
     """The node's command (cd, setup, env) with its launch line replaced by `argv`, run as a child of the shell
-    (not exec'd: the gate shell stays its parent, ssh_gate.py)."""
+    (not exec'd: the gate shell stays its parent, gate.py)."""
     launch = "exec " + join_argv(node.argv, runtime_vars) + "\n"
     return node.command[:-len(launch)] + join_argv(argv) + "\nexit $?\n"
 
 
 def check_input(plan: LaunchPlan, node: NodePlan, entrypoint) -> bytes:
-    """What the node's launch channel is sent (ssh_gate.gate_input): the node's preamble, then one interpreter
+    """What the node's launch channel is sent (gate.gate_input): the node's preamble, then one interpreter
     start for everything: the probe, the local backend's entrypoint check (its CHECK_SOURCE, same markers), and
     the boot that waits for kit's word and becomes the watchdog. Each Python start on a host costs CPU that a
     fan-out to many hosts pays many times."""
@@ -94,7 +94,7 @@ def gate_host(conn, plan: LaunchPlan, entrypoint) -> tuple[dict, list]:
     try:
         nodes = [n for n in plan.nodes if n.host == host]
         for node in nodes:
-            chan = conn.session(GATE_COMMAND)  # opened early (ssh_early.py) or now
+            chan = conn.session(GATE_COMMAND)  # opened early (ssh/early.py) or now
             chan.sendall(check_input(plan, node, entrypoint))
             opened.append((node, chan))
         if any(node.files for node in nodes):
