@@ -51,9 +51,10 @@ def load(args) -> Loaded:
 
 
 def plan_for(loaded: Loaded, run_id: Optional[str]) -> LaunchPlan:
+    """The plan of the resolved specs (the overrides were applied once, by load)."""
     from launcher.plan.build import build_plan
-    from launcher.spec import load_user_deepspeed
-    return build_plan(loaded.job, loaded.cluster, loaded.overrides, run_id or new_run_id(loaded.job.name),
+    from launcher.spec import Overrides, load_user_deepspeed
+    return build_plan(loaded.resolved_job, loaded.resolved_cluster, Overrides(), run_id or new_run_id(loaded.job.name),
                       default_python=loaded.default_python,
                       user_deepspeed=load_user_deepspeed(loaded.resolved_job))
 

@@ -64,12 +64,6 @@ def sweep_id_for(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides:
     return f"{job.name}-sweep-{hashlib.sha256(material.encode()).hexdigest()[:8]}"
 
 
-def _job_overrides(overrides: Overrides) -> Overrides:
-    """The overrides that act on the job: each lane's cluster has the cluster ones applied already."""
-    return dataclasses.replace(overrides, master_port=None,
-                               sets=tuple(s for s in overrides.sets if not s.startswith("cluster.")))
-
-
 def _check_overrides(spec: SweepSpec, overrides: Overrides) -> None:
     swept = set(spec.parameters)
     for key, _, said in override_pairs(overrides):
@@ -83,18 +77,18 @@ def plan_sweep(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: O
     check_fields(job, spec)
     _check_overrides(spec, overrides)
     sweep_id = sweep_id or sweep_id_for(job, spec, cluster, overrides)
-    resolved_cluster = apply_overrides(job, cluster, overrides)[1]
+    # The specs are resolved once; each trial's job is the resolved job with its values (no override fixes a
+    # swept field: _check_overrides), and its plan is built on its lane's cluster with nothing left to apply.
+    resolved_job, resolved_cluster = apply_overrides(job, cluster, overrides)
     expanded = expand(spec)
     outputs = [posixpath.join(spec.output_root, f"{sweep_id}-t{t.index}") for t in expanded]
-    tjobs = [trial_job(job, spec, t, out) for t, out in zip(expanded, outputs)]
+    tjobs = [trial_job(resolved_job, spec, t, out) for t, out in zip(expanded, outputs)]
     placement = registry.placement(resolved_cluster.backend)
-    lanes = placement.lanes(resolved_cluster, [apply_overrides(j, cluster, overrides)[0] for j in tjobs],
-                            spec.parallel)
-    lanes = placement.with_lane_ports(lanes, sweep_id)
+    lanes = placement.with_lane_ports(placement.lanes(resolved_cluster, tjobs, spec.parallel), sweep_id)
     trials = []
     for trial, output_dir, tjob in zip(expanded, outputs, tjobs):
         run_id, lane = f"{sweep_id}-t{trial.index}", trial.index % lanes.count
-        plan = build_plan(tjob, lanes.clusters[lane], _job_overrides(overrides), run_id,
+        plan = build_plan(tjob, lanes.clusters[lane], Overrides(), run_id,
                           default_python=default_python, user_deepspeed=user_deepspeed)
         trials.append(TrialPlan(trial.index, run_id, trial.params, output_dir, plan, lane, lanes.placement[lane],
                                 lanes.clusters[lane]))
