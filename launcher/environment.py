@@ -4,7 +4,7 @@ carries."""
 
 from launcher.backends import registry
 from launcher.errors import KitError
-from launcher.plan.model import LaunchPlan, NodePlan
+from launcher.planning.model import LaunchPlan, NodePlan
 
 
 def dropped_vars(plan: LaunchPlan, environ) -> list[str]:

@@ -6,11 +6,11 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from launcher import runs
+from launcher import records
 from launcher.backends import registry
 from launcher.backends.base import Result
 from launcher.environment import dropped_warning
-from launcher.plan.model import LaunchPlan
+from launcher.planning.model import LaunchPlan
 from launcher.supervise.failure import outcome_line
 
 
@@ -27,7 +27,7 @@ class Prepared:
 
 @dataclass(frozen=True)
 class Launched:
-    record: runs.RunRecord
+    record: records.RunRecord
     result: Optional[Result]           # None when detached: the run goes on without this process
 
 
@@ -47,7 +47,7 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
     root = backend.record_root(prepared.workdir, base_dir)
     # The record is written before the checks: an SSH run's checks wait for the hosts' logins, and the record
     # is then off the way from the last check's answer to the nodes' start. Checks that fail take it back.
-    with runs.tentative(root, plan, prepared.job_record, prepared.cluster_record) as record:
+    with records.tentative(root, plan, prepared.job_record, prepared.cluster_record) as record:
         backend.check(plan, base_dir)
     if on_checked is not None:
         on_checked()

@@ -3,7 +3,7 @@ record's state is read through its own backend (a dead supervisor reads "lost", 
 
 from typing import Optional
 
-from launcher import runs
+from launcher import records
 from launcher.backends import registry
 from launcher.errors import KitError
 from launcher.status import RunStatus
@@ -19,9 +19,9 @@ def state_now(status: RunStatus) -> tuple[str, str]:
         return status.state, str(e)
 
 
-def find_record(run_root: str, run_id: Optional[str]) -> runs.RunRecord:
+def find_record(run_root: str, run_id: Optional[str]) -> records.RunRecord:
     """The record of `run_id` (the latest run when None) under `run_root`; a one-line KitError when none."""
-    run_id = run_id or runs.latest(run_root)
+    run_id = run_id or records.latest(run_root)
     if run_id is None:
         raise KitError(f"no runs under {run_root}/ yet; start one with `kit submit`")
-    return runs.find(run_root, run_id)
+    return records.find(run_root, run_id)

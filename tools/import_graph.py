@@ -22,17 +22,17 @@ PACKAGE = "launcher"
 # Lowest first. A module belongs to the longest prefix that matches; it may import its own layer and lower ones.
 LAYERS = [
     ("base", ["launcher.errors", "launcher.secrets", "launcher.hostinfo", "launcher.metadata_on_use",
-              "launcher.backends.registry", "launcher"]),
+              "launcher.backends.registry"]),
     ("spec", ["launcher.spec"]),
-    ("model", ["launcher.plan.model"]),
+    ("model", ["launcher.planning.model"]),
     ("render", ["launcher.render"]),
-    ("plan", ["launcher.plan", "launcher.environment"]),
+    ("plan", ["launcher.planning", "launcher.environment"]),
     ("transport", ["launcher.transport"]),
-    ("records", ["launcher.status", "launcher.runs"]),
+    ("records", ["launcher.status", "launcher.records"]),
     ("supervise", ["launcher.supervise", "launcher.preflight"]),
     ("backends", ["launcher.backends"]),
-    ("launch", ["launcher.launch", "launcher.lookup", "launcher.sweep"]),
-    ("api", ["launcher.api", "launcher.commands"]),
+    ("launch", ["launcher.launch", "launcher.lookup", "launcher.sweeps"]),
+    ("api", ["launcher.api", "launcher.commands", "launcher"]),   # launcher/__init__.py: the API's face
     ("cli", ["launcher.cli", "launcher.__main__"]),
 ]
 

@@ -7,7 +7,7 @@ it; kit's one launch pipeline (launcher/launch.py) calls it in this order:
     use(binding) -> check(plan, base_dir) -> [record written] -> execute(...) or detach(...)
 
 and `kit status / logs / cancel` (and the Python API's Run handle) call current_state, fetch_logs, cancel on a
-record. Planning (where the nodes go, what each node runs) is the backend's Placement (plan/placement.py)."""
+record. Planning (where the nodes go, what each node runs) is the backend's Placement (planning/placement.py)."""
 
 import abc
 import os
@@ -15,8 +15,8 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
-from launcher.plan.model import LaunchPlan
-from launcher.runs import RunRecord
+from launcher.planning.model import LaunchPlan
+from launcher.records import RunRecord
 from launcher.status import Failure, RunStatus
 
 
@@ -102,7 +102,7 @@ class Backend(abc.ABC):
     def submit_many(self, sweep, todo: list, specs: dict, base_dir: str) -> Optional[dict]:
         """Submit a sweep's trials `todo` (TrialPlans) as one (a job array), creating their records (`specs`:
         trial index -> (job record, cluster record)); return what the sweep's record keeps about it. None (the
-        default): the sweep launches each trial like one `kit submit`, lane by lane (launcher/sweep/driver.py)."""
+        default): the sweep launches each trial like one `kit submit`, lane by lane (launcher/sweeps/driver.py)."""
         return None
 
     def cancel_many(self, sweep_data: dict, sweep_path: str) -> Optional[str]:

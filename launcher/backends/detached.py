@@ -12,8 +12,8 @@ import subprocess
 import sys
 
 from launcher.errors import KitError
-from launcher.plan.model import LaunchPlan
-from launcher.runs import RunRecord
+from launcher.planning.model import LaunchPlan
+from launcher.records import RunRecord
 from launcher.supervise import tree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

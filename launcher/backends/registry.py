@@ -1,7 +1,7 @@
 """Which backends kit has: a name -> package table, loaded lazily. Adding a backend is one line here and one
 subpackage of launcher/backends/ with two modules:
 
-* `placement`: a `Placement` (plan/placement.py), pure and light: how the planner places the job's nodes, what the
+* `placement`: a `Placement` (planning/placement.py), pure and light: how the planner places the job's nodes, what the
   cluster config may hold for it, what the dry-run adds. Loaded while planning (`kit submit --dry-run`).
 * `backend`: a `Backend` (backends/base.py): checks, delivery, state, cancel, logs. Loaded only for a real run or
   a record's state.

@@ -14,7 +14,7 @@ def doctor(args) -> int:
     check_ssh_files(cluster)
     job = plan = None
     if args.job:
-        from launcher.plan.build import build_plan
+        from launcher.planning.build import build_plan
         job = load_job(args.job)
         plan = build_plan(job, cluster, Overrides(), "kit-doctor", user_deepspeed=load_user_deepspeed(job))
         job, cluster = apply_overrides(job, cluster, Overrides())

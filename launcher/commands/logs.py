@@ -4,9 +4,9 @@ import os
 import sys
 import time
 
-from launcher import runs
+from launcher import records
 from launcher.backends import registry
-from launcher.commands.records import find_record, state_now
+from launcher.lookup import find_record, state_now
 from launcher.errors import KitError
 from launcher.status import NOT_OVER
 from launcher.supervise.log_lines import node_logs, print_new_lines
@@ -14,7 +14,7 @@ from launcher.supervise.log_lines import node_logs, print_new_lines
 FOLLOW_POLL = 0.3
 
 
-def _node_logs(record: runs.RunRecord, node) -> list[tuple[int, str]]:
+def _node_logs(record: records.RunRecord, node) -> list[tuple[int, str]]:
     found = node_logs(record.path, node)
     if node is not None and not found:
         raise KitError(f"--node {node}: no such node log in {record.path}")
@@ -27,13 +27,13 @@ def _print_whole(paths) -> None:
             sys.stdout.write(f"==> {os.path.basename(path)} <==\n{f.read()}")
 
 
-def fetch(record: runs.RunRecord) -> None:
+def fetch(record: records.RunRecord) -> None:
     """A backend whose node logs live elsewhere (SLURM through a login host) copies them into the record."""
     status = record.read_status()
     registry.backend(status.backend).fetch_logs(record, status)
 
 
-def _follow(record: runs.RunRecord, node) -> None:
+def _follow(record: records.RunRecord, node) -> None:
     """Every node's lines as they come, tagged like the live console, until the run ends and the logs drain."""
     offsets, pending = {}, {}
     while True:
@@ -47,7 +47,7 @@ def _follow(record: runs.RunRecord, node) -> None:
 
 def _refuse_sweep(args) -> None:
     """A sweep has no logs of its own: each trial is a run with its own."""
-    from launcher.sweep.record import find_sweep, is_sweep
+    from launcher.sweeps.record import find_sweep, is_sweep
     if args.run_id and is_sweep(args.run_root, args.run_id):
         trials = [t["run_id"] for t in find_sweep(args.run_root, args.run_id).read().get("trials", [])]
         shown = ", ".join(trials[:3]) + (", ..." if len(trials) > 3 else "")

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from launcher.backends import registry
 from launcher.launch import Prepared
-from launcher.plan.model import LaunchPlan
+from launcher.planning.model import LaunchPlan
 
 
 @dataclass(frozen=True)
@@ -34,12 +34,13 @@ def overrides_from(args):
     return Overrides(
         nodes=args.nodes, gpus=args.gpus, procs_per_node=args.procs_per_node, strategy=args.strategy,
         mixed_precision=args.mixed_precision, master_port=args.port, sets=tuple(args.set),
+        extra_args=tuple(getattr(args, "args", None) or ()),
     )
 
 
 def load(args) -> Loaded:
     from launcher.spec import apply_overrides, load_cluster, load_job
-    from launcher.sweep.load import sweep_of
+    from launcher.sweeps.load import sweep_of
     job = load_job(args.job)
     cluster = load_cluster(args.cluster)
     overrides = overrides_from(args)
@@ -52,7 +53,7 @@ def load(args) -> Loaded:
 
 def plan_for(loaded: Loaded, run_id: Optional[str]) -> LaunchPlan:
     """The plan of the resolved specs (the overrides were applied once, by load)."""
-    from launcher.plan.build import build_plan
+    from launcher.planning.build import build_plan
     from launcher.spec import Overrides, load_user_deepspeed
     return build_plan(loaded.resolved_job, loaded.resolved_cluster, Overrides(), run_id or new_run_id(loaded.job.name),
                       default_python=loaded.default_python,
@@ -62,7 +63,7 @@ def plan_for(loaded: Loaded, run_id: Optional[str]) -> LaunchPlan:
 def prepare(loaded: Loaded, plan: LaunchPlan) -> Prepared:
     """The plain data for the launch: the backend's binding (a key file it names that is missing is a one-line
     error here) and the specs as the record keeps them."""
-    from launcher.runs import spec_record
+    from launcher.records import spec_record
     from launcher.spec import check_ssh_files
     job, cluster = loaded.resolved_job, loaded.resolved_cluster
     check_ssh_files(cluster)   # first: the checks' logins use them

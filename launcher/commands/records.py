@@ -2,11 +2,11 @@
 
 import time
 
-from launcher import runs
+from launcher import records
 from launcher.backends import registry
 from launcher.lookup import find_record, state_now
 from launcher.status import ACTIVE, QUEUED
-from launcher.sweep.record import find_sweep, is_sweep, list_sweeps, state_now as sweep_state
+from launcher.sweeps.record import find_sweep, is_sweep, list_sweeps, state_now as sweep_state
 
 
 def _when(ts) -> str:
@@ -14,12 +14,12 @@ def _when(ts) -> str:
 
 
 def runs_cmd(args) -> int:
-    records = runs.list_records(args.run_root)
-    if not records:
+    found = records.list_records(args.run_root)
+    if not found:
         print(f"no runs under {args.run_root}/")
         return 0
     print(f"{'RUN':<44} {'BACKEND':<8} {'STATE':<10} {'EXIT':>4}  CREATED")
-    for run_id, st in records:
+    for run_id, st in found:
         code = st.exit_code
         state, _ = state_now(st)
         print(f"{run_id:<44} {st.backend:<8} {state:<10} "
@@ -33,7 +33,7 @@ def runs_cmd(args) -> int:
 
 def status(args) -> int:
     if is_sweep(args.run_root, args.run_id):
-        from launcher.sweep.status import print_status
+        from launcher.sweeps.status import print_status
         return print_status(args.run_root, args.run_id)
     record = find_record(args.run_root, args.run_id)
     st = record.read_status(strict=True)
@@ -59,10 +59,10 @@ def status(args) -> int:
 
 def cancel(args) -> int:
     if is_sweep(args.run_root, args.run_id):
-        from launcher.sweep.cancel import cancel_sweep
+        from launcher.sweeps.cancel import cancel_sweep
         print(cancel_sweep(find_sweep(args.run_root, args.run_id)))
         return 0
-    record = runs.find(args.run_root, args.run_id)
+    record = records.find(args.run_root, args.run_id)
     st = record.read_status(strict=True)
     run_id = st.run_id or args.run_id
     backend = registry.backend(st.backend)

@@ -4,7 +4,7 @@ import sys
 
 from launcher.render.sweep import render_sweep_json, render_sweep_text
 from launcher.spec import load_user_deepspeed
-from launcher.sweep.plan import plan_sweep
+from launcher.sweeps.plan import plan_sweep
 
 
 def submit_sweep(args, loaded) -> int:
@@ -14,11 +14,12 @@ def submit_sweep(args, loaded) -> int:
         sys.stdout.write(render_sweep_json(plan) if args.format == "json" else render_sweep_text(plan))
         return 0
     from launcher.spec import check_ssh_files
-    from launcher.sweep.execute import run_sweep
+    from launcher.sweeps.execute import run_sweep
     check_ssh_files(loaded.resolved_cluster)
-    return run_sweep(plan, loaded.resolved_job, loaded.resolved_cluster, args.detach)
+    ran = run_sweep(plan, loaded.resolved_job, loaded.resolved_cluster, args.detach)
+    return 0 if args.detach else ran
 
 
 def sweep_status(args) -> int:
-    from launcher.sweep.status import print_status
+    from launcher.sweeps.status import print_status
     return print_status(args.run_root, args.sweep_id, args.format)

@@ -5,7 +5,7 @@ import shlex
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
 
-from launcher.plan.model import NodePlan
+from launcher.planning.model import NodePlan
 from launcher.preflight.markers import after_marker
 from launcher.render.shell import join_argv
 

@@ -1,7 +1,7 @@
 """Print a plan for people (text) or programs (JSON); secrets masked in both."""
 
 from launcher.backends import registry
-from launcher.plan.model import LaunchPlan
+from launcher.planning.model import LaunchPlan
 from launcher.render.text import to_json
 from launcher.secrets import MASK, mask_env
 

@@ -21,6 +21,8 @@ class Overrides:
     master_port: Optional[int] = None
     # `--set a.b=value`: job fields, or cluster fields as `cluster.a.b=value`.
     sets: tuple[str, ...] = ()
+    # Arguments appended to the job's own (`kit submit JOB -- ARGS`, the API's args=[...]).
+    extra_args: tuple[str, ...] = ()
 
 
 def parse_set(item: str) -> tuple[str, Any]:
@@ -79,7 +81,7 @@ def check_conflicts(pairs: list[tuple[str, Any, str]]) -> None:
 def apply_overrides(job: JobSpec, cluster: ClusterSpec, ov: Overrides) -> tuple[JobSpec, ClusterSpec]:
     """New specs with every override applied and re-validated; the inputs are left untouched."""
     pairs = override_pairs(ov)
-    if not pairs:
+    if not pairs and not ov.extra_args:
         return job, cluster
     check_conflicts(pairs)
     job_data = job.model_dump(exclude_unset=True)
@@ -89,5 +91,16 @@ def apply_overrides(job: JobSpec, cluster: ClusterSpec, ov: Overrides) -> tuple[
             cluster_data = with_key(cluster_data, key.removeprefix("cluster."), value)
         else:
             job_data = with_key(job_data, key, value)
+    if ov.extra_args:
+        job_data["args"] = [*job_data.get("args", []), *ov.extra_args]
     return (validate(JobSpec, job_data, "job (after overrides)"),
             validate(ClusterSpec, cluster_data, "cluster (after overrides)"))
+
+
+def set_item(key: str, value) -> str:
+    """`--set` text for a value given as data (the Python API's set={...}): read back by parse_set as exactly this
+    value (a string "no" stays a string, a list stays a list)."""
+    if key.split(".")[-2:-1] == ["env"]:
+        return f"{key}={value}"
+    text = yaml.safe_dump(value, default_flow_style=True, width=float("inf")).strip()
+    return f"{key}={text.removesuffix(chr(10) + '...').strip()}"

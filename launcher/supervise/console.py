@@ -8,7 +8,7 @@ import os
 import threading
 import time
 
-from launcher.plan.tags import is_tagged, node_tag
+from launcher.planning.tags import is_tagged, node_tag
 from launcher.supervise.noise import NoiseFilter
 
 PROGRESS_INTERVAL_OFF_TTY = 30.0

@@ -208,10 +208,15 @@ def known_codes(argv) -> dict:
     return TRAIN_EXIT_CODES if modules[-1:] == [TRAIN_MODULE] and len(modules) > 1 else {}
 
 
-def summary_line(run_id: str, state: str, f: Failure) -> str:
+def cause(f: Failure) -> str:
+    """Why a run failed, in one line: `node 1 (n2) rank 3 exited 4 (bad data): <its last words>`."""
     who = f"node {f.node} ({f.host})" + (f" rank {f.rank}" if f.rank is not None else "")
     tail = f": {f.last_line}" if f.last_line else ""
-    return f"kit: run {run_id} {state}: {who} exited {f.code} ({f.meaning}){tail}"
+    return f"{who} exited {f.code} ({f.meaning}){tail}"
+
+
+def summary_line(run_id: str, state: str, f: Failure) -> str:
+    return f"kit: run {run_id} {state}: {cause(f)}"
 
 
 def outcome_line(run_id: str, state: str, code: int, failure: Optional[Failure]) -> str:

@@ -4,7 +4,7 @@ console (`kit logs --follow`, the SLURM backend's following)."""
 import os
 import sys
 
-from launcher.plan.tags import is_tagged, node_tag
+from launcher.planning.tags import is_tagged, node_tag
 from launcher.supervise.noise import NoiseFilter
 
 

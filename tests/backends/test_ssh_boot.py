@@ -12,7 +12,7 @@ import pytest
 from launcher.backends.ssh import preflight as ssh_preflight
 from launcher.backends.ssh.boot import WAITING, boot_source
 from launcher.backends.ssh.gate import GATE_COMMAND
-from launcher.plan.build import build_plan
+from launcher.planning.build import build_plan
 from launcher.spec import Overrides, load_cluster, load_job
 from launcher.supervise.watchdog import encode_env
 

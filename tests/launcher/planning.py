@@ -1,6 +1,6 @@
 """Shared helpers for the launcher tests: small job/cluster specs and plans built from them, no I/O."""
 
-from launcher.plan.build import build_plan
+from launcher.planning.build import build_plan
 from launcher.spec import ClusterSpec, JobSpec, Overrides
 
 RUN_ID = "test-run"

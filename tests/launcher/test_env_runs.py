@@ -132,7 +132,7 @@ def test_node_process_env_delivers_the_planned_world(tmp_path):
     """The same check one level down: the plan's node commands started by hand with node_process_env, as a
     backend does, under the stray variables."""
     from launcher.environment import node_process_env
-    from launcher.plan.model import from_dict
+    from launcher.planning.model import from_dict
     out = tmp_path / "out"
     out.mkdir()
     args = ["--out", str(out)] + [w for name in STRAY for w in ("--show", name)]

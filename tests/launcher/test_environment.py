@@ -8,7 +8,7 @@ from launcher.environment import dropped_vars, dropped_warning, node_process_env
 from launcher.cli import main
 from launcher.errors import KitError
 from launcher.hostinfo import visible_gpu_ids
-from launcher.plan.model import InheritPolicy, from_dict
+from launcher.planning.model import InheritPolicy, from_dict
 from launcher.render.dryrun import render_json, render_text
 from launcher.spec import load_cluster
 from tests.launcher.planning import LOCAL_CPU, LOCAL_GPU, SSH_GPU, cluster, job, plan

@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from launcher.errors import KitError
-from launcher.plan.build import build_plan
-from launcher.plan.model import from_dict
+from launcher.planning.build import build_plan
+from launcher.planning.model import from_dict
 from launcher.spec import ClusterSpec, JobSpec, Overrides
 
 JOB = JobSpec(name="j", entrypoint={"module": "train"}, args=["--lr", "1e-3"], nodes=2, strategy="deepspeed",

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from launcher.errors import KitError
-from launcher.plan.build import build_plan
+from launcher.planning.build import build_plan
 from launcher.backends.local.preflight import preflight
 from launcher.preflight.entrypoint import CheckResult, entrypoint_check_command, interpret_entrypoint_check
 from launcher.preflight.port import port_is_free

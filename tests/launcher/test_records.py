@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from launcher import runs
+from launcher import records
 
 from tests.launcher.localrun import LOCAL_CLUSTER, kit, write_job
 
@@ -62,7 +62,7 @@ def test_logs_follow_prints_lines_as_they_come_until_the_run_ends(tmp_path):
 
 
 def _plan(tmp_path, run_id="t1"):
-    from launcher.plan.build import build_plan
+    from launcher.planning.build import build_plan
     from launcher.spec import Overrides, load_cluster, load_job
     job = load_job(write_job(tmp_path, name="rec"))
     cluster = load_cluster(LOCAL_CLUSTER)
@@ -74,12 +74,12 @@ def test_a_tentative_record_refused_by_its_block_leaves_nothing(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     with pytest.raises(RuntimeError, match="check failed"):
-        with runs.tentative(str(work), plan, job, cluster) as record:
+        with records.tentative(str(work), plan, job, cluster) as record:
             assert (work / plan.run_dir / "status.json").exists() and plan.files
             assert all((work / rel).exists() for rel in plan.files)
             raise RuntimeError("check failed")
     assert os.listdir(work) == []   # the `runs` directory it made went too
-    with runs.tentative(str(work), plan, job, cluster) as record:   # the id is free again
+    with records.tentative(str(work), plan, job, cluster) as record:   # the id is free again
         pass
     assert record.read_status().state == "starting"
 
@@ -92,7 +92,7 @@ def test_a_refused_tentative_record_keeps_what_was_there_before(tmp_path):
     mine.write_text("keep")
     (work / "runs" / "other").mkdir()
     with pytest.raises(KeyboardInterrupt):
-        with runs.tentative(str(work), plan, job, cluster):
+        with records.tentative(str(work), plan, job, cluster):
             raise KeyboardInterrupt
     assert sorted(os.listdir(work / "runs")) == ["other", plan.run_id]
     assert os.listdir(mine.parent) == ["notes.txt"] and mine.read_text() == "keep"

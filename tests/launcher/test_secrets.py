@@ -3,7 +3,7 @@ run record, while the plan still holds it for delivery out of band. (Real runs: 
 
 import pytest
 
-from launcher import runs
+from launcher import records
 from launcher.render.dryrun import render_json, render_text
 from launcher.render.shell import node_command
 from launcher.secrets import MASK, is_secret, mask_env
@@ -45,7 +45,7 @@ def test_secret_value_in_no_artifact(way, backend, tmp_path):
         assert VALUE not in out and f"{name}={MASK}" in out.replace('": "', "=")
     # The record as `kit submit` writes it (resolved specs, plan, generated files).
     resolved_job, resolved_cluster = apply_overrides(spec_job, spec_cluster, Overrides(**WAYS[way][3]))
-    record = runs.create(str(tmp_path), p, resolved_job, resolved_cluster)
+    record = records.create(str(tmp_path), p, resolved_job, resolved_cluster)
     written = {str(f.relative_to(tmp_path)): f.read_text() for f in tmp_path.rglob("*") if f.is_file()}
     assert {"job.yaml", "cluster.yaml", "plan.json", "status.json"} <= {k.rsplit("/", 1)[-1] for k in written}
     assert [path for path, text in written.items() if VALUE in text] == []

@@ -10,8 +10,8 @@ from launcher.backends.local.node import LocalNode
 from launcher.backends.local.preflight import preflight
 from launcher.environment import node_process_env
 from launcher.errors import KitError
-from launcher.plan.model import LaunchPlan
-from launcher.runs import RunRecord
+from launcher.planning.model import LaunchPlan
+from launcher.records import RunRecord
 from launcher.status import RunStatus
 from launcher.supervise import tree
 from launcher.supervise.console import Console, follow_node

@@ -3,7 +3,7 @@ id; return only when nothing of the run is left. And what a local record's state
 
 import time
 
-from launcher.runs import RunRecord
+from launcher.records import RunRecord
 from launcher.status import ACTIVE, RunStatus
 from launcher.supervise import tree
 from launcher.supervise.liveness import CANCEL_MARGIN, live_watchdogs, stop_supervisor, supervisor, wait_gone

@@ -4,7 +4,7 @@ import os
 from typing import Optional
 
 from launcher.errors import KitError
-from launcher.plan.placement import Lanes, Placement, gpus_of
+from launcher.planning.placement import Lanes, Placement, gpus_of
 from launcher.spec.cluster import ClusterSpec, Host
 from launcher.spec.job import JobSpec
 

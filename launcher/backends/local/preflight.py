@@ -6,7 +6,7 @@ import subprocess
 
 from launcher.environment import node_process_env
 from launcher.errors import KitError
-from launcher.plan.model import LaunchPlan
+from launcher.planning.model import LaunchPlan
 from launcher.preflight.entrypoint import CheckResult, entrypoint_check_command, interpret_entrypoint_check
 from launcher.preflight.port import check_master_port
 

@@ -7,7 +7,7 @@ records' specs; this module only submits."""
 import os
 import time
 
-from launcher import runs
+from launcher import records
 from launcher.backends.slurm.array_script import array_option
 from launcher.environment import process_env
 from launcher.errors import KitError
@@ -70,7 +70,7 @@ def _fail_all(made: dict) -> None:
 
 def create_records(root: str, todo, specs: dict) -> dict:
     """Each trial's record under `root` (its specs from `specs`: index -> (job record, cluster record))."""
-    return {t.index: runs.create(root, t.plan, *specs[t.index]) for t in todo}
+    return {t.index: records.create(root, t.plan, *specs[t.index]) for t in todo}
 
 
 CANCEL_WAIT = 120.0
@@ -87,7 +87,7 @@ def cancel_array(backend, sweep_data: dict, sweep_path: str) -> str:
         raise KitError(f"sweep {sweep_id}: no SLURM job array was submitted for it; nothing to cancel")
     where = where_at(sweep_data.get("login_host"), sweep_data.get("login_ssh"))
     where.cancel(sweep_path, str(array_id))
-    trials = [runs.RunRecord(os.path.join(os.path.dirname(sweep_path), t["run_id"])) for t in sweep_data["trials"]]
+    trials = [records.RunRecord(os.path.join(os.path.dirname(sweep_path), t["run_id"])) for t in sweep_data["trials"]]
 
     def states() -> dict:
         out = {}

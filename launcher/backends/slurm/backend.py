@@ -15,8 +15,8 @@ from launcher.backends.slurm.outcome import describe, failure_of, final_fields
 from launcher.backends.slurm.query import hostnames, query
 from launcher.environment import process_env
 from launcher.errors import KitError
-from launcher.plan.model import LaunchPlan
-from launcher.runs import RunRecord
+from launcher.planning.model import LaunchPlan
+from launcher.records import RunRecord
 from launcher.status import FINAL, RunStatus
 from launcher.supervise.log_lines import flush_held, print_new_lines
 from launcher.transport.where import CommandError, where_at

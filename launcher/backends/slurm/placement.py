@@ -1,8 +1,8 @@
 """How the planner places a SLURM run: the allocation picks the hosts, so each task resolves its rank and the head
 node's address itself; the nodes are submitted as one sbatch script (and a sweep as one job array)."""
 
-from launcher.plan.model import Submission
-from launcher.plan.placement import Lanes, Placement
+from launcher.planning.model import Submission
+from launcher.planning.placement import Lanes, Placement
 from launcher.render.shell import runtime_ref
 from launcher.render.slurm import MASTER_ADDR_PRELUDE, sbatch_script
 from launcher.spec.cluster import ClusterSpec, Host

@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from launcher.backends.base import Backend, Result
 from launcher.environment import process_env
 from launcher.errors import KitError
-from launcher.plan.model import LaunchPlan, NodePlan
-from launcher.runs import RunRecord
+from launcher.planning.model import LaunchPlan, NodePlan
+from launcher.records import RunRecord
 from launcher.status import RunStatus
 from launcher.supervise import tree
 from launcher.supervise.console import Console, follow_node

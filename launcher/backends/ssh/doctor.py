@@ -150,7 +150,7 @@ def _network_rows(conns, cluster, pythons, master, port) -> list:
 
 def doctor_rows(cluster, job=None, plan=None) -> list:
     from launcher.backends.ssh.preflight import entry_checker
-    from launcher.plan.port import master_port
+    from launcher.planning.port import master_port
     from launcher.transport.endpoint import resolve, ssh_settings
     from launcher.transport.hostkeys import Accepted
     from launcher.transport.ssh import connect

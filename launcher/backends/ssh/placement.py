@@ -3,8 +3,8 @@ host's workdir (the hosts may have disks of their own); the run record stays whe
 
 import posixpath
 
-from launcher.plan.model import LaunchPlan, NodePlan
-from launcher.plan.placement import Placement
+from launcher.planning.model import LaunchPlan, NodePlan
+from launcher.planning.placement import Placement
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 

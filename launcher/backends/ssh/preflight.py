@@ -4,7 +4,7 @@ host."""
 
 import shlex
 
-from launcher.plan.model import LaunchPlan, NodePlan
+from launcher.planning.model import LaunchPlan, NodePlan
 from launcher.preflight.entrypoint import (CHECK_SOURCE, MARKER, CheckResult, entrypoint_check_command,
                                           entrypoint_target, interpret_entrypoint_check)
 from launcher.preflight.markers import after_marker

@@ -4,9 +4,9 @@ import os
 import sys
 
 from launcher.errors import KitError
-from launcher.sweep.plot import write_plot
-from launcher.sweep.record import find_sweep, latest_sweep
-from launcher.sweep.table import collect, render_json, render_text
+from launcher.sweeps.plot import write_plot
+from launcher.sweeps.record import find_sweep, latest_sweep
+from launcher.sweeps.table import collect, render_json, render_text
 
 
 def print_status(run_root: str, sweep_id, fmt: str = "text") -> int:

@@ -8,9 +8,9 @@ from launcher.errors import KitError
 from launcher.spec import Overrides, load_job
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.load import validate
-from launcher.sweep.plan import plan_sweep, sweep_id_for
+from launcher.sweeps.plan import plan_sweep, sweep_id_for
 from launcher.spec.sweep import SweepSpec
-from launcher.sweep.trials import _with_arg, expand, trial_job
+from launcher.sweeps.trials import _with_arg, expand, trial_job
 
 JOB = "jobs/bert_cls.yaml"
 CLUSTER = ClusterSpec(name="local", backend="local", gpus_per_node=0, cpus=2)

@@ -7,7 +7,7 @@ import secrets
 
 from tests.backends.sshrun import cluster, leftovers, workdir
 from tests.launcher.localrun import wait_for
-from tests.sweep.sweeprun import kit, probe_job, status_json
+from tests.sweeps.sweeprun import kit, probe_job, status_json
 
 
 def _ready(ssh_hosts, sweep_id, n) -> bool:

@@ -7,7 +7,7 @@ import os
 import pytest
 import yaml
 
-from tests.sweep.sweeprun import REPO, kit
+from tests.sweeps.sweeprun import REPO, kit
 
 JOB = os.path.join(REPO, "jobs", "bert_cls.yaml")
 GOOD = {"method": "grid", "metric": "test.accuracy", "goal": "max", "parameters": {"--lr": ["1e-4", "3e-4"]}}

@@ -11,7 +11,7 @@ import sys
 import yaml
 
 from tests.launcher.localrun import wait_for
-from tests.sweep.sweeprun import (LOCAL_CLUSTER, REPO, kit, probe_job, status_json, sweep_ids, sweep_json,
+from tests.sweeps.sweeprun import (LOCAL_CLUSTER, REPO, kit, probe_job, status_json, sweep_ids, sweep_json,
                                   trial_leftovers)
 from tests.train.support import synthetic_rows, write_csv
 

@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from launcher import runs
+from launcher import records
 from launcher.lookup import state_now
 from launcher.status import NOT_OVER
 from launcher.supervise.failure import outcome_line
@@ -14,11 +14,11 @@ from launcher.supervise.failure import outcome_line
 POLL = 2.0
 
 
-def _trial_record(record, run_id: str) -> runs.RunRecord:
-    return runs.RunRecord(record.trial_dir(run_id))
+def _trial_record(record, run_id: str) -> records.RunRecord:
+    return records.RunRecord(record.trial_dir(run_id))
 
 
-def _refresh(trial: runs.RunRecord) -> tuple[str, str]:
+def _refresh(trial: records.RunRecord) -> tuple[str, str]:
     """(state, the backend's line) of one trial now; a finished one's end goes into its record."""
     status = trial.read_status()
     if not status.job_id:
@@ -65,7 +65,7 @@ def follow_trials(record, run_ids: list[str]) -> int:
             first_bad = status.exit_code or 1
     code = 0 if first_bad is None else first_bad
     record.update(state="succeeded" if code == 0 else "failed", exit_code=code, finished_at=time.time())
-    from launcher.sweep.status import print_status  # the same table as `kit sweep status`
+    from launcher.sweeps.status import print_status  # the same table as `kit sweep status`
     sys.stdout.flush()
     print_status(os.path.dirname(record.path), record.sweep_id)
     return code

@@ -8,7 +8,7 @@ from launcher.render.sweep import render_sweep_text
 from launcher.spec import Overrides, load_job
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.load import validate
-from launcher.sweep.plan import plan_sweep
+from launcher.sweeps.plan import plan_sweep
 from launcher.backends.slurm.array_script import array_option, index_ranges
 from launcher.spec.sweep import SweepSpec
 

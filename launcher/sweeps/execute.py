@@ -13,12 +13,12 @@ from launcher.launch import note
 from launcher.environment import dropped_warning
 from launcher.supervise import tree
 from launcher.supervise.console import Console
-from launcher.sweep import forked
-from launcher.sweep.driver import Driver
-from launcher.sweep.follow import follow_trials, how_to
-from launcher.sweep.record import open_sweep
-from launcher.sweep.rerun import trials_to_run
-from launcher.sweep.context import SweepContext, trial_specs
+from launcher.sweeps import forked
+from launcher.sweeps.driver import Driver
+from launcher.sweeps.follow import follow_trials, how_to
+from launcher.sweeps.record import open_sweep
+from launcher.sweeps.rerun import trials_to_run
+from launcher.sweeps.context import SweepContext, trial_specs
 
 
 def _refuse_if_running(record) -> None:
@@ -35,28 +35,49 @@ def _how_to(record, root_arg: str) -> str:
             f"{s}-tN{root_arg}`), stop it with `kit cancel {s}{root_arg}`")
 
 
-def _detach(plan, record, ctx: SweepContext, todo, root_arg: str) -> int:
-    """The driver goes on in a forked child in its own session; its console goes to the sweep record."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid:
-        # Recorded before we return, so a `kit cancel` right after finds the driver.
-        record.update(state="running", driver_pid=pid, driver_start=tree.same_process(pid, None).create_time())
-        print(_how_to(record, root_arg), file=sys.stderr)
-        return 0
+def _detach(plan, record, ctx: SweepContext, todo) -> None:
+    """The driver goes on in a process of its own, in its own session (spawned, not forked: the caller may be any
+    Python program); its console goes to the sweep record. Its inputs travel pickled on its stdin."""
+    import pickle
+    import subprocess
+    from launcher.backends.detached import ROOT
+    child = f"import sys; sys.path.insert(0, {ROOT!r}); from launcher.sweeps.execute import driver_main; driver_main()"
+    console = os.open(record.file("console.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", child], stdin=subprocess.PIPE, stdout=console,
+                                stderr=console, cwd=ctx.base_dir, start_new_session=True, close_fds=True)
+    except OSError as e:
+        raise KitError(f"could not start the sweep's driver: {e}") from None
+    finally:
+        os.close(console)
+    try:
+        proc.stdin.write(pickle.dumps((plan, record.path, ctx, todo)))
+        proc.stdin.close()
+    except OSError:
+        pass   # it died at once: its console says why
+    # Recorded before we return, so a `kit cancel` right after finds the driver.
+    record.update(state="running", driver_pid=proc.pid, driver_start=tree.same_process(proc.pid, None).create_time())
+    proc.returncode = 0   # never waited for here: it outlives this process
+
+
+def driver_main() -> None:
+    """The detached driver's process."""
+    import pickle
+    from launcher.sweeps.record import SweepRecord
     code = 1
     try:
-        os.setsid()
-        forked.output_to(record.file("console.log"))
-        code = Driver(plan, record, ctx, todo, Console(sys.stdout, sys.stderr)).run()
+        plan, path, ctx, todo = pickle.load(sys.stdin.buffer)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        code = Driver(plan, SweepRecord(path), ctx, todo, Console(sys.stdout, sys.stderr)).run()
     except BaseException:
         traceback.print_exc()
     finally:
         forked.leave(code)
 
 
-def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: str = None) -> int:
+def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: str = None, say=note):
+    """Run the sweep: followed to its end (its exit code), or detached (its record, returned at once)."""
     base_dir = base_dir or os.getcwd()
     backend = registry.backend(plan.backend)
     binding = registry.placement(plan.backend).binding(resolved_cluster, resolved_job)
@@ -66,7 +87,7 @@ def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: str 
     ctx = SweepContext(job=resolved_job, cluster=resolved_cluster, spec=plan.spec, base_dir=base_dir,
                        run_root=run_root, binding=binding)
     if warning := dropped_warning(plan.trials[0].plan, os.environ):
-        note(warning)
+        say(warning)
     # The checks `kit submit` makes, once, on the first trial: a wrong entrypoint, python or host stops the sweep
     # here (one line, exit 2) before anything is written. Each trial checks again before it starts.
     try:
@@ -80,22 +101,25 @@ def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: str 
     record.update(workdir=backend.outputs_here(resolved_cluster.workdir, base_dir),
                   created_at=record.read().get("created_at") or time.time())
     # A re-run skips trials that succeeded and sets the others' old records aside.
-    todo = trials_to_run(plan, run_root, note)
+    todo = trials_to_run(plan, run_root, say)
     if not todo:
-        note(f"kit: sweep {plan.sweep_id}: every trial succeeded already; nothing to run")
+        say(f"kit: sweep {plan.sweep_id}: every trial succeeded already; nothing to run")
         record.update(state="succeeded", exit_code=0, finished_at=time.time())
-        from launcher.sweep.status import print_status
+        if detach:
+            return record
+        from launcher.sweeps.status import print_status
         return print_status(run_root, plan.sweep_id)
     submitted = backend.submit_many(plan, todo, {t.index: trial_specs(ctx, t) for t in todo}, base_dir)
     if submitted is not None:
         record.update(state="running", finished_at=None, exit_code=None, **submitted)
         if detach:
-            note(how_to(plan.sweep_id, record))
-            return 0
+            say(how_to(plan.sweep_id, record))
+            return record
         return follow_trials(record, [t.run_id for t in todo])
-    root_arg = "" if os.path.relpath(run_root) == "runs" else f" --run-root {run_root}"
-    note(f"kit: sweep {plan.sweep_id}: {len(plan.trials)} trial(s), {plan.lanes} at a time; record in "
-         f"{record.path}")
+    say(f"kit: sweep {plan.sweep_id}: {len(plan.trials)} trial(s), {plan.lanes} at a time; record in {record.path}")
     if detach:
-        return _detach(plan, record, ctx, todo, root_arg)
+        _detach(plan, record, ctx, todo)
+        root_arg = "" if os.path.relpath(run_root) == "runs" else f" --run-root {run_root}"
+        say(_how_to(record, root_arg))
+        return record
     return Driver(plan, record, ctx, todo, Console(sys.stdout, sys.stderr)).run()

@@ -3,7 +3,7 @@ aside as `<run id>.attempt<N>` (a run id is never reused in place), and the tria
 
 import os
 
-from launcher import runs
+from launcher import records
 from launcher.errors import KitError
 from launcher.lookup import state_now
 from launcher.status import ACTIVE, RunStatus
@@ -11,7 +11,7 @@ from launcher.status import ACTIVE, RunStatus
 
 def trial_state(path: str) -> tuple[str, RunStatus]:
     """(state now, status) of the trial's record at `path`; ("", empty status) when it has none."""
-    record = runs.RunRecord(path)
+    record = records.RunRecord(path)
     if not record.exists():
         return "", RunStatus()
     status = record.read_status()

@@ -7,18 +7,18 @@ import time
 
 import psutil
 
-from launcher import runs
+from launcher import records
 from launcher.backends import registry
 from launcher.status import ACTIVE
 from launcher.supervise import tree
 from launcher.supervise.liveness import CANCEL_MARGIN
-from launcher.sweep.rerun import trial_state
+from launcher.sweeps.rerun import trial_state
 
 STILL = ACTIVE + ("lost",)
 
 
 def _grace(run_root: str, run_ids: list) -> float:
-    graces = [runs.RunRecord(os.path.join(run_root, r)).read_status().teardown_grace for r in run_ids]
+    graces = [records.RunRecord(os.path.join(run_root, r)).read_status().teardown_grace for r in run_ids]
     return max([float(g) for g in graces if g] or [40.0])
 
 
@@ -42,7 +42,7 @@ def cancel_sweep(record) -> str:
         # The driver ends once each trial it runs has ended; a trial started just now records its grace late.
         psutil.wait_procs([driver], timeout=_grace(run_root, run_ids) + 2 * CANCEL_MARGIN)
     for run_id in run_ids:  # what the driver did not stop (it died, or a trial outlived it)
-        trial = runs.RunRecord(os.path.join(run_root, run_id))
+        trial = records.RunRecord(os.path.join(run_root, run_id))
         state, status = trial_state(trial.path)
         if state in STILL:
             print(registry.backend(status.backend).cancel(trial, status), flush=True)

@@ -8,9 +8,9 @@ from typing import Optional
 from launcher.render.text import to_json
 from launcher.supervise import tree
 from launcher.status import NOT_OVER
-from launcher.sweep import metrics
-from launcher.sweep.rerun import trial_state
-from launcher.sweep.trials import describe
+from launcher.sweeps import metrics
+from launcher.sweeps.rerun import trial_state
+from launcher.sweeps.trials import describe
 
 
 def duration_text(seconds: Optional[float]) -> str:

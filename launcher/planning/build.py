@@ -6,12 +6,12 @@ from typing import Optional
 
 from launcher.backends import registry
 from launcher.errors import KitError
-from launcher.plan.env import INHERIT, node_env, secret_names
-from launcher.plan.model import LaunchPlan, NodePlan, World
-from launcher.plan.placement import Placement
-from launcher.plan.port import master_port
-from launcher.plan.shape import Shape, resolve_shape
-from launcher.plan.tags import WORKER_TAG_ENV, worker_tag_template
+from launcher.planning.env import INHERIT, node_env, secret_names
+from launcher.planning.model import LaunchPlan, NodePlan, World
+from launcher.planning.placement import Placement
+from launcher.planning.port import master_port
+from launcher.planning.shape import Shape, resolve_shape
+from launcher.planning.tags import WORKER_TAG_ENV, worker_tag_template
 from launcher.render.accelerate import LaunchSettings, accelerate_config, distributed_type, launch_argv
 from launcher.render.deepspeed import deepspeed_config
 from launcher.render.fsdp import fsdp_config

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from launcher.errors import KitError
-from launcher.plan.model import LaunchPlan
+from launcher.planning.model import LaunchPlan
 from launcher.render.dryrun import masked_dict
 from launcher.render.text import to_json, to_yaml
 from launcher.secrets import mask_env

@@ -9,13 +9,13 @@ from typing import Any, Optional
 
 from launcher.backends import registry
 from launcher.errors import KitError
-from launcher.plan.build import build_plan
-from launcher.plan.model import LaunchPlan
+from launcher.planning.build import build_plan
+from launcher.planning.model import LaunchPlan
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 from launcher.spec.overrides import Overrides, apply_overrides, override_pairs
 from launcher.spec.sweep import SweepSpec
-from launcher.sweep.trials import Trial, check_fields, expand, trial_job
+from launcher.sweeps.trials import Trial, check_fields, expand, trial_job
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ import traceback
 from launcher.backends import registry
 from launcher.errors import KitError
 from launcher.launch import Prepared, launch
-from launcher.sweep import forked, metrics
-from launcher.sweep.context import trial_specs
+from launcher.sweeps import forked, metrics
+from launcher.sweeps.context import trial_specs
 
 
 class _Cancelled(Exception):
@@ -87,7 +87,7 @@ def _run(trial, ctx, driver_fd: int) -> int:
 
 
 def _record_of(backend, prepared, ctx):
-    from launcher.runs import RunRecord
+    from launcher.records import RunRecord
     root = backend.record_root(prepared.workdir, ctx.base_dir)
     return RunRecord(os.path.join(root, prepared.plan.run_dir))
 

@@ -3,8 +3,8 @@ trial's run record keeps."""
 
 from dataclasses import dataclass
 
-from launcher.runs import spec_record
-from launcher.sweep.trials import Trial, trial_job
+from launcher.records import spec_record
+from launcher.sweeps.trials import Trial, trial_job
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The environment kit adds on each node: user env, the world the job must check, device switches."""
 
-from launcher.plan.model import InheritPolicy
-from launcher.plan.shape import Shape
+from launcher.planning.model import InheritPolicy
+from launcher.planning.shape import Shape
 from launcher.secrets import is_secret_name
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec

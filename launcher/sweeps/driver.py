@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from launcher.supervise import tree
 from launcher.supervise.supervisor import Cancel
-from launcher.sweep.rerun import trial_state
-from launcher.sweep.table import collect, duration_text, metric_text, render_text, trial_row
-from launcher.sweep.trial_proc import start_trial
-from launcher.sweep.trials import describe
+from launcher.sweeps.rerun import trial_state
+from launcher.sweeps.table import collect, duration_text, metric_text, render_text, trial_row
+from launcher.sweeps.trial_proc import start_trial
+from launcher.sweeps.trials import describe
 
 POLL_SECONDS = 0.2
 
@@ -127,6 +127,6 @@ class Driver:
         view["state"] = state
         for line in render_text(view).splitlines():
             self.console.line(line)
-        from launcher.sweep.plot import write_plot
+        from launcher.sweeps.plot import write_plot
         write_plot(self.record, view, self.console.note)
         return code

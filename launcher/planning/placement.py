@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from launcher.errors import KitError
-from launcher.plan.model import Submission
-from launcher.plan.port import lane_port
+from launcher.planning.model import Submission
+from launcher.planning.port import lane_port
 from launcher.spec.cluster import ClusterSpec, Host
 from launcher.spec.job import JobSpec
 
@@ -151,7 +151,7 @@ class Placement:
         return None
 
     def with_lane_ports(self, lanes: Lanes, key: str) -> Lanes:
-        """Each lane's own master port, when lanes may share a host (plan/port.py: one derivation)."""
+        """Each lane's own master port, when lanes may share a host (planning/port.py: one derivation)."""
         if lanes.count == 1 or not self.lanes_own_ports:
             return lanes
         clusters = []

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 
 from launcher.errors import KitError
-from launcher.runs import write_atomic
+from launcher.records import write_atomic
 from launcher.render.text import to_json
 
 SWEEP_FILE = "sweep.json"

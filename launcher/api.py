@@ -1,0 +1,269 @@
+"""kit from Python: the same functions the CLI calls, returning handles.
+
+    import launcher as kit
+    run = kit.submit("jobs/bert_cls.yaml", cluster="cluster_configs/ssh.example.yaml", nodes=2,
+                     set={"deepspeed.zero_stage": 3}, args=["--epochs", "1"])   # returns at once
+    run.wait(); run.state; run.exit_code; run.failure; run.logs(); run.cancel()
+
+`submit` and `sweep` return once the checks passed and the run (or the sweep's driver) goes on in a supervisor
+process of its own, as with `kit submit --detach`: the calling program may exit. Bad input raises KitError with
+the one line the CLI prints, before anything is written or started. Relative paths (job and cluster files, the
+cluster's workdir, run records) are taken from the current directory, as the CLI takes them."""
+
+import logging
+import os
+import time
+from typing import Optional, Sequence
+
+from launcher import records
+from launcher.backends import registry
+from launcher.errors import KitError
+from launcher.launch import launch
+from launcher.lookup import find_record, state_now
+from launcher.status import NOT_OVER, RunStatus
+from launcher.supervise.failure import cause
+
+log = logging.getLogger("kit")
+POLL = 0.5
+
+
+def _say(text: str) -> None:
+    log.info(text)
+
+
+class _Args:
+    """What the command line would have parsed, for the shared first half of `kit submit` (commands/prepare.py)."""
+
+    def __init__(self, job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args,
+                 run_id, sweep=None):
+        from launcher.spec.overrides import set_item
+        self.job, self.cluster, self.run_id, self.sweep = os.fspath(job), _path(cluster), run_id, _path(sweep)
+        self.nodes, self.gpus, self.procs_per_node = nodes, gpus, procs_per_node
+        self.strategy, self.mixed_precision, self.port = strategy, mixed_precision, port
+        self.set = [set_item(k, v) for k, v in (set or {}).items()]
+        if isinstance(args, str):
+            raise KitError("args: a list of words, e.g. args=['--epochs', '1'] (not one string)")
+        self.args = list(args or ())
+        self.dry_run, self.format, self.detach = False, None, True
+
+
+def _path(p) -> Optional[str]:
+    return None if p is None else os.fspath(p)
+
+
+def _load(a: _Args):
+    from launcher.commands.prepare import load
+    return load(a)
+
+
+class Plan:
+    """A run's plan as data: `.plan` (the LaunchPlan), `.to_dict()` (secrets masked), `str()` is the dry-run."""
+
+    def __init__(self, launch_plan):
+        self.plan = launch_plan
+
+    @property
+    def run_id(self) -> str:
+        return self.plan.run_id
+
+    def to_dict(self) -> dict:
+        from launcher.render.dryrun import masked_dict
+        return masked_dict(self.plan)
+
+    def __str__(self) -> str:
+        from launcher.render.dryrun import render_text
+        return render_text(self.plan)
+
+    def __repr__(self) -> str:
+        w = self.plan.world
+        return f"<kit.Plan {self.run_id}: {w.num_machines} node(s) x {w.procs_per_node} on {self.plan.backend}>"
+
+
+def plan(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
+         procs_per_node: Optional[int] = None, strategy: Optional[str] = None, mixed_precision: Optional[str] = None,
+         port: Optional[int] = None, set: Optional[dict] = None, args: Sequence[str] = (),
+         run_id: Optional[str] = None) -> Plan:
+    """The dry-run of `kit submit` as data: nothing is written or started."""
+    from launcher.commands.prepare import plan_for
+    a = _Args(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, run_id)
+    loaded = _load(a)
+    if loaded.sweep is not None:
+        raise KitError(f"{a.job} has a sweep section; kit.sweep() runs it (kit.plan plans one run)")
+    return Plan(plan_for(loaded, run_id))
+
+
+def submit(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
+           procs_per_node: Optional[int] = None, strategy: Optional[str] = None,
+           mixed_precision: Optional[str] = None, port: Optional[int] = None, set: Optional[dict] = None,
+           args: Sequence[str] = (), run_id: Optional[str] = None) -> "Run":
+    """Check, record and start the run; return its handle at once (the run goes on without this process)."""
+    from launcher.commands.prepare import plan_for, prepare
+    a = _Args(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, run_id)
+    loaded = _load(a)
+    if loaded.sweep is not None:
+        raise KitError(f"{a.job} has a sweep section; kit.sweep() runs it")
+    launched = launch(prepare(loaded, plan_for(loaded, run_id)), os.getcwd(), detach=True, say=_say)
+    return Run(launched.record.path)
+
+
+def get_run(run_id: Optional[str] = None, run_root: str = "runs") -> "Run":
+    """The run `run_id` (the latest one when None) under `run_root`."""
+    return Run(find_record(run_root, run_id).path)
+
+
+def runs_under(run_root: str = "runs") -> list:
+    """Every run under `run_root`, oldest first."""
+    return [Run(os.path.abspath(os.path.join(run_root, run_id))) for run_id, _ in records.list_records(run_root)]
+
+
+class Run:
+    """A run's handle, read from its record (any process can make one: `kit.get_run(id)`)."""
+
+    def __init__(self, path: str):
+        self.path = os.path.abspath(path)
+        self.record = records.RunRecord(self.path)
+
+    @property
+    def id(self) -> str:
+        return self.status.run_id or os.path.basename(self.path)
+
+    @property
+    def status(self) -> RunStatus:
+        return self.record.read_status()
+
+    @property
+    def state(self) -> str:
+        """starting, running, pending, requeued, succeeded, failed, cancelled, timeout, preempted, lost, ..."""
+        return state_now(self.status)[0]
+
+    @property
+    def exit_code(self) -> Optional[int]:
+        return self.status.exit_code
+
+    @property
+    def failure(self) -> Optional[str]:
+        """Why it failed, the line `kit status` prints (`node 1 (n2) rank 3 exited 4 (bad data): ...`), or None."""
+        f = self.status.failure
+        return None if f is None else cause(f)
+
+    def wait(self, timeout: Optional[float] = None, poll: float = POLL) -> str:
+        """Block until the run is over; its final state. TimeoutError after `timeout` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            state = self.state
+            if state not in NOT_OVER:
+                return state
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"run {self.id} still {state} after {timeout:g} s")
+            time.sleep(poll)
+
+    def logs(self, node: Optional[int] = None) -> str:
+        """The node logs' text (one node's with `node`), brought up to date where they are written elsewhere."""
+        from launcher.supervise.log_lines import node_logs
+        status = self.status
+        registry.backend(status.backend).fetch_logs(self.record, status)
+        found = node_logs(self.path, node) if os.path.isdir(self.path) else []
+        if node is not None and not found:
+            raise KitError(f"node {node}: no such node log in {self.path}")
+        texts = []
+        for rank, path in found:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            texts.append(text if node is not None else f"==> {os.path.basename(path)} <==\n{text}")
+        return "".join(texts)
+
+    def cancel(self) -> str:
+        """Stop every process of the run, wherever it is; returns once none is left (the line kit prints)."""
+        status = self.status
+        backend = registry.backend(status.backend)
+        state, _ = backend.current_state(status)
+        if state not in NOT_OVER + ("lost",):
+            return f"run {self.id}: already finished ({state}); nothing to cancel"
+        return backend.cancel(self.record, self.record.read_status())
+
+    def __repr__(self) -> str:
+        return f"<kit.Run {self.id} {self.status.state}>"
+
+
+def sweep(job, *, sweep=None, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
+          procs_per_node: Optional[int] = None, strategy: Optional[str] = None,
+          mixed_precision: Optional[str] = None, port: Optional[int] = None, set: Optional[dict] = None,
+          args: Sequence[str] = (), sweep_id: Optional[str] = None) -> "Sweep":
+    """Start a sweep (the job's `sweep:` section, or the file `sweep`); return its handle at once: its trials run
+    on (in a driver process of their own, or as a scheduler's job array)."""
+    from launcher.spec import check_ssh_files, load_user_deepspeed
+    from launcher.sweeps.execute import run_sweep
+    from launcher.sweeps.plan import plan_sweep
+    a = _Args(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, sweep_id,
+              sweep=sweep)
+    loaded = _load(a)
+    if loaded.sweep is None:
+        raise KitError(f"{a.job} has no sweep section; pass sweep='my_sweep.yaml'")
+    sweep_plan = plan_sweep(loaded.job, loaded.sweep, loaded.cluster, loaded.overrides, sweep_id=sweep_id,
+                            default_python=loaded.default_python,
+                            user_deepspeed=load_user_deepspeed(loaded.resolved_job))
+    check_ssh_files(loaded.resolved_cluster)
+    record = run_sweep(sweep_plan, loaded.resolved_job, loaded.resolved_cluster, detach=True, say=_say)
+    return Sweep(record.path)
+
+
+def get_sweep(sweep_id: Optional[str] = None, run_root: str = "runs") -> "Sweep":
+    from launcher.sweeps.record import find_sweep, latest_sweep
+    sweep_id = sweep_id or latest_sweep(run_root)
+    if sweep_id is None:
+        raise KitError(f"no sweeps under {run_root}/ yet")
+    return Sweep(find_sweep(run_root, sweep_id).path)
+
+
+class Sweep:
+    """A sweep's handle: its trials as `kit sweep status --format json` shows them, and the best one."""
+
+    def __init__(self, path: str):
+        from launcher.sweeps.record import SweepRecord
+        self.path = os.path.abspath(path)
+        self.record = SweepRecord(self.path)
+
+    @property
+    def id(self) -> str:
+        return self.record.sweep_id
+
+    def view(self) -> dict:
+        from launcher.sweeps.table import collect
+        return collect(self.record, os.path.dirname(self.path))
+
+    @property
+    def state(self) -> str:
+        return self.view()["state"]
+
+    @property
+    def trials(self) -> list:
+        return self.view()["trials"]
+
+    @property
+    def best(self) -> Optional[dict]:
+        view = self.view()
+        return next((t for t in view["trials"] if t["run_id"] == view["best"]), None)
+
+    def run(self, index: int) -> Run:
+        """Trial `index` as a run."""
+        return Run(self.record.trial_dir(f"{self.id}-t{index}"))
+
+    def wait(self, timeout: Optional[float] = None, poll: float = 1.0) -> str:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            state = self.state
+            if state not in ("running", "pending"):
+                return state
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"sweep {self.id} still {state} after {timeout:g} s")
+            time.sleep(poll)
+
+    def cancel(self) -> str:
+        from launcher.sweeps.cancel import cancel_sweep
+        return cancel_sweep(self.record)
+
+    def __repr__(self) -> str:
+        return f"<kit.Sweep {self.id}>"
+
+
+__all__ = ["KitError", "Plan", "Run", "Sweep", "get_run", "get_sweep", "plan", "runs_under", "submit", "sweep"]
