@@ -93,6 +93,12 @@ class Backend(abc.ABC):
         except OSError:
             return None
 
+    def fetch_output(self, status: RunStatus, path: str, limit: int) -> Optional[bytes]:
+        """A file a run wrote (`path` relative to its workdir), found from its record alone (no binding); None
+        when this backend's records do not say where (the sweep then relies on the copy made at the trial's
+        end)."""
+        return None
+
     def doctor_rows(self, cluster, job, plan) -> list:
         """`kit doctor`: (where, check, verdict, detail) rows. Not every backend has anything to check."""
         from launcher.errors import KitError

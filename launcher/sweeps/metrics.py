@@ -6,6 +6,8 @@ import json
 import os
 from typing import Optional
 
+from launcher.errors import KitError
+
 COPY = "metrics.json"          # the copy in the trial's run record
 MAX_BYTES = 16 * 1024 * 1024
 
@@ -42,6 +44,24 @@ def trial_metrics(record_dir: str, workdir: Optional[str], output_dir: str, metr
     if data is None and workdir:
         data = read_json(os.path.join(workdir, output_dir, metrics_file))
     return data
+
+
+def fetch(record_dir: str, status, output_dir: str, metrics_file: str):
+    """The trial's metrics read by its backend from where its run wrote them (Backend.fetch_output), kept in its
+    record from then on; None when the backend cannot reach it."""
+    from launcher.backends import registry
+    try:
+        content = registry.backend(status.backend).fetch_output(status, os.path.join(output_dir, metrics_file),
+                                                                MAX_BYTES)
+    except (KitError, OSError):   # an unreachable login host: no metric in the table, which still shows
+        return None
+    if content is None:
+        return None
+    save(record_dir, content)
+    try:
+        return json.loads(content)
+    except ValueError:
+        return None
 
 
 def save(record_dir: str, content: bytes) -> None:

@@ -40,6 +40,8 @@ def _row(trial: dict, run_root: str, data: dict, driver_alive: bool) -> dict:
     if state == "succeeded":
         spec = data["spec"]
         found = metrics.trial_metrics(path, data.get("workdir"), trial["output_dir"], spec["metrics_file"])
+        if found is None:   # written where this machine does not see it (a login host's workdir): ask its backend
+            found = metrics.fetch(path, status, trial["output_dir"], spec["metrics_file"])
         value = None if found is None else metrics.lookup(found, spec["metric"])
     return {"index": trial["index"], "run_id": trial["run_id"], "params": trial["params"], "state": state,
             "exit_code": status.exit_code if status.run_id else (2 if error else None), "metric": value,

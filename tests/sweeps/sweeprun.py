@@ -8,7 +8,7 @@ import yaml
 from tests.launcher.localrun import kit, pids_of_run  # noqa: F401  (re-exported for the tests)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PROBE = os.path.join(REPO, "tests", "sweep", "scripts", "metric_probe.py")
+PROBE = os.path.join(REPO, "tests", "sweeps", "scripts", "metric_probe.py")
 LOCAL_CLUSTER = os.path.join(REPO, "cluster_configs", "local.yaml")
 
 

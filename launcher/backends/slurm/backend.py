@@ -169,6 +169,12 @@ class SlurmBackend(Backend):
         data = self.where.read(os.path.join(self.where.absolute(self.workdir), path))
         return None if data is None else data[:limit]
 
+    def fetch_output(self, status: RunStatus, path: str, limit: int):
+        if not status.workdir:
+            return None
+        data = where_of(status).read(os.path.join(status.workdir, path))
+        return None if data is None else data[:limit]
+
     def doctor_rows(self, cluster, job, plan) -> list:
         from launcher.backends.slurm.preflight import doctor_rows
         return doctor_rows(cluster, job, plan)

@@ -38,6 +38,41 @@ def load_ahead() -> None:
     boot_source()
 
 
+RANK_LOG_BYTES = 64 * 1024
+
+
+def fetch_rank_stderr(conn, plan: LaunchPlan, node: NodePlan, record: RunRecord, timeout: float = 10.0) -> None:
+    """Copy the tail of each rank's teed stderr (`<run dir>/node<R>.ranks/*/attempt_*/<local rank>/stderr.log` under
+    the node's workdir on its host) into the record's node<R>.ranks, where the failure summary reads it. Best
+    effort, bounded: a host that is gone leaves the summary to the node log."""
+    if conn is None or not conn.alive():
+        return
+    remote = posixpath.join(node.workdir, plan.run_dir, f"node{node.machine_rank}.ranks")
+    local = record.file(f"node{node.machine_rank}.ranks")
+    try:
+        sftp = conn.client.open_sftp()
+        sftp.get_channel().settimeout(timeout)
+        try:
+            for run in sftp.listdir(remote)[:8]:
+                for attempt in sftp.listdir(posixpath.join(remote, run))[:8]:
+                    for rank in sftp.listdir(posixpath.join(remote, run, attempt))[:64]:
+                        rel = (run, attempt, rank, "stderr.log")
+                        target = os.path.join(local, *rel)
+                        if os.path.exists(target):   # the record and the host's workdir are one directory
+                            continue
+                        with sftp.open(posixpath.join(remote, *rel), "rb") as f:
+                            size = f.stat().st_size
+                            f.seek(max(0, size - RANK_LOG_BYTES))
+                            data = f.read(RANK_LOG_BYTES)
+                        os.makedirs(os.path.dirname(target), exist_ok=True)
+                        with open(target, "wb") as out:
+                            out.write(data)
+        finally:
+            sftp.close()
+    except Exception:   # IOError, paramiko's SSHException, a timeout: the summary falls back to the node log
+        pass
+
+
 class SshBackend(Backend):
     name = "ssh"
     # The hosts may have disks of their own: the record and the streamed logs stay where kit runs.
@@ -129,6 +164,11 @@ class SshBackend(Backend):
                 f"{plan.teardown_grace:.0f} s (Ctrl-C again to shorten)"))
             for t in threads:
                 t.join(timeout=10)
+        if outcome.first_failed is not None:
+            # The failing rank's own stderr, teed on its host: what it said last about its error (the node log
+            # interleaves its stdout and stderr, so its last line may be neither).
+            fetch_rank_stderr(self.conns.get(plan.nodes[outcome.first_failed].host), plan,
+                              plan.nodes[outcome.first_failed], record)
         self._close()
         failure = None
         if outcome.first_failed is not None:
@@ -146,7 +186,9 @@ class SshBackend(Backend):
         if nodes[outcome.first_failed].lost:
             text += f"kit: the SSH connection to host {node.host} was lost\n"
         known = known_codes(node.argv)
-        return explained_elsewhere(summarize(node.machine_rank, node.host, code, text, known), known, logs)
+        ranks_dir = record.file(f"node{node.machine_rank}.ranks")
+        return explained_elsewhere(summarize(node.machine_rank, node.host, code, text, known, ranks_dir=ranks_dir,
+                                             procs_per_node=plan.world.procs_per_node), known, logs)
 
     def _upload(self, plan: LaunchPlan) -> None:
         """The plan's files each node needs into the node's workdir (SFTP, hosts in parallel)."""
