@@ -14,9 +14,6 @@ from launcher.errors import KitError
 from launcher.secrets import is_secret
 from launcher.transport.where import CommandError
 
-SUBMIT_TIMEOUT = 60.0
-
-
 def submit_argv(sweep, todo) -> list[str]:
     """The plan's `sbatch --parsable <script>`; a re-run that skips trials names the rest on the command line
     (which overrides the script's --array line)."""
@@ -35,9 +32,10 @@ def _secrets(sweep) -> dict:
     return {k: v for k, v in added.items() if is_secret(k, node.secret_env)}
 
 
-def submit_array(backend, sweep, todo, made: dict) -> tuple[str, list[str]]:
-    """Write every trial's files and the array script where the nodes read them, sbatch the array, mark each
-    trial's record submitted. `made`: trial index -> its RunRecord (already created). (array id, argv)."""
+def submit_array(backend, sweep, todo, made: dict, timeout: float) -> tuple[str, list[str]]:
+    """Write every trial's files and the array script where the nodes read them, sbatch the array (as a single
+    job's sbatch: `timeout`, the backend's), mark each trial's record submitted. `made`: trial index -> its
+    RunRecord (already created). (array id, argv)."""
     where = backend.where
     try:
         workdir = where.absolute(backend.workdir)
@@ -47,7 +45,7 @@ def submit_array(backend, sweep, todo, made: dict) -> tuple[str, list[str]]:
         where.write(os.path.join(workdir, sweep.array.script_path), sweep.array.script)
         argv = submit_argv(sweep, todo)
         r = where.run(argv, cwd=workdir, env=_secrets(sweep), drop=sweep.trials[0].plan.inherit,
-                      timeout=SUBMIT_TIMEOUT)
+                      timeout=timeout)
     except (OSError, CommandError) as e:
         _fail_all(made)
         raise KitError(f"sbatch could not be run on {where.where}: {e}") from None

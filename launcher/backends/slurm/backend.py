@@ -152,7 +152,7 @@ class SlurmBackend(Backend):
         """One job array for the trials `todo`, submitted where the SLURM commands run (here or the login host)."""
         from launcher.backends.slurm.array import create_records, submit_array
         made = create_records(self.record_root(self.workdir, base_dir), todo, specs)
-        array_id, argv = submit_array(self, sweep, todo, made)
+        array_id, argv = submit_array(self, sweep, todo, made, SUBMIT_TIMEOUT)
         via = f" via {self.where.where}" if self.where.remote else ""
         skipped = len(sweep.trials) - len(todo)
         note(f"kit: sweep {sweep.sweep_id}: submitted SLURM job array {array_id}{via} ({len(todo)} trial(s), at "
