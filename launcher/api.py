@@ -36,11 +36,14 @@ class _Args:
 
     def __init__(self, job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args,
                  run_id, sweep=None):
-        from launcher.spec.overrides import set_item
+        if not isinstance(job, (str, os.PathLike)):
+            raise KitError(f"job: a job spec's path, e.g. 'jobs/bert_cls.yaml' (got {job!r})")
         self.job, self.cluster, self.run_id, self.sweep = os.fspath(job), _path(cluster), run_id, _path(sweep)
         self.nodes, self.gpus, self.procs_per_node = nodes, gpus, procs_per_node
         self.strategy, self.mixed_precision, self.port = strategy, mixed_precision, port
-        self.set = [set_item(k, v) for k, v in (set or {}).items()]
+        if not isinstance(set or {}, dict):
+            raise KitError(f"set: a mapping of field to value, e.g. {{'deepspeed.zero_stage': 3}} (got {set!r})")
+        self.set = [_set_item(k, v) for k, v in (set or {}).items()]
         if isinstance(args, str):
             raise KitError("args: a list of words, e.g. args=['--epochs', '1'] (not one string)")
         self.args = list(args or ())
@@ -48,7 +51,21 @@ class _Args:
 
 
 def _path(p) -> Optional[str]:
+    if p is not None and not isinstance(p, (str, os.PathLike)):
+        raise KitError(f"expected a file's path, got {p!r}")
     return None if p is None else os.fspath(p)
+
+
+def _set_item(key, value) -> str:
+    import yaml
+    from launcher.spec.overrides import set_item
+    if not isinstance(key, str):
+        raise KitError(f"set: field names are strings like 'deepspeed.zero_stage' (got {key!r})")
+    try:
+        return set_item(key, value)
+    except yaml.YAMLError:
+        raise KitError(f"set: {key}: {value!r} is not plain data (numbers, strings, booleans, lists, "
+                       f"mappings)") from None
 
 
 def _load(a: _Args):
@@ -134,7 +151,7 @@ class Run:
     @property
     def state(self) -> str:
         """starting, running, pending, requeued, succeeded, failed, cancelled, timeout, preempted, lost, ..."""
-        return state_now(self.status)[0]
+        return state_now(self.record)[0]
 
     @property
     def exit_code(self) -> Optional[int]:
@@ -176,7 +193,7 @@ class Run:
         """Stop every process of the run, wherever it is; returns once none is left (the line kit prints)."""
         status = self.status
         backend = registry.backend(status.backend)
-        state, _ = backend.current_state(status)
+        state, _ = backend.current_state(self.record, status)
         if state not in NOT_OVER + ("lost",):
             return f"run {self.id}: already finished ({state}); nothing to cancel"
         return backend.cancel(self.record, self.record.read_status())

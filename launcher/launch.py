@@ -11,6 +11,7 @@ from launcher.backends import registry
 from launcher.backends.base import Result
 from launcher.environment import dropped_warning
 from launcher.planning.model import LaunchPlan
+from launcher.supervise import tree
 from launcher.supervise.failure import outcome_line
 
 
@@ -48,6 +49,10 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
     # The record is written before the checks: an SSH run's checks wait for the hosts' logins, and the record
     # is then off the way from the last check's answer to the nodes' start. Checks that fail take it back.
     with records.tentative(root, plan, prepared.job_record, prepared.cluster_record) as record:
+        # This process follows the run until a backend says otherwise: if it dies during the checks (kill -9),
+        # the record reads "lost", not "starting" for ever.
+        me = tree.same_process(os.getpid(), None)
+        record.update_status(supervisor_pid=os.getpid(), supervisor_start=me.create_time() if me else None)
         backend.check(plan, base_dir)
     if on_checked is not None:
         on_checked()

@@ -9,12 +9,14 @@ from launcher.errors import KitError
 from launcher.status import RunStatus
 
 
-def state_now(status: RunStatus) -> tuple[str, str]:
-    """(state, note) of a record now, through its backend; the recorded state when the backend cannot say."""
+def state_now(record: records.RunRecord, status: Optional[RunStatus] = None) -> tuple[str, str]:
+    """(state, note) of a record now, through its backend (which may bring the record up to date: only this
+    record, wherever it is now); the recorded state when the backend cannot say."""
+    status = record.read_status() if status is None else status
     if status.state == "corrupt":
         return "corrupt", status.note
     try:
-        return registry.backend(status.backend).current_state(status)
+        return registry.backend(status.backend).current_state(record, status)
     except KitError as e:
         return status.state, str(e)
 

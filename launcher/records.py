@@ -19,12 +19,39 @@ STATUS = "status.json"
 
 
 def write_atomic(path: str, text: str) -> None:
-    """Write via a temporary file and rename, so readers never see half a file."""
+    """Write via a temporary file and rename, so readers never see half a file; a write that fails (a full disk)
+    leaves no temporary file behind."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink(tmp)
+        raise
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def publish_new(path: str, text: str) -> bool:
+    """Write `path` only if nothing is there: the complete file appears at once or not at all (a hard link of a
+    written temporary file fails when the name exists). False when another process got there first."""
+    tmp = f"{path}.new.{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        _unlink(tmp)
 
 
 def spec_record(spec, plan: LaunchPlan) -> dict:
@@ -65,8 +92,9 @@ class RunRecord:
     def update_status(self, **fields) -> RunStatus:
         """Apply `fields` (RunStatus's own, type-checked) to the status on disk and write it back."""
         current = self.read_status()
-        if current.state == "corrupt":
-            current = RunStatus(run_id=current.run_id)
+        if current.state == "corrupt":   # never written over: what it held is unknown, and may still matter
+            raise KitError(f"run record {self.path}: {STATUS} is unreadable ({current.note}); kit will not write "
+                           f"over it: inspect or remove that directory")
         status = current.replace(**fields)
         write_atomic(self.file(STATUS), to_json(status.to_json()))
         return status
@@ -74,18 +102,36 @@ class RunRecord:
 
 def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
     """Write the record and the plan's generated files (relative to workdir, as the nodes see them). `job` and
-    `cluster`: the resolved specs, or their spec_record()s."""
+    `cluster`: the resolved specs, or their spec_record()s. The run id is claimed first, atomically: of two kit
+    processes creating one run id at once, exactly one gets it. A record that cannot be written (a full disk, no
+    permission) is one line, with nothing of it left."""
     path = os.path.join(workdir, plan.run_dir)
-    if os.path.exists(os.path.join(path, STATUS)):
-        raise KitError(f"run {plan.run_id} already exists at {path}; pick another --run-id")
     record = RunRecord(path)
-    write_atomic(record.file("job.yaml"), to_yaml(spec_record(job, plan)))
-    write_atomic(record.file("cluster.yaml"), to_yaml(spec_record(cluster, plan)))
-    write_atomic(record.file("plan.json"), to_json(masked_dict(plan)))
-    for rel, content in plan.files.items():
-        write_atomic(os.path.join(workdir, rel), content)
-    record.update_status(run_id=plan.run_id, job=plan.job_name, backend=plan.backend,
-                         state="starting", created_at=time.time())
+    first = RunStatus(run_id=plan.run_id, job=plan.job_name, backend=plan.backend, state="starting",
+                      created_at=time.time())
+    try:
+        os.makedirs(path, exist_ok=True)
+        claimed = publish_new(record.file(STATUS), to_json(first.to_json()))
+    except OSError as e:
+        raise KitError(f"cannot write the run record in {path}: {e.strerror or e}; free space or pick "
+                       f"another run root (cluster's run_root / workdir)") from None
+    if not claimed:
+        raise KitError(f"run {plan.run_id} already exists at {path}; pick another --run-id")
+    written = [record.file(STATUS)]
+    try:
+        for name, text in (("job.yaml", to_yaml(spec_record(job, plan))),
+                           ("cluster.yaml", to_yaml(spec_record(cluster, plan))),
+                           ("plan.json", to_json(masked_dict(plan)))):
+            written.append(record.file(name))
+            write_atomic(record.file(name), text)
+        for rel, content in plan.files.items():
+            written.append(os.path.join(workdir, rel))
+            write_atomic(os.path.join(workdir, rel), content)
+    except OSError as e:
+        for name in written:
+            _unlink(name)
+        raise KitError(f"cannot write the run record in {path}: {e.strerror or e}; free space or pick "
+                       f"another run root (cluster's run_root / workdir)") from None
     return record
 
 
@@ -99,22 +145,46 @@ def tentative(workdir: str, plan: LaunchPlan, job, cluster):
     while d and not os.path.exists(d):
         made.append(d)   # deepest first
         d = os.path.dirname(d)
-    record = create(workdir, plan, job, cluster)
+    record = None
     try:
+        record = create(workdir, plan, job, cluster)
         yield record
     except BaseException:
-        written = [record.file(n) for n in ("job.yaml", "cluster.yaml", "plan.json", STATUS)]
-        for name in [*written, *(os.path.join(workdir, rel) for rel in plan.files)]:
-            try:
-                os.unlink(name)
-            except FileNotFoundError:
-                pass
+        if record is not None:
+            written = [record.file(n) for n in ("job.yaml", "cluster.yaml", "plan.json", STATUS)]
+            for name in [*written, *(os.path.join(workdir, rel) for rel in plan.files)]:
+                _unlink(name)
         for d in made:
             try:
                 os.rmdir(d)
             except OSError:   # not empty: something else is in it now
                 pass
         raise
+
+
+def untrusted(record: RunRecord, name: str = STATUS) -> Optional[str]:
+    """Why kit must not act on this record's connection settings (log in where it says, with the SSH options it
+    holds), or None. As OpenSSH treats a config file: the record's file `name` and its directory must belong to
+    you (or root) and be writable by nobody else, since anyone who can write into a shared run root could
+    otherwise make `kit runs` log in anywhere, with any ssh config (ProxyCommand runs a command)."""
+    me = os.geteuid()
+    for path in (record.file(name), record.path):
+        try:
+            st = os.stat(path)
+        except OSError as e:
+            return f"{path}: {e.strerror}"
+        if st.st_uid not in (me, 0):
+            return f"{path} belongs to uid {st.st_uid}, not you"
+        if st.st_mode & 0o022:
+            return f"{path} is writable by others (mode {st.st_mode & 0o777:o})"
+    return None
+
+
+def require_trusted(record: RunRecord, name: str = STATUS) -> None:
+    why = untrusted(record, name)
+    if why:
+        raise KitError(f"run record {record.path} is not trusted for remote actions: {why}; kit will not log in "
+                       f"with the settings it holds (chmod go-w, or act on the run from its owner's account)")
 
 
 def find(run_root: str, run_id: str) -> RunRecord:

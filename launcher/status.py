@@ -21,10 +21,11 @@ QUEUED = ("pending", "requeued")
 NOT_OVER = ACTIVE + QUEUED
 FINAL = ("succeeded", "failed", "cancelled", "timeout", "preempted")
 
-HOST_NAME = re.compile(r"^[A-Za-z0-9?][A-Za-z0-9_.:-]*$")   # "?" is a SLURM node not known yet
+HOST_NAME = re.compile(r"^[A-Za-z0-9?][A-Za-z0-9_.:%-]*$")   # "?": a SLURM node not known yet; %: IPv6 zone
 JOB_ID = re.compile(r"^\d+(_\d+)?$")                        # SLURM job id, or <array id>_<task>
 TICKS = re.compile(r"^\d+$")                                # a process's start time in clock ticks (/proc)
-RUN_DIR = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$")
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+RUN_DIR = re.compile(r"^[^\x00-\x1f\x7f]+$")   # a path (the cluster's run_root + the run id): one line
 
 
 class BadStatus(ValueError):
@@ -79,13 +80,16 @@ def _node(v) -> NodeStatus:
         return v
     if not isinstance(v, dict):
         raise BadStatus(f"expected a node mapping, got {v!r}")
-    return NodeStatus(
-        rank=_int(v.get("rank")) if v.get("rank") is not None else 0,
-        host=_str(v.get("host"), HOST_NAME) or "?",
-        pid=_pid(v.get("pid")), start=_float(v.get("start")), address=_str(v.get("address"), HOST_NAME),
-        pgid=_pid(v.get("pgid")), start_ticks=_str(_ticks(v.get("start_ticks")), TICKS),
-        remote_start=_float(v.get("remote_start")),
-    )
+    checks = {"rank": lambda x: _int(x) or 0, "host": lambda x: _str(x, HOST_NAME) or "?", "pid": _pid,
+              "start": _float, "address": lambda x: _str(x, HOST_NAME), "pgid": _pid,
+              "start_ticks": lambda x: _str(_ticks(x), TICKS), "remote_start": _float}
+    values = {}
+    for name, check in checks.items():
+        try:
+            values[name] = check(v.get(name))
+        except BadStatus as e:
+            raise BadStatus(f"{name}: {e}") from None
+    return NodeStatus(**values)
 
 
 def _ticks(v):
@@ -111,7 +115,13 @@ def _codes(v) -> tuple:
 def _nodes(v) -> tuple:
     if not isinstance(v, (list, tuple)):
         raise BadStatus(f"expected a list, got {v!r}")
-    return tuple(_node(n) for n in v)
+    out = []
+    for i, n in enumerate(v):
+        try:
+            out.append(_node(n))
+        except BadStatus as e:
+            raise BadStatus(f"[{i}].{e}") from None
+    return tuple(out)
 
 
 def _list(v) -> Optional[list]:
@@ -168,7 +178,7 @@ class NodeStatus:
 
 @dataclass(frozen=True)
 class RunStatus:
-    run_id: str = _checked("", lambda v: _str(v, RUN_DIR) or "")
+    run_id: str = _checked("", lambda v: _str(v, RUN_ID) or "")
     job: str = _checked("", lambda v: _str(v) or "")
     backend: str = _checked(registry.DEFAULT, _backend)
     state: str = _checked("?", lambda v: _str(v) or "?")
@@ -190,7 +200,6 @@ class RunStatus:
     # SLURM
     job_id: Optional[str] = _checked(None, lambda v: _str(v, JOB_ID))
     array_job_id: Optional[str] = _checked(None, lambda v: _str(v, JOB_ID))
-    path: Optional[str] = _checked(None, _str)              # the record's own directory
     workdir: Optional[str] = _checked(None, _str)           # the cluster's workdir as the SLURM commands see it
     run_dir: Optional[str] = _checked(None, lambda v: _str(v, RUN_DIR))   # relative to workdir
     max_requeues: Optional[int] = _checked(None, _int)
@@ -226,7 +235,8 @@ class RunStatus:
                 try:
                     values[name] = _coerce(name, value)
                 except BadStatus as e:
-                    raise BadStatus(f"{name}: {e}") from None
+                    text = str(e)
+                    raise BadStatus(f"{name}{text}" if text.startswith("[") else f"{name}: {text}") from None
         return cls(**values)
 
 
@@ -240,7 +250,7 @@ def _coerce(name: str, value):
 
 
 def corrupt(run_id: str, why: str) -> RunStatus:
-    return RunStatus(run_id=run_id if RUN_DIR.fullmatch(run_id or "") else "", state="corrupt", note=why)
+    return RunStatus(run_id=run_id if RUN_ID.fullmatch(run_id or "") else "", state="corrupt", note=why)
 
 
 __all__ = ["RunStatus", "NodeStatus", "Failure", "BadStatus", "ACTIVE", "QUEUED", "NOT_OVER", "FINAL", "PREEMPTED",

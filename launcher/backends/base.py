@@ -45,9 +45,10 @@ class Backend(abc.ABC):
         outcome in the record."""
 
     @abc.abstractmethod
-    def current_state(self, status: RunStatus) -> tuple[str, str]:
+    def current_state(self, record: RunRecord, status: RunStatus) -> tuple[str, str]:
         """(state, note) of a record now: a "running" record whose supervisor died is "lost"; a SLURM job is
-        asked about. May bring the record up to date."""
+        asked about. May bring `record` up to date: that record only, wherever it is now (a re-run's set-aside
+        attempt is itself, never the directory it was moved from)."""
 
     @abc.abstractmethod
     def cancel(self, record: RunRecord, status: RunStatus) -> str:
@@ -93,7 +94,7 @@ class Backend(abc.ABC):
         except OSError:
             return None
 
-    def fetch_output(self, status: RunStatus, path: str, limit: int) -> Optional[bytes]:
+    def fetch_output(self, record: RunRecord, status: RunStatus, path: str, limit: int) -> Optional[bytes]:
         """A file a run wrote (`path` relative to its workdir), found from its record alone (no binding); None
         when this backend's records do not say where (the sweep then relies on the copy made at the trial's
         end)."""

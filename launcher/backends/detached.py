@@ -10,6 +10,8 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
+import time
 
 from launcher.errors import KitError
 from launcher.planning.model import LaunchPlan
@@ -25,23 +27,33 @@ CONSOLE = "console.log"
 def spawn(backend: str, binding, plan: LaunchPlan, record: RunRecord, base_dir: str) -> int:
     """Start the supervisor; record its pid (so `kit status` tells a dead one from a live one) and return it."""
     data = pickle.dumps((backend, binding, plan, record.path, base_dir))
-    console = os.open(record.file(CONSOLE), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
-        proc = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=console,
-                                stderr=console, cwd=base_dir, start_new_session=True, close_fds=True)
+        console = os.open(record.file(CONSOLE), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=console,
+                                    stderr=console, cwd=base_dir, start_new_session=True, close_fds=True)
+        finally:
+            os.close(console)
     except OSError as e:
+        record.update_status(state="failed", exit_code=2, finished_at=time.time())
         raise KitError(f"could not start the run's supervisor: {e}") from None
-    finally:
-        os.close(console)
+    # Recorded before the child gets its inputs: until then it writes nothing, so the two never race on the
+    # record, and a `kit status` right after this returns finds the supervisor.
+    started = tree.same_process(proc.pid, None)
+    record.update_status(supervisor_pid=proc.pid, supervisor_start=started.create_time() if started else None)
     try:
         proc.stdin.write(data)
         proc.stdin.close()
     except OSError:
         pass   # it died at once: its console says why, and the record shows it lost
-    started = tree.same_process(proc.pid, None)
-    record.update_status(supervisor_pid=proc.pid, supervisor_start=started.create_time() if started else None)
-    proc.returncode = 0   # never waited for here: it outlives this process; no ResourceWarning at exit
+    reap_later(proc)
     return proc.pid
+
+
+def reap_later(proc) -> None:
+    """Wait for a spawned process in a daemon thread: a long-lived caller (a notebook) collects no zombies, and
+    one that exits at once leaves the child to init."""
+    threading.Thread(target=proc.wait, daemon=True, name=f"kit-reap-{proc.pid}").start()
 
 
 def main() -> None:
@@ -73,7 +85,6 @@ def main() -> None:
 
 def _failed(path, code: int) -> None:
     """The run could not be started: the record says so (it would read "lost" otherwise)."""
-    import time
     if path is None:
         return
     try:

@@ -37,7 +37,7 @@ def _follow(record: records.RunRecord, node) -> None:
     """Every node's lines as they come, tagged like the live console, until the run ends and the logs drain."""
     offsets, pending = {}, {}
     while True:
-        running = state_now(record.read_status())[0] in NOT_OVER
+        running = state_now(record)[0] in NOT_OVER
         fetch(record)
         print_new_lines(record.path, node, offsets, pending)
         if not running:

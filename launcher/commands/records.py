@@ -1,11 +1,13 @@
 """`kit runs / status / cancel`: read and act on run records (`kit logs` lives in logs.py)."""
 
+import os
 import time
 
 from launcher import records
 from launcher.backends import registry
 from launcher.lookup import find_record, state_now
 from launcher.status import ACTIVE, QUEUED
+from launcher.supervise.failure import cause
 from launcher.sweeps.record import find_sweep, is_sweep, list_sweeps, state_now as sweep_state
 
 
@@ -21,7 +23,7 @@ def runs_cmd(args) -> int:
     print(f"{'RUN':<44} {'BACKEND':<8} {'STATE':<10} {'EXIT':>4}  CREATED")
     for run_id, st in found:
         code = st.exit_code
-        state, _ = state_now(st)
+        state, _ = state_now(records.RunRecord(os.path.join(args.run_root, run_id)), st)
         print(f"{run_id:<44} {st.backend:<8} {state:<10} "
               f"{'' if code is None else code:>4}  {_when(st.created_at)}")
     for sweep_id, data in list_sweeps(args.run_root):  # its trials are the runs <sweep>-t<N> above
@@ -37,7 +39,7 @@ def status(args) -> int:
         return print_status(args.run_root, args.run_id)
     record = find_record(args.run_root, args.run_id)
     st = record.read_status(strict=True)
-    state, note = state_now(st)
+    state, note = state_now(record, st)
     # A backend may have recorded what it just learnt (a SLURM job's hosts, end state and exit codes).
     st = record.read_status()
     print(f"run {st.run_id}  job {st.job}  backend {st.backend}  state {state}")
@@ -47,11 +49,8 @@ def status(args) -> int:
     for i, node in enumerate(st.nodes):
         code = codes[i] if i < len(codes) and codes[i] is not None else "-"
         print(f"  node {node.rank}  host {node.host}  pid {node.pid or '-'}  exit {code}")
-    failure = st.failure
-    if failure:
-        rank = f" rank {failure.rank}" if failure.rank is not None else ""
-        print(f"  first failure: node {failure.node} ({failure.host}){rank} exited {failure.code} "
-              f"({failure.meaning}): {failure.last_line}")
+    if st.failure:
+        print(f"  first failure: {cause(st.failure)}")
     if st.exit_code is not None:
         print(f"exit code {st.exit_code}")
     return 0
@@ -66,7 +65,7 @@ def cancel(args) -> int:
     st = record.read_status(strict=True)
     run_id = st.run_id or args.run_id
     backend = registry.backend(st.backend)
-    state, _ = backend.current_state(st)
+    state, _ = backend.current_state(record, st)
     if state not in ACTIVE + QUEUED + ("lost",):
         code = st.exit_code
         print(f"run {run_id}: already finished ({state}{'' if code is None else f', exit code {code}'}); "

@@ -5,7 +5,7 @@ from typing import Annotated, Literal, Optional, Union, get_args
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from launcher.backends import registry
-from launcher.spec.base import NAME_PATTERN, StrictModel, no_reserved_env
+from launcher.spec.base import NAME_PATTERN, OneLine, StrictModel, no_reserved_env
 from launcher.spec.job import EnvName, PositiveInt
 
 Port = Annotated[int, Field(ge=1024, le=65535)]
@@ -40,11 +40,11 @@ class Section(StrictModel):
 
 
 class SlurmOptions(Section):
-    partition: Optional[str] = None
-    account: Optional[str] = None
-    qos: Optional[str] = None
+    partition: Optional[OneLine] = None
+    account: Optional[OneLine] = None
+    qos: Optional[OneLine] = None
     time: Optional[Annotated[str, StringConstraints(pattern=r"^(\d+-)?\d+(:\d{2}){0,2}$")]] = None
-    constraint: Optional[str] = None
+    constraint: Optional[OneLine] = None
     cpus_per_task: Optional[PositiveInt] = None
     mem: Optional[Annotated[str, StringConstraints(pattern=r"^\d+[KMGT]?$")]] = None
     # Seconds before the time limit that SLURM warns the batch shell (B:USR1), which then requeues the job so the
@@ -53,18 +53,19 @@ class SlurmOptions(Section):
     # Requeues (warning signal or preemption) before kit lets the job end instead of requeueing it again.
     max_requeues: Annotated[int, Field(ge=0, le=1000)] = 3
     # Verbatim `#SBATCH` options, the escape hatch for anything not modelled: ["--exclusive", "--reservation=x"].
-    extra_sbatch: list[Annotated[str, StringConstraints(pattern=r"^--?[A-Za-z]")]] = []
+    extra_sbatch: list[Annotated[OneLine, StringConstraints(pattern=r"^--?[A-Za-z]")]] = []
     # Submit from elsewhere: run sbatch/squeue/sacct/scontrol/scancel on this host over SSH (the cluster's `ssh:`
     # section says how to log in) and reach its workdir over SFTP; unset = the SLURM commands run on this machine.
     login_host: Optional[HostName] = None
 
 
 class SshOptions(Section):
-    user: Optional[str] = None
+    user: Optional[OneLine] = None
     port: Annotated[int, Field(ge=1, le=65535)] = 22
     identity_file: Optional[str] = None
     known_hosts: Optional[str] = None
-    connect_timeout: Annotated[float, Field(gt=0)] = 10.0
+    # Seconds; bounded: every wait kit makes on a host derives from it.
+    connect_timeout: Annotated[float, Field(gt=0, le=600)] = 10.0
     # An OpenSSH client config read for HostName, User, Port, IdentityFile, ProxyJump (default ~/.ssh/config).
     config_file: Optional[str] = None
     # Explicit opt-in: connect to hosts whose key is not in known_hosts; the keys accepted go into the run record.
@@ -85,16 +86,16 @@ class ClusterSpec(StrictModel):
     # Local clusters: the GPU ids the nodes' `--gpu_ids` slices come from (default 0..gpus_per_node-1). kit fills it
     # from CUDA_VISIBLE_DEVICES at submit time, so a restriction set by the user or a scheduler is honoured.
     gpu_ids: Optional[list[GpuId]] = None
-    workdir: str = "."
+    workdir: OneLine = "."
     # Interpreter on the nodes; unset on a local cluster means kit's own interpreter.
-    python: Optional[str] = None
+    python: Optional[OneLine] = None
     # Shell lines run on every node before the launch: `module load cuda`, `source venv/bin/activate`.
     setup: list[str] = []
     env: dict[EnvName, str] = {}
     _env_not_reserved = field_validator("env", mode="after")(no_reserved_env)
     master_port: Union[Port, PortPolicy] = PortPolicy()
     # Where run records and generated files go, relative to workdir.
-    run_root: str = "runs"
+    run_root: OneLine = "runs"
     # Seconds ranks get to save after SIGTERM before SIGKILL. torchrun's agent itself waits 30 s for its workers
     # before killing them, so a shorter value would cut the preemption checkpoint that torchrun allows.
     teardown_grace: Annotated[float, Field(ge=30, le=3600)] = 40.0

@@ -16,6 +16,9 @@ FIXED_FIELDS = ("name", "entrypoint", "args", "secret_env", "sweep")
 # A metric is a path into the trial's metrics.json: `test.accuracy`, `evals.-1.accuracy` (the last validation).
 METRIC_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.(-?[0-9]+|[A-Za-z_][A-Za-z0-9_]*))*$"
 
+# At most this many trials in one sweep, grid or random: a grid's size is counted before anything is expanded.
+MAX_TRIALS = 10000
+
 Scalar = Union[bool, int, float, str]
 Number = Union[int, float]
 
@@ -63,7 +66,7 @@ ParamSpec = Union[Annotated[list[Scalar], Field(min_length=1)], Values, Range]
 class SweepSpec(StrictModel):
     method: Literal["grid", "random"]
     # Random search: how many trials to draw.
-    trials: Optional[Annotated[int, Field(ge=1, le=10000)]] = None
+    trials: Optional[Annotated[int, Field(ge=1, le=MAX_TRIALS)]] = None
     seed: int = 0
     metric: Annotated[str, StringConstraints(pattern=METRIC_PATTERN)]
     goal: Literal["max", "min"]
@@ -120,6 +123,11 @@ class SweepSpec(StrictModel):
                                  f"method: random")
             if self.trials is not None:
                 raise ValueError("trials is for method: random; a grid runs every combination")
+            size = math.prod(len(self.choices(name)) for name in self.parameters)
+            if size > MAX_TRIALS:
+                sizes = " x ".join(str(len(self.choices(name))) for name in self.parameters)
+                raise ValueError(f"parameters: a grid of {sizes} = {size} trials is above the cap of {MAX_TRIALS}; "
+                                 f"sweep fewer values, or use method: random with trials: N")
         elif self.trials is None:
             raise ValueError("method random needs trials (how many to draw)")
         if self.output_arg in self.parameters:

@@ -9,10 +9,11 @@ import psutil
 
 from launcher import records
 from launcher.backends import registry
-from launcher.status import ACTIVE
+from launcher.status import ACTIVE, QUEUED
 from launcher.supervise import tree
 from launcher.supervise.liveness import CANCEL_MARGIN
 from launcher.sweeps.rerun import trial_state
+from launcher.sweeps.table import collect
 
 STILL = ACTIVE + ("lost",)
 
@@ -23,18 +24,18 @@ def _grace(run_root: str, run_ids: list) -> float:
 
 
 def cancel_sweep(record) -> str:
+    run_root = os.path.dirname(record.path)
+    view = collect(record, run_root)   # every trial's state now (and a finished sweep's end, recorded)
     data = record.read()
     sweep_id = data["sweep_id"]
+    run_ids = [t["run_id"] for t in data["trials"]]
+    driver = tree.same_process(data.get("driver_pid"), data.get("driver_start"))
+    if driver is None and not any(t["state"] in STILL + QUEUED for t in view["trials"]):
+        return f"sweep {sweep_id}: no trial of it is running or queued ({view['state']}); nothing to cancel"
     said = registry.backend(data.get("backend") or registry.DEFAULT).cancel_many(data, record.path)
     if said is not None:
         record.update(state="cancelled", finished_at=time.time())
         return said
-    run_root = os.path.dirname(record.path)
-    run_ids = [t["run_id"] for t in data["trials"]]
-    driver = tree.same_process(data.get("driver_pid"), data.get("driver_start"))
-    active = [r for r in run_ids if trial_state(os.path.join(run_root, r))[0] in STILL]
-    if driver is None and not active:
-        return f"sweep {sweep_id}: no trial of it is running; nothing to cancel"
     if driver is not None:
         print(f"sweep {sweep_id}: stopping its driver (kit, pid {driver.pid}) and every running trial "
               f"(ranks get up to {_grace(run_root, run_ids):.0f} s to save)", flush=True)

@@ -42,22 +42,26 @@ def _detach(plan, record, ctx: SweepContext, todo) -> None:
     import subprocess
     from launcher.backends.detached import ROOT
     child = f"import sys; sys.path.insert(0, {ROOT!r}); from launcher.sweeps.execute import driver_main; driver_main()"
-    console = os.open(record.file("console.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    from launcher.backends.detached import reap_later
     try:
-        proc = subprocess.Popen([sys.executable, "-c", child], stdin=subprocess.PIPE, stdout=console,
-                                stderr=console, cwd=ctx.base_dir, start_new_session=True, close_fds=True)
+        console = os.open(record.file("console.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", child], stdin=subprocess.PIPE, stdout=console,
+                                    stderr=console, cwd=ctx.base_dir, start_new_session=True, close_fds=True)
+        finally:
+            os.close(console)
     except OSError as e:
         raise KitError(f"could not start the sweep's driver: {e}") from None
-    finally:
-        os.close(console)
+    # Recorded before the driver gets its inputs (it writes nothing until then), so a `kit cancel` right after
+    # finds it and the two never race on the record.
+    started = tree.same_process(proc.pid, None)
+    record.update(state="running", driver_pid=proc.pid, driver_start=started.create_time() if started else None)
     try:
         proc.stdin.write(pickle.dumps((plan, record.path, ctx, todo)))
         proc.stdin.close()
     except OSError:
         pass   # it died at once: its console says why
-    # Recorded before we return, so a `kit cancel` right after finds the driver.
-    record.update(state="running", driver_pid=proc.pid, driver_start=tree.same_process(proc.pid, None).create_time())
-    proc.returncode = 0   # never waited for here: it outlives this process
+    reap_later(proc)
 
 
 def driver_main() -> None:

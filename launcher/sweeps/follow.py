@@ -24,7 +24,7 @@ def _refresh(trial: records.RunRecord) -> tuple[str, str]:
     if not status.job_id:
         # Never submitted (kit stopped before sbatch answered): nothing of it runs anywhere.
         return ("not submitted" if status.state in NOT_OVER else status.state), ""
-    state, line = state_now(status)
+    state, line = state_now(trial, status)
     if state == "running" and not status.started_at:
         # When it was first seen running: the trial's duration leaves out its wait in the queue.
         trial.update_status(started_at=time.time())

@@ -51,8 +51,9 @@ def fetch(record_dir: str, status, output_dir: str, metrics_file: str):
     record from then on; None when the backend cannot reach it."""
     from launcher.backends import registry
     try:
-        content = registry.backend(status.backend).fetch_output(status, os.path.join(output_dir, metrics_file),
-                                                                MAX_BYTES)
+        from launcher.records import RunRecord
+        content = registry.backend(status.backend).fetch_output(RunRecord(record_dir), status,
+                                                                os.path.join(output_dir, metrics_file), MAX_BYTES)
     except (KitError, OSError):   # an unreachable login host: no metric in the table, which still shows
         return None
     if content is None:

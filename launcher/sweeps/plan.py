@@ -4,6 +4,7 @@ import dataclasses
 import hashlib
 import json
 import posixpath
+import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -16,6 +17,10 @@ from launcher.spec.job import JobSpec
 from launcher.spec.overrides import Overrides, apply_overrides, override_pairs
 from launcher.spec.sweep import SweepSpec
 from launcher.sweeps.trials import Trial, check_fields, expand, trial_job
+
+
+# Trial N of sweep S is the run `S-tN`: a sweep id shaped so would share its record directory with one.
+TRIAL_ID = re.compile(r"-t\d+$")
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,9 @@ def plan_sweep(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: O
                user_deepspeed: Optional[dict] = None) -> SweepPlan:
     check_fields(job, spec)
     _check_overrides(spec, overrides)
+    if sweep_id is not None and TRIAL_ID.search(sweep_id):
+        raise KitError(f"--run-id {sweep_id}: a sweep's id may not end in -t<N>, which names trial N of another "
+                       f"sweep's run records; pick another id")
     sweep_id = sweep_id or sweep_id_for(job, spec, cluster, overrides)
     # The specs are resolved once; each trial's job is the resolved job with its values (no override fixes a
     # swept field: _check_overrides), and its plan is built on its lane's cluster with nothing left to apply.

@@ -6,7 +6,7 @@ import os
 from launcher import records
 from launcher.errors import KitError
 from launcher.lookup import state_now
-from launcher.status import ACTIVE, RunStatus
+from launcher.status import NOT_OVER, RunStatus
 
 
 def trial_state(path: str) -> tuple[str, RunStatus]:
@@ -15,7 +15,7 @@ def trial_state(path: str) -> tuple[str, RunStatus]:
     if not record.exists():
         return "", RunStatus()
     status = record.read_status()
-    return state_now(status)[0], status
+    return state_now(record, status)[0], status
 
 
 def set_aside(path: str) -> str:
@@ -35,7 +35,7 @@ def trials_to_run(plan, record_root: str, note) -> list:
         if state == "succeeded":
             note(f"kit: sweep {plan.sweep_id}: trial {trial.index} succeeded before ({trial.run_id}); skipped")
             continue
-        if state in ACTIVE:
+        if state in NOT_OVER:   # running, or waiting in a queue (a SLURM job array): it would run twice
             raise KitError(f"trial {trial.run_id} is still {state}; wait for it or stop it with "
                            f"`kit cancel {plan.sweep_id}` before running the sweep again")
         if state:

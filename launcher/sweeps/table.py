@@ -75,6 +75,17 @@ def _sweep_state(data: dict, rows: list, driver_alive: bool) -> str:
     return "failed"
 
 
+def _record_end(record, data: dict, rows: list, state: str) -> None:
+    """A sweep with no driver (its trials submitted as one job array) ends when its last trial does, which
+    whoever reads it next sees: its record says so from then on (a detached array's sweep.json would say
+    "running" for ever otherwise)."""
+    if data.get("driver_pid") or data.get("state") != "running" or state in ("running", "lost"):
+        return
+    failed = [r for r in rows if r["state"] != "succeeded"]
+    code = 0 if not failed else (failed[0]["exit_code"] or 1)
+    record.update(state=state, exit_code=code, finished_at=time.time())
+
+
 def collect(record, run_root: str) -> dict:
     data = record.read()
     driver = tree.same_process(data.get("driver_pid"), data.get("driver_start"))
@@ -82,8 +93,10 @@ def collect(record, run_root: str) -> dict:
     rows = [_row(t, run_root, data, alive) for t in data["trials"]]
     spec = data["spec"]
     best = _best(rows, spec["goal"])
+    state = _sweep_state(data, rows, alive)
+    _record_end(record, data, rows, state)
     return {"sweep_id": data["sweep_id"], "job": data.get("job_name"), "backend": data.get("backend"),
-            "state": _sweep_state(data, rows, alive), "method": spec["method"], "metric": spec["metric"],
+            "state": state, "method": spec["method"], "metric": spec["metric"],
             "goal": spec["goal"], "parameters": data.get("parameter_names") or list(spec["parameters"]),
             "best": None if best is None else best["run_id"], "trials": rows}
 

@@ -31,7 +31,30 @@ class Result:
     err: str
 
 
-class Local:
+class _Slurm:
+    """The SLURM questions both places ask the same way, through their own run() (stderr captured: a cluster
+    without accounting makes sacct print an error at every poll)."""
+
+    def accounting_state(self, job_id: str) -> str:
+        """The job's state as sacct has it; UNKNOWN without accounting or before sacct has a row."""
+        try:
+            r = self.run(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State"], timeout=20.0)
+        except CommandError:
+            return "UNKNOWN"
+        rows = [row.strip() for row in r.out.splitlines() if row.strip()] if r.code == 0 else []
+        return rows[-1].split()[0].upper() if rows else "UNKNOWN"
+
+    def cancel(self, job_id: str) -> None:
+        try:
+            r = self.run(["scancel", job_id], timeout=20.0)
+        except CommandError as e:
+            raise KitError(f"scancel {job_id} on {self.where} could not run: {e}") from None
+        if r.code != 0:
+            why = (r.err.strip().splitlines() or [f"exit {r.code}"])[-1]
+            raise KitError(f"scancel {job_id} on {self.where} failed: {why}")
+
+
+class Local(_Slurm):
     """SLURM's client commands on this machine; the workdir is a directory here (shared with the nodes)."""
 
     remote = False
@@ -90,24 +113,6 @@ class Local:
             f.write(content)
         os.replace(tmp, path)
 
-    def accounting_state(self, folder: str, job_id: str) -> str:
-        """submitit's job handle (its sacct watcher); UNKNOWN without accounting or before sacct has a row."""
-        import logging
-
-        from submitit.slurm.slurm import SlurmJob  # lazily: keeps the CLI's import path light
-        # submitit logs a warning per failed sacct call; a cluster without accounting is a case we handle.
-        logging.getLogger("submitit").setLevel(logging.ERROR)
-        job = SlurmJob(folder, job_id)
-        return (job.watcher.get_state(job_id, mode="force") or "UNKNOWN").split()[0].upper()
-
-    def cancel(self, folder: str, job_id: str) -> None:
-        from submitit.slurm.slurm import SlurmJob
-        try:
-            SlurmJob(folder, job_id).cancel(check=True)
-        except (OSError, subprocess.CalledProcessError) as e:
-            raise KitError(f"scancel {job_id} failed: {e}") from None
-
-
 # The remote side of LoginHost.run: unset what the plan's inherit policy drops, export the variables read from
 # stdin, cd, exec. `bash --norc`: the login shell that runs this has read the user's rc files already.
 _REMOTE = ('{unset}while IFS= read -r -d "" kit_kv; do export "$kit_kv"; done; '
@@ -126,7 +131,7 @@ def _unset_text(drop) -> str:
             "done; ")
 
 
-class LoginHost:
+class LoginHost(_Slurm):
     """SLURM's client commands on a login host over one SSH connection; its workdir over SFTP."""
 
     remote = True
@@ -231,19 +236,6 @@ class LoginHost:
             raise
         except Exception as e:   # paramiko's IOError (no such directory, no permission) or a lost connection
             raise CommandError(f"{self.where}: cannot write {path}: {e or type(e).__name__}") from None
-
-    def accounting_state(self, folder: str, job_id: str) -> str:
-        """submitit's watcher runs sacct on this machine only: ask sacct on the login host the same question."""
-        r = self.run(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State"], timeout=20.0)
-        rows = [row.strip() for row in r.out.splitlines() if row.strip()] if r.code == 0 else []
-        return rows[-1].split()[0].upper() if rows else "UNKNOWN"
-
-    def cancel(self, folder: str, job_id: str) -> None:
-        r = self.run(["scancel", job_id], timeout=20.0)
-        if r.code != 0:
-            why = (r.err.strip().splitlines() or [f"exit {r.code}"])[-1]
-            raise KitError(f"scancel {job_id} on {self.where} failed: {why}")
-
 
 _LOGIN_HOSTS: dict = {}
 

@@ -47,8 +47,12 @@ def _ended_job(tmp_path, argv, node_code, batch_text="") -> RunStatus:
     (run / "node0.exit").write_text(f"{node_code}\n")
     (run / "node0.log").write_text("bad data: reviews.csv:1: missing column 'text'\n")
     (run / "slurm-7.out").write_text(batch_text)
-    return RunStatus.from_json({"path": str(run), "workdir": str(tmp_path), "run_dir": "runs/r", "job_id": "7",
+    return RunStatus.from_json({"workdir": str(tmp_path), "run_dir": "runs/r", "job_id": "7",
                                 "max_requeues": 0, "nodes": [{"rank": 0, "host": "n1"}]})
+
+
+def RUN(tmp_path) -> str:
+    return str(tmp_path / "runs" / "r")
 
 
 TRAIN = ["python", "-m", "accelerate.commands.launch", "--multi_gpu", "-m", "train", "--data", "x.csv"]
@@ -57,21 +61,22 @@ SCRIPT = ["python", "-m", "accelerate.commands.launch", "--multi_gpu", "probe.py
 
 @pytest.mark.parametrize("argv,meaning", [(TRAIN, "bad data"), (SCRIPT, "exit code 4")])
 def test_exit_codes_mean_something_only_for_the_training_module_in_plan_json(tmp_path, argv, meaning):
-    fields = final_fields(Local(), _ended_job(tmp_path, argv, 4), JobInfo("7", "FAILED", exit_code=1))
+    fields = final_fields(Local(), _ended_job(tmp_path, argv, 4), JobInfo("7", "FAILED", exit_code=1), RUN(tmp_path))
     assert fields["state"] == "failed" and fields["exit_code"] == 4
     assert fields["failure"].meaning == meaning
 
 
 def test_the_time_limit_with_no_requeue_left_ends_as_timeout_not_failed(tmp_path):
     batch = "kit: time limit near, no requeue left: stopping\n"
-    fields = final_fields(Local(), _ended_job(tmp_path, SCRIPT, 143, batch), JobInfo("7", "FAILED", exit_code=143))
+    fields = final_fields(Local(), _ended_job(tmp_path, SCRIPT, 143, batch), JobInfo("7", "FAILED", exit_code=143),
+                          RUN(tmp_path))
     assert fields["state"] == "timeout" and fields["failure"] is None and fields["exit_code"] == 143
     assert "no requeue left (slurm.max_requeues=0)" in fields["ended_by"]
 
 
 def test_requeued_from_outside_past_the_budget_ends_as_preempted(tmp_path):
     batch = "kit: requeued 4 times, more than slurm.max_requeues=3; stopping\n"
-    fields = final_fields(Local(), _ended_job(tmp_path, SCRIPT, 1, batch), JobInfo("7", "FAILED", exit_code=1))
+    fields = final_fields(Local(), _ended_job(tmp_path, SCRIPT, 1, batch), JobInfo("7", "FAILED", exit_code=1), RUN(tmp_path))
     assert fields["state"] == "preempted" and fields["failure"] is None
 
 

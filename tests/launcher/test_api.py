@@ -85,3 +85,21 @@ def test_a_sweep_from_the_api_gives_its_trials_and_best(tmp_path):
     assert seen["trials"] == [[0, "succeeded", -1.0], [1, "succeeded", 0.0], [2, "succeeded", -1.0]]
     assert seen["best"] == "api-sweep-t1" and seen["trial_state"] == "succeeded"
     assert seen["again_best"] == {"--x": 2}
+
+
+def test_a_run_outlives_the_program_that_submitted_it(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    job = write_job(tmp_path, args=["--out", str(out), "--linger", "4"])
+    first = run_api(f"""
+        run = kit.submit({job!r}, cluster={LOCAL_CLUSTER!r}, nodes=2, run_id="api-outlives")
+        seen["state"] = run.state
+    """, cwd=tmp_path)   # this interpreter exits here, the run still going
+    assert first["state"] in ("starting", "running")
+    later = run_api("""
+        seen["final"] = kit.get_run("api-outlives").wait(timeout=180)
+        seen["failure"] = bad(lambda: kit.submit("x.yaml", set=["not", "a", "mapping"]))
+    """, cwd=tmp_path)
+    assert later["final"] == "succeeded", later
+    assert later["failure"].startswith("set: a mapping"), later
+    assert len(reports(out)) == 2

@@ -65,8 +65,8 @@ def test_a_sweep_is_one_job_array_of_two_node_trials(slurm_cluster, tmp_path):
     # One array job with 4 tasks, nothing else: the sweep was submitted once.
     rows = _array_rows(slurm_cluster, array_id)
     assert rows == {f"{array_id}_{i}": "COMPLETED" for i in range(4)}, rows
-    # submitit's job handle (what status reads once the controller forgot a job) knows each task by its id.
-    assert [sacct_state(str(tmp_path), f"{array_id}_{i}") for i in range(4)] == ["COMPLETED"] * 4
+    # sacct (what status reads once the controller forgot a job) knows each task by its id.
+    assert [sacct_state(f"{array_id}_{i}") for i in range(4)] == ["COMPLETED"] * 4
     for i in range(4):
         run_id = f"{sweep_id}-t{i}"
         st = status_of(slurm_cluster, run_id)

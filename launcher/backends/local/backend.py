@@ -63,7 +63,7 @@ class LocalBackend(Backend):
                              node_exit_codes=outcome.node_codes, failure=failure)
         return Result(outcome.code, outcome.state, failure)
 
-    def current_state(self, status: RunStatus) -> tuple[str, str]:
+    def current_state(self, record: RunRecord, status: RunStatus) -> tuple[str, str]:
         return current_state(status)
 
     def cancel(self, record: RunRecord, status: RunStatus) -> str:

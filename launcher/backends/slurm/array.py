@@ -83,8 +83,11 @@ def cancel_array(backend, sweep_data: dict, sweep_path: str) -> str:
     array_id = sweep_data.get("array_job_id")
     if not array_id:
         raise KitError(f"sweep {sweep_id}: no SLURM job array was submitted for it; nothing to cancel")
-    where = where_at(sweep_data.get("login_host"), sweep_data.get("login_ssh"))
-    where.cancel(sweep_path, str(array_id))
+    login = sweep_data.get("login_host")
+    if login:
+        records.require_trusted(records.RunRecord(sweep_path), "sweep.json")
+    where = where_at(login, {**(sweep_data.get("login_ssh") or {}), "accept_new_host_keys": False})
+    where.cancel(str(array_id))
     trials = [records.RunRecord(os.path.join(os.path.dirname(sweep_path), t["run_id"])) for t in sweep_data["trials"]]
 
     def states() -> dict:
@@ -96,7 +99,7 @@ def cancel_array(backend, sweep_data: dict, sweep_path: str) -> str:
             elif not status.job_id:
                 out[status.run_id] = "not submitted" if status.state in NOT_OVER else status.state
             else:
-                out[status.run_id] = backend.current_state(status)[0]
+                out[status.run_id] = backend.current_state(trial, status)[0]
         return out
 
     deadline = time.monotonic() + CANCEL_WAIT

@@ -11,13 +11,14 @@ import time
 
 from launcher.backends.base import Backend, Result, note
 from launcher.backends.slurm.files import copy_node_logs
-from launcher.backends.slurm.outcome import describe, failure_of, final_fields
+from launcher.backends.slurm.outcome import describe, failure_of, final_fields, settle
 from launcher.backends.slurm.query import hostnames, query
 from launcher.environment import process_env
 from launcher.errors import KitError
 from launcher.planning.model import LaunchPlan
-from launcher.records import RunRecord
-from launcher.status import FINAL, RunStatus
+from launcher.records import RunRecord, require_trusted
+from launcher.status import ACTIVE, FINAL, RunStatus
+from launcher.supervise import liveness
 from launcher.supervise.log_lines import flush_held, print_new_lines
 from launcher.transport.where import CommandError, where_at
 
@@ -32,8 +33,13 @@ def added_env(plan: LaunchPlan) -> dict:
     return process_env(plan, plan.nodes[0], os.environ, inherit=False)
 
 
-def where_of(status: RunStatus):
-    return where_at(status.login_host, status.login_ssh)
+def where_of(record: RunRecord, status: RunStatus):
+    """Where the record's SLURM commands run: here, or its login host, reached with the settings the record holds
+    only if it is yours and writable by nobody else, and never accepting a new host key."""
+    if not status.login_host:
+        return where_at(None, None)
+    require_trusted(record)
+    return where_at(status.login_host, {**(status.login_ssh or {}), "accept_new_host_keys": False})
 
 
 class SlurmBackend(Backend):
@@ -63,7 +69,7 @@ class SlurmBackend(Backend):
     def submitted_fields(self, plan: LaunchPlan, record: RunRecord, job_id: str, workdir: str) -> dict:
         """What a record holds once its job is queued: the job id and where its files are (one definition for a
         single job and an array task)."""
-        return dict(state="pending", job_id=job_id, submitted_at=time.time(), path=record.path, workdir=workdir,
+        return dict(state="pending", job_id=job_id, submitted_at=time.time(), workdir=workdir,
                     run_dir=plan.run_dir, max_requeues=self.max_requeues, **self.login,
                     nodes=[{"rank": n.machine_rank, "host": "?"} for n in plan.nodes])
 
@@ -105,7 +111,7 @@ class SlurmBackend(Backend):
         status = record.read_status()
         offsets, pending, noise, said = {}, {}, {}, None
         while True:
-            info = query(self.where, record.path, status.job_id)
+            info = settle(self.where, status, query(self.where, status.job_id))
             if describe(info) != said and not info.finished:
                 said = describe(info)
                 note(f"kit: {said}")
@@ -114,7 +120,7 @@ class SlurmBackend(Backend):
             print_new_lines(record.path, None, offsets, pending, noise)
             if info.finished:
                 flush_held(noise)
-                fields = final_fields(self.where, status, info)
+                fields = final_fields(self.where, status, info, record.path)
                 record.update_status(**fields, finished_at=time.time())
                 # The run's end as kit reads it (SLURM says FAILED for a job whose time ran out at the warning).
                 why = f": {fields['ended_by']}" if fields["ended_by"] else ""
@@ -127,20 +133,21 @@ class SlurmBackend(Backend):
         if not (status.job_id and status.workdir):
             return
         try:
-            copy_node_logs(where_of(status), status, record.path)
+            copy_node_logs(where_of(record, status), status, record.path)
         except (KitError, CommandError) as e:
             note(f"kit: warning: could not bring the node logs up to date ({e}); showing the record's copy")
 
-    def current_state(self, status: RunStatus) -> tuple[str, str]:
+    def current_state(self, record: RunRecord, status: RunStatus) -> tuple[str, str]:
         state = status.state
+        if not status.job_id and state in ACTIVE and status.supervisor_pid and liveness.supervisor(status) is None:
+            return "lost", f"kit (pid {status.supervisor_pid}) ended before SLURM took the job; nothing was queued"
         if state in FINAL or not status.job_id:
             return state, status.ended_by or _requeue_note(status) or status.note
-        where = where_of(status)
-        info = query(where, status.path, status.job_id)
-        record = RunRecord(status.path)
+        where = where_of(record, status)
+        info = settle(where, status, query(where, status.job_id))
         if info.finished:
             copy_node_logs(where, status, record.path)   # the failure summary reads the record's copy
-            fields = final_fields(where, status, info)
+            fields = final_fields(where, status, info, record.path)
             record.update_status(**fields, finished_at=time.time())
             return fields["state"], fields["ended_by"] or f"{describe(info)}, exit code {fields['exit_code']}"
         if info.kit_state == "unknown":
@@ -169,10 +176,10 @@ class SlurmBackend(Backend):
         data = self.where.read(os.path.join(self.where.absolute(self.workdir), path))
         return None if data is None else data[:limit]
 
-    def fetch_output(self, status: RunStatus, path: str, limit: int):
+    def fetch_output(self, record: RunRecord, status: RunStatus, path: str, limit: int):
         if not status.workdir:
             return None
-        data = where_of(status).read(os.path.join(status.workdir, path))
+        data = where_of(record, status).read(os.path.join(status.workdir, path))
         return None if data is None else data[:limit]
 
     def doctor_rows(self, cluster, job, plan) -> list:
@@ -180,18 +187,18 @@ class SlurmBackend(Backend):
         return doctor_rows(cluster, job, plan)
 
     def cancel(self, record: RunRecord, status: RunStatus) -> str:
-        where = where_of(status)
+        where = where_of(record, status)
         job_id = status.job_id
-        where.cancel(record.path, job_id)
+        where.cancel(job_id)
         deadline = time.monotonic() + CANCEL_WAIT
-        info = query(where, record.path, job_id)
+        info = settle(where, status, query(where, job_id))
         while not info.finished and time.monotonic() < deadline:
             time.sleep(0.5)
-            info = query(where, record.path, job_id)
+            info = settle(where, status, query(where, job_id))
         if not info.finished:
             return f"kit: run {status.run_id}: scancel sent to SLURM job {job_id}; it is still {info.kit_state}"
         copy_node_logs(where, status, record.path)
-        record.update_status(**final_fields(where, status, info), finished_at=time.time())
+        record.update_status(**final_fields(where, status, info, record.path), finished_at=time.time())
         return f"kit: run {status.run_id} cancelled (SLURM job {job_id} ended: {info.slurm_state})"
 
 

@@ -2,6 +2,7 @@
 into the run directory, the batch shell's output and the node logs (the same failure summary as every other
 backend)."""
 
+import dataclasses
 import json
 import os
 from typing import Optional
@@ -27,11 +28,11 @@ def describe(info: JobInfo) -> str:
     return text
 
 
-def _planned(status: dict) -> dict:
+def _planned(record_path: str) -> dict:
     """The record's plan.json ({} when unreadable): node 0's argv (what the job runs decides what its exit codes
     mean) and the world (how many ranks each node's teed rank logs hold)."""
     try:
-        with open(os.path.join(status.path, "plan.json"), encoding="utf-8") as f:
+        with open(os.path.join(record_path, "plan.json"), encoding="utf-8") as f:
             return json.load(f)
     except (OSError, ValueError):
         return {}
@@ -44,7 +45,7 @@ def _node_argv(plan: dict) -> list:
         return []
 
 
-def _first_failure(where, status: dict, codes: list) -> Optional[Failure]:
+def _first_failure(where, status, codes: list, record_path: str) -> Optional[Failure]:
     failed = [i for i, c in enumerate(codes) if c]
     if not failed:
         return None
@@ -52,12 +53,25 @@ def _first_failure(where, status: dict, codes: list) -> Optional[Failure]:
     rank = min(failed, key=lambda i: (exit_file_mtime(where, status, i), i))
     hosts = [n.host for n in status.nodes]
     host = hosts[rank] if rank < len(hosts) else "?"
-    log = read_log(os.path.join(status.path, f"node{rank}.log"))
-    plan = _planned(status)
+    log = read_log(os.path.join(record_path, f"node{rank}.log"))
+    plan = _planned(record_path)
     # The rank's own teed stderr names its error reliably; the node log interleaves its stdout and stderr.
     return summarize(rank, host, codes[rank], log, known_codes(_node_argv(plan)),
-                     ranks_dir=os.path.join(status.path, f"node{rank}.ranks"),
+                     ranks_dir=os.path.join(record_path, f"node{rank}.ranks"),
                      procs_per_node=plan.get("world", {}).get("procs_per_node", 1))
+
+
+def settle(where, status, info: JobInfo) -> JobInfo:
+    """A job SLURM has forgotten (the controller says its id is invalid, no accounting knows it) has ended: the
+    exit code each node's command wrote into the run directory says how. Without them all, it failed (a node was
+    killed, or the job was cancelled before it ran)."""
+    if not info.forgotten:
+        return info
+    codes = node_exit_codes(where, status, len(status.nodes))
+    if codes and all(c is not None for c in codes):
+        bad = [c for c in codes if c]
+        return dataclasses.replace(info, slurm_state="FAILED" if bad else "COMPLETED", exit_code=bad[0] if bad else 0)
+    return dataclasses.replace(info, slurm_state="FAILED", exit_code=next((c for c in codes if c), None))
 
 
 def budget_spent(batch_text: str) -> Optional[str]:
@@ -74,7 +88,7 @@ def budget_spent(batch_text: str) -> Optional[str]:
     return None
 
 
-def final_fields(where, status: dict, info: JobInfo) -> dict:
+def final_fields(where, status, info: JobInfo, record_path: str) -> dict:
     """The record's fields for a finished job: state, exit code, per-node codes and the first failure."""
     codes = node_exit_codes(where, status, len(status.nodes))
     state = info.kit_state
@@ -85,19 +99,23 @@ def final_fields(where, status: dict, info: JobInfo) -> dict:
         code = info.exit_code or SIGTERM_EXIT
     else:
         spent = budget_spent(batch_output(where, status))
-        failure = _first_failure(where, status, codes)
+        failure = _first_failure(where, status, codes, record_path)
         code = failure.code if failure is not None else (info.exit_code or 1)
         if spent is not None:
             # Not a failure: the ranks were stopped on purpose. The code stays theirs (75: resumable).
             state, failure, ended_by = spent, None, _ended_by(spent, status)
         elif failure is not None and failure.preempted and state == "failed":
             state = "preempted"
+    if info.forgotten and not ended_by:
+        missing = [str(i) for i, c in enumerate(codes) if c is None]
+        ended_by = (f"SLURM no longer knows job {info.job_id} and has no accounting; read from the nodes' exit files"
+                    + (f" (node(s) {', '.join(missing)} wrote none: killed, or never started)" if missing else ""))
     return {"state": state, "exit_code": code, "node_exit_codes": codes, "restarts": info.restarts,
             "slurm_state": info.slurm_state, "failure": failure,
             "ended_by": ended_by}
 
 
-def _ended_by(state: str, status: dict) -> str:
+def _ended_by(state: str, status) -> str:
     limit = status.max_requeues
     budget = f" (slurm.max_requeues={limit})" if limit is not None else ""
     if state == "timeout":

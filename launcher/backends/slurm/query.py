@@ -1,6 +1,7 @@
 """What SLURM says about a job: `scontrol show job` while the controller still knows the job (state, reason,
-nodes, requeues, exit code), submitit's sacct watcher once it has forgotten it (sacct on the login host when
-submitit cannot run there). Every command runs where transport/where.py says: this machine or the login host."""
+nodes, requeues, exit code), sacct once it has forgotten it; and when neither knows it (no accounting, the job
+past MinJobAge), `forgotten`: the job has ended, and the exit files the nodes wrote say how (outcome.py). Every
+command runs where transport/where.py says: this machine or the login host."""
 
 import re
 from dataclasses import dataclass
@@ -23,6 +24,9 @@ class JobInfo:
     nodes: str = ""
     restarts: int = 0
     exit_code: Optional[int] = None   # the batch script's, when SLURM reported it
+    # The controller says the job id is invalid (it forgot the job, which it does only once a job has ended) and
+    # accounting cannot say either: the run directory's exit files decide how it ended.
+    forgotten: bool = False
 
     @property
     def kit_state(self) -> str:
@@ -66,29 +70,34 @@ def _exit_code(text: str) -> Optional[int]:
     return 128 + sig if sig else code
 
 
-def scontrol_job(where, job_id: str) -> dict:
-    """`scontrol show job -o` as a dict; {} once the controller has forgotten the job (MinJobAge)."""
-    out = _run(where, ["scontrol", "show", "job", "-o", job_id])
-    return dict(_FIELD.findall(out.splitlines()[0])) if out and out.strip() else {}
+def scontrol_job(where, job_id: str) -> tuple[dict, bool]:
+    """(`scontrol show job -o` as a dict, whether the controller said it does not know the job id). ({}, False)
+    when it could not be asked at all (a controller that does not answer forgets nothing)."""
+    try:
+        r = where.run(["scontrol", "show", "job", "-o", job_id], timeout=QUERY_TIMEOUT)
+    except CommandError:
+        return {}, False
+    if r.code == 0 and r.out.strip():
+        return dict(_FIELD.findall(r.out.splitlines()[0])), False
+    return {}, "invalid job id" in (r.err + r.out).lower()
 
 
-def sacct_state(folder: str, job_id: str) -> str:
-    """State through submitit's job handle (sacct) on this machine; UNKNOWN without accounting or a row yet."""
-    return Local().accounting_state(folder, job_id)
+def sacct_state(job_id: str) -> str:
+    """The job's state in accounting, asked on this machine; UNKNOWN without accounting or a row yet."""
+    return Local().accounting_state(job_id)
 
 
-def query(where, folder: str, job_id: str) -> JobInfo:
+def query(where, job_id: str) -> JobInfo:
     """`where`: transport.where.Local or LoginHost, where the SLURM commands run."""
-    fields = scontrol_job(where, job_id)
+    fields, invalid = scontrol_job(where, job_id)
     # sacct lags the controller (a final row can appear before its exit code and end time) and costs more on a
-    # busy login node: while the controller still knows the job, its word is used; submitit's sacct watcher
-    # answers once the controller has forgotten it (MinJobAge, 300 s by default).
-    state = fields.get("JobState", "") or where.accounting_state(folder, job_id)
-    if state == "UNKNOWN" and not where.remote:   # a login host's accounting_state already asked sacct itself
-        state = _sacct_field(where, job_id, "State") or "UNKNOWN"
+    # busy login node: while the controller still knows the job, its word is used; sacct answers once the
+    # controller has forgotten it (MinJobAge, 300 s by default).
+    state = fields.get("JobState", "") or where.accounting_state(job_id)
     code = _exit_code(fields.get("ExitCode", "")) if fields else _exit_code(_sacct_field(where, job_id, "ExitCode"))
     return JobInfo(job_id, state.split()[0], reason=fields.get("Reason", ""), nodes=fields.get("NodeList", ""),
-                   restarts=int(fields.get("Restarts", "0") or 0), exit_code=code)
+                   restarts=int(fields.get("Restarts", "0") or 0), exit_code=code,
+                   forgotten=invalid and state == "UNKNOWN")
 
 
 def _sacct_field(where, job_id: str, field: str) -> str:

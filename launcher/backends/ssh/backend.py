@@ -12,7 +12,7 @@ from launcher.environment import process_env
 from launcher.errors import KitError
 from launcher.planning.model import LaunchPlan, NodePlan
 from launcher.records import RunRecord
-from launcher.status import RunStatus
+from launcher.status import Failure, RunStatus
 from launcher.supervise import tree
 from launcher.supervise.console import Console, follow_node
 from launcher.supervise.failure import explained_elsewhere, known_codes, read_log, summarize
@@ -184,7 +184,10 @@ class SshBackend(Backend):
         logs = [read_log(record.file(posixpath.basename(n.log))) for n in plan.nodes]
         text = logs[outcome.first_failed]
         if nodes[outcome.first_failed].lost:
-            text += f"kit: the SSH connection to host {node.host} was lost\n"
+            return Failure(node.machine_rank, node.host, None, code, "connection lost",
+                           f"the SSH session to {node.host} ended without the node's exit status (its sshd session "
+                           f"was killed, or the host went off the network); the node's watchdog stops its processes "
+                           f"when it hears nothing from kit")
         known = known_codes(node.argv)
         ranks_dir = record.file(f"node{node.machine_rank}.ranks")
         return explained_elsewhere(summarize(node.machine_rank, node.host, code, text, known, ranks_dir=ranks_dir,
@@ -232,9 +235,9 @@ class SshBackend(Backend):
             raise KitError("\nkit: error: ".join(errors))
         return results
 
-    def current_state(self, status: RunStatus) -> tuple[str, str]:
+    def current_state(self, record: RunRecord, status: RunStatus) -> tuple[str, str]:
         from launcher.backends.ssh.records import current_state
-        return current_state(status)
+        return current_state(record, status)
 
     def cancel(self, record: RunRecord, status: RunStatus) -> str:
         from launcher.backends.ssh.records import cancel_ssh_run

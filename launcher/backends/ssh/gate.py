@@ -23,8 +23,13 @@ import shlex
 # stderr joins stdout, so the checks' output comes back in the order it was written; kit tells the checks'
 # results by their markers (read_checks). The gate shell runs the program itself (eval, no second bash) and
 # stays the check python's parent: the program takes the login's environment from it and the login's working
-# directory from KIT_LOGIN_DIR (boot.py), as the node's preamble changes both.
-_GATE = "IFS= read -r -d '' check || exit 0; exec 2>&1; export KIT_LOGIN_DIR=\"$PWD\"; eval \"$check\""
+# directory from KIT_LOGIN_DIR (boot.py), as the node's preamble changes both. The channel moves to fd 3 and the
+# preamble's stdin is /dev/null, as a local node's is: a setup line that reads stdin gets EOF instead of the
+# program's bytes (which would leave the checks waiting); the check's python takes the channel back (CHANNEL).
+_GATE = ("IFS= read -r -d '' check || exit 0; exec 2>&1 3<&0 </dev/null; export KIT_LOGIN_DIR=\"$PWD\"; "
+         "eval \"$check\"")
+# How the check's python gets the channel back as its stdin (the gate moved it to fd 3).
+CHANNEL = "0<&3 3<&-"
 # --norc: the login shell that runs this has sourced ~/.bashrc already (its environment is inherited); a
 # bash it execs would source it again (bash does so under sshd), ~0.1 s of CPU more per host.
 GATE_COMMAND = "bash --norc -c " + shlex.quote(_GATE)
@@ -59,7 +64,10 @@ def read_checks(chan, timeout: float, markers: tuple) -> "tuple[CheckResult, byt
     chan.settimeout(timeout)
     buf, lines, waiting = b"", [], False
     while not waiting:
-        chunk = chan.recv(65536)
+        try:
+            chunk = chan.recv(65536)
+        except TimeoutError:   # socket.timeout: say how far the checks got
+            raise ChecksTimedOut(timeout, lines + [buf.decode(errors="replace")]) from None
         if not chunk:
             break
         buf += chunk
@@ -76,6 +84,14 @@ def read_checks(chan, timeout: float, markers: tuple) -> "tuple[CheckResult, byt
     chan.settimeout(None)
     said = [line for line in lines if not any(m in line for m in markers)]
     return CheckResult(255 if code < 0 else code, _text(lines), _text(said)), buf, waiting
+
+
+class ChecksTimedOut(Exception):
+    """The checks said nothing more for `timeout` seconds; `lines`: what they had said."""
+
+    def __init__(self, timeout: float, lines: list):
+        super().__init__(f"no answer for {timeout:.0f} s")
+        self.timeout, self.lines = timeout, [ln for ln in lines if ln.strip()]
 
 
 def _text(lines: list) -> str:

@@ -113,7 +113,9 @@ class SshNode:
         if self.code is None:
             if self.chan.exit_status_ready():
                 rc = self.chan.recv_exit_status()
-                self.code = 255 if rc < 0 else rc   # -1: closed without a status (connection lost)
+                # -1: the channel closed without an exit status: the host's sshd session went (killed, or the
+                # host's network), not the node's own ending.
+                self.code, self.lost = (255, True) if rc < 0 else (rc, False)
             elif not self.conn.alive():
                 self.code, self.lost = 255, True
         return self.code

@@ -37,8 +37,9 @@ def last_line(text: str) -> str:
 def _swap_launch(node: NodePlan, argv: tuple, runtime_vars) -> str:
     """The node's command (cd, setup, env) with its launch line replaced by `argv`, run as a child of the shell
     (not exec'd: the gate shell stays its parent, gate.py)."""
+    from launcher.backends.ssh.gate import CHANNEL
     launch = "exec " + join_argv(node.argv, runtime_vars) + "\n"
-    return node.command[:-len(launch)] + join_argv(argv) + "\nexit $?\n"
+    return node.command[:-len(launch)] + join_argv(argv) + f" {CHANNEL}\nexit $?\n"
 
 
 def check_input(plan: LaunchPlan, node: NodePlan, entrypoint) -> bytes:
@@ -82,12 +83,24 @@ def _interpret(plan: LaunchPlan, node: NodePlan, entrypoint, result: CheckResult
     return problem
 
 
+def timed_out_step(e) -> str:
+    """Which step the checks were in when they stopped answering: the node's setup lines (the check's python
+    never said where it is), or the checks themselves."""
+    started = any(PROBE in ln for ln in e.lines)
+    said = [ln for ln in e.lines if PROBE not in ln and MARKER not in ln]
+    last = f" (its last output: {said[-1].strip()[:200]})" if said else ""
+    if not started:
+        return (f"the node's setup lines did not finish within {e.timeout:.0f} s{last}; one may be waiting for input "
+                f"or a slow service (setup lines get no stdin: read nothing from it)")
+    return f"the checks (python, entrypoint, master port) did not finish within {e.timeout:.0f} s{last}"
+
+
 def gate_host(conn, plan: LaunchPlan, entrypoint) -> tuple[dict, list]:
     """The launch channels of the nodes on this connection's host, checks run and waiting for `go`:
     ({rank: (chan, early bytes)}, [problem lines naming the host]). The SFTP session for the upload (if the
     host's nodes have files) opens while the host runs the checks. On problems the caller closes the channels,
     which starts nothing."""
-    from launcher.backends.ssh.gate import GATE_COMMAND, read_checks
+    from launcher.backends.ssh.gate import GATE_COMMAND, ChecksTimedOut, read_checks
     from launcher.transport.sftp import SftpUnavailable
     host = conn.endpoint.name
     gates, problems, opened = {}, [], []
@@ -110,6 +123,8 @@ def gate_host(conn, plan: LaunchPlan, entrypoint) -> tuple[dict, list]:
                 problems.append(problem)
     except SftpUnavailable as e:
         problems.append(f"host {host}: cannot upload the run's files: {e}")
+    except ChecksTimedOut as e:
+        problems.append(f"host {host}: {timed_out_step(e)}")
     except Exception as e:  # a channel refused or a check that never answered: name the host
         problems.append(f"host {host}: preflight failed: {e or type(e).__name__}")
     return gates, problems

@@ -6,6 +6,7 @@ import shlex
 import time
 
 from launcher.errors import KitError
+from launcher.records import require_trusted
 from launcher.status import ACTIVE, NodeStatus, RunStatus
 from launcher.supervise import liveness
 from launcher.supervise.liveness import CANCEL_MARGIN, stop_supervisor
@@ -27,13 +28,20 @@ def _guarded(node: NodeStatus, action: str) -> str:
     return f'[ "$({STARTTIME.format(pid=pid)} 2>/dev/null)" = {ticks} ] && {action}'
 
 
-def _on_hosts(status: RunStatus, action: str) -> tuple[dict, list]:
+def record_settings(record, status: RunStatus) -> dict:
+    """The connection settings a record holds, for logging in again (status, cancel): only from a record that is
+    yours and writable by nobody else, and never accepting a new host key (that opt-in was the submission's)."""
+    require_trusted(record)
+    return {**(status.ssh or {}), "accept_new_host_keys": False}
+
+
+def _on_hosts(record, status: RunStatus, action: str) -> tuple[dict, list]:
     """Run the guarded action for every recorded node, hosts in parallel: ({host: [ranks matched]}, errors)."""
     from concurrent.futures import ThreadPoolExecutor
     from launcher.transport.endpoint import resolve
     from launcher.transport.hostkeys import Accepted
     from launcher.transport.ssh import connect
-    settings = status.ssh or {}
+    settings = record_settings(record, status)
 
     def one(item):
         host, nodes = item
@@ -56,19 +64,19 @@ def _on_hosts(status: RunStatus, action: str) -> tuple[dict, list]:
     return found, errors
 
 
-def remote_alive(status: RunStatus) -> tuple[int, list]:
-    found, errors = _on_hosts(status, "true")
+def remote_alive(record, status: RunStatus) -> tuple[int, list]:
+    found, errors = _on_hosts(record, status, "true")
     return sum(len(v) for v in found.values()), errors
 
 
-def current_state(status: RunStatus) -> tuple[str, str]:
+def current_state(record, status: RunStatus) -> tuple[str, str]:
     state = status.state
     if state not in ACTIVE or not status.supervisor_pid:
         return state, status.note
     if liveness.supervisor(status) is not None:
         return state, ""
     # Only when the supervisor is gone do we ask the hosts (a login costs ~0.5 s).
-    left, errors = remote_alive(status)
+    left, errors = remote_alive(record, status)
     why = f"; could not check: {'; '.join(errors)}" if errors else ""
     boss = f"its supervisor (kit, pid {status.supervisor_pid})"
     if left:
@@ -79,13 +87,13 @@ def current_state(status: RunStatus) -> tuple[str, str]:
 def cancel_ssh_run(record, status: RunStatus) -> str:
     run_id = status.run_id or "?"
     grace = stop_supervisor(status, " on every host")  # the supervisor stops every node through its channels
-    _, errors = _on_hosts(status, "kill -TERM {pid}")   # the watchdog stops its node, with the grace period
+    _, errors = _on_hosts(record, status, "kill -TERM {pid}")   # the watchdog stops its node, with the grace
     deadline = time.monotonic() + grace + CANCEL_MARGIN
-    while time.monotonic() < deadline and remote_alive(status)[0]:
+    while time.monotonic() < deadline and remote_alive(record, status)[0]:
         time.sleep(1.0)
-    left, more = remote_alive(status)
+    left, more = remote_alive(record, status)
     if left:
-        _on_hosts(status, "kill -KILL -- -{pid}")
+        _on_hosts(record, status, "kill -KILL -- -{pid}")
     if record.read_status().state in ACTIVE:
         record.update_status(state="cancelled", finished_at=time.time())
     if errors or more:
