@@ -45,3 +45,4 @@ class FastStart:
     def __exit__(self, *exc) -> None:
         if self.planner is not None:
             self.planner.close()
+        close_early()   # the planner refused the specs, or kit was interrupted: logins end as they should

@@ -11,6 +11,10 @@ from launcher.transport.endpoint import Endpoint
 from launcher.transport.hostkeys import Accepted, changed_key_message, load_known_hosts, unknown_key_message
 
 
+# How long closing a connection waits for its sessions to end by themselves (a login's rc files, a check).
+SETTLE_SECONDS = 10.0
+
+
 def _note(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -21,6 +25,7 @@ class Connection:
         self._sftp = None
         self._dirs = set()   # directories known to exist on the host
         self._ahead = {}     # command -> sessions opened ahead of their use (open_ahead)
+        self._sessions = []  # every long session opened (gates, nodes): close() lets them end first
 
     def run(self, command: str, timeout: float = 60.0, stdin: bytes = b"") -> tuple[int, str, str]:
         """Run shell text on the host and wait: (exit status, stdout, stderr)."""
@@ -47,6 +52,7 @@ class Connection:
 
     def _open_session(self, command: str):
         chan = self.client.get_transport().open_session(timeout=self.endpoint.timeout)
+        self._sessions.append(chan)
         chan.set_combine_stderr(True)
         chan.exec_command(command)
         return chan
@@ -83,11 +89,23 @@ class Connection:
                 self._sftp.stat(path)  # hosts sharing a filesystem race to create it: fine if it is there now
         self._dirs.add(path)
 
+    def settle_sessions(self, timeout: float) -> None:
+        settle_all([self], timeout)
+
+    def running_sessions(self) -> list:
+        """Sessions not ended yet (on a connection still up)."""
+        if not self.alive():
+            return []
+        return [c for c in self._sessions if not c.closed and not c.exit_status_ready()]
+
     def alive(self) -> bool:
         t = self.client.get_transport()
         return t is not None and t.is_active()
 
-    def close(self) -> None:
+    def close(self, settle: float = SETTLE_SECONDS) -> None:
+        """Close the connection, first letting every session still running end by itself (settle_sessions)."""
+        if settle > 0:
+            self.settle_sessions(settle)
         for thing in (self._sftp, self.client, self._jump):
             try:
                 if thing is not None:
@@ -96,13 +114,40 @@ class Connection:
                 pass
 
 
+def settle_all(conns, timeout: float = SETTLE_SECONDS) -> None:
+    """Let the sessions still running on `conns` end before the connections go: a login killed while the user's
+    rc files run (pyenv's rehash in ~/.bashrc) can leave a lock that makes every later login of that user on that
+    host wait a minute. Each gets a NUL (a gate still waiting for its check ends at it, having run nothing; a
+    check waiting for `go` reads no `go`) and end of input; then up to `timeout` seconds for all of them (hosts in
+    parallel) to exit."""
+    waiting = [c for conn in conns for c in conn.running_sessions()]
+    for chan in waiting:
+        try:
+            chan.sendall(b"\0")
+            chan.shutdown_write()
+        except Exception:   # closed meanwhile
+            pass
+    deadline = time.monotonic() + timeout
+    while waiting and time.monotonic() < deadline:
+        waiting = [c for c in waiting if not c.closed and not c.exit_status_ready()
+                   and c.get_transport() is not None and c.get_transport().is_active()]
+        time.sleep(0.02)
+
+
+def close_all(conns, settle: float = SETTLE_SECONDS) -> None:
+    """Close connections, first letting their sessions end by themselves (settle_all), all hosts at once."""
+    conns = list(conns)
+    settle_all(conns, settle)
+    for conn in conns:
+        conn.close(settle=0)
+
+
 def close_and_wait(conns, timeout: float = 5.0) -> None:
     """Close connections and wait for their paramiko threads to end. Before a fork: a thread inside OpenSSL at
     that moment (a key exchange, a cipher) would leave OpenSSL's lock held in the child, and the child's first
     SSH handshake would hang for good, holding the interpreter lock (seen in a sweep's trials)."""
     from launcher.transport import load_paramiko
-    for conn in conns:
-        conn.close()
+    close_all(conns)
     # Ours, and any other closed one still ending (an early login the plan did not use).
     transport = load_paramiko().Transport
     ending = [t for t in threading.enumerate() if isinstance(t, transport) and not t.is_active()]

@@ -251,8 +251,8 @@ class SshBackend(Backend):
         self.conns, self.gates = {}, {}
 
     def _close(self) -> None:
-        for conn in self.conns.values():
-            conn.close()
+        from launcher.transport.ssh import close_all
+        close_all(self.conns.values())
         self.conns = {}
 
 

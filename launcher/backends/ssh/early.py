@@ -61,9 +61,7 @@ class EarlyLogins:
     def close(self) -> None:
         for t in self._threads.values():
             t.join()
-        for _, conn in self._logins.values():
-            if not isinstance(conn, str):
-                conn.close()
+        self._ssh.close_all(conn for _, conn in self._logins.values() if not isinstance(conn, str))
         self._logins = {}
 
 
