@@ -3,6 +3,7 @@ fields typed in status.py)."""
 
 import json
 import os
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -68,6 +69,7 @@ def spec_record(spec, plan: LaunchPlan) -> dict:
 @dataclass
 class RunRecord:
     path: str          # absolute directory of the run
+    write_failed: bool = False   # a status write failed (a full disk): warned once
 
     def file(self, name: str) -> str:
         return os.path.join(self.path, name)
@@ -90,13 +92,27 @@ class RunRecord:
             return corrupt(os.path.basename(self.path), f"{STATUS} is unreadable ({e})")
 
     def update_status(self, **fields) -> RunStatus:
-        """Apply `fields` (RunStatus's own, type-checked) to the status on disk and write it back."""
+        """Apply `fields` (RunStatus's own, type-checked) to the status on disk and write it back. A run goes on
+        when its record cannot be written (a full disk): written in place if a temporary file does not fit, else
+        one warning (once per record) and the status kept in memory only."""
         current = self.read_status()
         if current.state == "corrupt":   # never written over: what it held is unknown, and may still matter
             raise KitError(f"run record {self.path}: {STATUS} is unreadable ({current.note}); kit will not write "
                            f"over it: inspect or remove that directory")
         status = current.replace(**fields)
-        write_atomic(self.file(STATUS), to_json(status.to_json()))
+        text = to_json(status.to_json())
+        try:
+            write_atomic(self.file(STATUS), text)
+        except OSError:
+            try:   # no room for a second copy: the same bytes over the old ones (about the same size)
+                with open(self.file(STATUS), "r+", encoding="utf-8") as f:
+                    f.write(text)
+                    f.truncate()
+            except OSError as e:
+                if not self.write_failed:
+                    self.write_failed = True
+                    print(f"kit: warning: cannot write {self.file(STATUS)}: {e.strerror or e}; the run goes on, "
+                          f"its record may lag", file=sys.stderr, flush=True)
         return status
 
 

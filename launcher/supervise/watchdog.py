@@ -118,9 +118,22 @@ class Output:
     """Copy the command's output to the log and to our stdout; a closed stdout only stops the copy there."""
 
     def __init__(self, log_path):
-        self.log = open(log_path, "ab", buffering=0) if log_path else None
+        self.log_path, self.log, self.log_failed = log_path, None, False
+        if log_path:
+            try:
+                self.log = open(log_path, "ab", buffering=0)
+            except OSError as e:
+                self._log_lost(e)
         self.stdout_ok = True
         self._last_progress_log = 0.0
+
+    def _log_lost(self, e) -> None:
+        """The log cannot be written (a full disk): say so once, on the stream kit follows, and keep draining
+        the node's output (a pump that stopped would block the ranks in a pipe write)."""
+        if not self.log_failed:
+            self.log_failed = True
+            self._to_stdout(f"kit: warning: node log {self.log_path}: {e.strerror or e}; its lines are dropped "
+                            f"while it cannot be written (the console still shows them)\n".encode())
 
     def _to_stdout(self, data: bytes) -> None:
         if not self.stdout_ok:
@@ -140,7 +153,10 @@ class Output:
                 return
             self._last_progress_log = now
             line = progress[0] + progress[1]
-        self.log.write(line)
+        try:
+            self.log.write(line)
+        except OSError as e:
+            self._log_lost(e)
 
     def pump(self, fd: int) -> None:
         pending = b""

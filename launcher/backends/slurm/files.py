@@ -46,18 +46,27 @@ def batch_output(where, status: dict) -> str:
     return (data or b"").decode("utf-8", errors="replace")
 
 
-def copy_node_logs(where, status: dict, record_path: str) -> None:
+def copy_node_logs(where, status, record_path: str) -> None:
     """Append to the record's node<N>.log what the job wrote past it; nothing when the record is the run dir.
-    The local file's size is the offset already copied; a lock keeps two kit processes from copying twice."""
+    The local file's size is the offset already copied; a lock keeps two kit processes from copying twice. A copy
+    that cannot be written (a full disk) is left for the next call: the job is not affected."""
     remote = run_dir_on_cluster(status)
     if not where.remote and os.path.realpath(remote) == os.path.realpath(record_path):
         return
     for name in sorted(n for n in where.listdir(remote) if _NODE_LOG.match(n)):
-        with open(os.path.join(record_path, name), "ab") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)
-            try:
-                data = where.read(os.path.join(remote, name), offset=f.seek(0, os.SEEK_END))
-                if data:
-                    f.write(data)
-            finally:
-                fcntl.flock(f, fcntl.LOCK_UN)
+        try:
+            with open(os.path.join(record_path, name), "ab") as f:
+                fcntl.flock(f, fcntl.LOCK_EX)
+                try:
+                    start = f.seek(0, os.SEEK_END)
+                    data = where.read(os.path.join(remote, name), offset=start)
+                    if data:
+                        try:
+                            f.write(data)
+                        except OSError:
+                            f.truncate(start)   # never half a copy: the next call copies from here again
+                            raise
+                finally:
+                    fcntl.flock(f, fcntl.LOCK_UN)
+        except OSError:
+            continue

@@ -6,6 +6,7 @@ gone). Secrets travel as the first stdin line after `go` (encode_env), never in 
 its pid (= its session and process-group id) and start time first, for the run record (backends/ssh/boot.py).
 """
 
+import sys
 import time
 
 from launcher.status import NodeStatus
@@ -17,13 +18,30 @@ HELLO_TIMEOUT = 30.0
 STARTTIME = "sed 's/.*) //' /proc/{pid}/stat | cut -d' ' -f20"
 
 
+def _warn(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 class LogFile:
     """The node's log on the submitting machine, written as its output streams in (progress lines thinned)."""
 
-    def __init__(self, path: str):
-        self.f = open(path, "ab", buffering=0)
+    def __init__(self, path: str, warn=None):
+        self.path, self.warn, self.failed = path, warn, False
         self.pending = b""
         self._last_progress = 0.0
+        try:
+            self.f = open(path, "ab", buffering=0)
+        except OSError as e:
+            self.f = None
+            self._lost(e)
+
+    def _lost(self, e) -> None:
+        """A full disk: one warning, and the node's output keeps streaming (only the log's copy is dropped)."""
+        if not self.failed:
+            self.failed = True
+            if self.warn is not None:
+                self.warn(f"kit: warning: node log {self.path}: {e.strerror or e}; its lines are dropped while it "
+                          f"cannot be written (the console still shows them)")
 
     def feed(self, data: bytes) -> None:
         *lines, self.pending = (self.pending + data).split(b"\n")
@@ -38,13 +56,22 @@ class LogFile:
                 return
             self._last_progress = now
             line = progress[0] + progress[1]
-        self.f.write(line)
+        if self.f is None:
+            return
+        try:
+            self.f.write(line)
+        except OSError as e:
+            self._lost(e)
 
     def close(self) -> None:
         if self.pending:
             self._write(self.pending)
             self.pending = b""
-        self.f.close()
+        if self.f is not None:
+            try:
+                self.f.close()
+            except OSError:
+                pass
 
 
 class SshNode:
@@ -59,7 +86,7 @@ class SshNode:
     def attach(cls, rank: int, host: str, conn, chan, *, early: bytes, env: dict, log_path: str) -> "SshNode":
         """Take over a gated channel (backends/ssh/gate.py) that passed its checks, and start the node."""
         chan.sendall(b"go\n" + encode_env(env))
-        node = cls(rank, host, conn, chan, LogFile(log_path))
+        node = cls(rank, host, conn, chan, LogFile(log_path, warn=_warn))
         node._early = early
         node._hello()
         return node
