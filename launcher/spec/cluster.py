@@ -66,6 +66,9 @@ class SshOptions(Section):
     known_hosts: Optional[str] = None
     # Seconds; bounded: every wait kit makes on a host derives from it.
     connect_timeout: Annotated[float, Field(gt=0, le=600)] = 10.0
+    # A host that answers nothing (not even SSH's keepalive requests) for this long is lost: kit tears the run
+    # down on the other hosts; the lost host's watchdog stops the node by itself after twice as long without kit.
+    host_timeout: Annotated[float, Field(ge=2, le=3600)] = 30.0
     # An OpenSSH client config read for HostName, User, Port, IdentityFile, ProxyJump (default ~/.ssh/config).
     config_file: Optional[str] = None
     # Explicit opt-in: connect to hosts whose key is not in known_hosts; the keys accepted go into the run record.

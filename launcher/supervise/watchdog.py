@@ -181,6 +181,14 @@ class Watchdog:
         self.code = None            # the command's exit status, once reaped
         self.deadline = None        # set when stopping: SIGKILL whatever is left after it
         self._lock = _thread.RLock()  # re-entered when a signal lands during stop()
+        self.heartbeat = 0.0          # > 0: stop the node when kit has said nothing (not even `ping`) this long
+        self.heard = time.monotonic()
+
+    def _say(self, text: str) -> None:
+        """A line of the watchdog's own into the node's output (and log)."""
+        line = (text + "\n").encode()
+        self.output._to_stdout(line)
+        self.output._to_log(line)
 
     # -- requests (from stdin, signals) ------------------------------------------------------------
     def stop(self, grace=None) -> None:
@@ -194,6 +202,7 @@ class Watchdog:
 
     def control(self) -> None:
         for raw in sys.stdin.buffer:
+            self.heard = time.monotonic()
             word = raw.strip().decode(errors="replace")
             {"stop": self.stop, "hurry": self.hurry, "kill": lambda: self.stop(0.0)}.get(word, lambda: None)()
         self.stop()  # EOF: whoever supervised this node is gone
@@ -246,6 +255,11 @@ class Watchdog:
             self._reap()
             if self.code is not None and self.deadline is None:
                 self.stop()  # the command ended: stop whatever it left behind (normally nothing)
+            if self.heartbeat and self.deadline is None and time.monotonic() - self.heard > self.heartbeat:
+                # kit's host is unreachable (its connection may stay open for minutes): nothing of the run is
+                # to be left here when the network comes back.
+                self._say(f"kit-watchdog: nothing heard from kit for {self.heartbeat:.0f} s; stopping the node")
+                self.stop()
             if self.deadline is None:
                 time.sleep(POLL)
                 continue
@@ -293,10 +307,11 @@ def env_from_stdin() -> dict:
     return env
 
 
-def run(command: list, grace: float = DEFAULT_GRACE, env=None, log_path=None) -> int:
-    """Run `command` to its end under the watchdog; its exit status."""
+def run(command: list, grace: float = DEFAULT_GRACE, env=None, log_path=None, heartbeat: float = 0.0) -> int:
+    """Run `command` to its end under the watchdog; its exit status. `heartbeat`: see Watchdog.heartbeat."""
     become_subreaper()
     dog = Watchdog(command, grace, dict(os.environ) if env is None else env, log_path)
+    dog.heartbeat = heartbeat
     signal.signal(signal.SIGTERM, lambda *_: dog.stop())
     signal.signal(signal.SIGHUP, lambda *_: dog.stop())
     signal.signal(signal.SIGINT, lambda *_: dog.hurry())

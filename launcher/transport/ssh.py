@@ -26,6 +26,8 @@ class Connection:
         self._dirs = set()   # directories known to exist on the host
         self._ahead = {}     # command -> sessions opened ahead of their use (open_ahead)
         self._sessions = []  # every long session opened (gates, nodes): close() lets them end first
+        self._asked = None   # monotonic time of the keepalive request still waiting for its answer (watch())
+        self._watching = False
 
     def run(self, command: str, timeout: float = 60.0, stdin: bytes = b"") -> tuple[int, str, str]:
         """Run shell text on the host and wait: (exit status, stdout, stderr)."""
@@ -92,9 +94,38 @@ class Connection:
     def settle_sessions(self, timeout: float) -> None:
         settle_all([self], timeout)
 
+    def watch(self, every: float) -> None:
+        """Ask the host for an answer every `every` seconds (an SSH keepalive request: any answer, even "not
+        supported", proves it is there), in a thread of its own, until the connection closes. A host that has
+        gone off the network leaves the TCP connection "active" for minutes; unanswered_for() tells at once."""
+        if self._watching:
+            return
+        self._watching = True
+        threading.Thread(target=self._keepalive, args=(every,), daemon=True,
+                         name=f"kit-keepalive-{self.endpoint.name}").start()
+
+    def _keepalive(self, every: float) -> None:
+        transport = self.client.get_transport()
+        while transport is not None and transport.is_active():
+            self._asked = time.monotonic()
+            try:
+                transport.global_request("keepalive@openssh.com", wait=True)   # returns on any answer
+            except Exception:
+                return
+            self._asked = None
+            time.sleep(every)
+
+    def unanswered_for(self) -> float:
+        """Seconds the host has left the pending keepalive request unanswered (0 when none is pending)."""
+        asked = self._asked
+        return 0.0 if asked is None else time.monotonic() - asked
+
+    def responsive(self, within: float = 2.0) -> bool:
+        return self.alive() and self.unanswered_for() < within
+
     def running_sessions(self) -> list:
-        """Sessions not ended yet (on a connection still up)."""
-        if not self.alive():
+        """Sessions not ended yet, on a connection whose host still answers (a lost host's wait nothing)."""
+        if not self.responsive():
             return []
         return [c for c in self._sessions if not c.closed and not c.exit_status_ready()]
 

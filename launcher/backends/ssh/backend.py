@@ -4,6 +4,7 @@ unchanged under kit's watchdog in a session of its own, stream the output, tear 
 import os
 import posixpath
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -12,7 +13,7 @@ from launcher.environment import process_env
 from launcher.errors import KitError
 from launcher.planning.model import LaunchPlan, NodePlan
 from launcher.records import RunRecord
-from launcher.status import Failure, RunStatus
+from launcher.status import LOST, Failure, RunStatus
 from launcher.supervise import tree
 from launcher.supervise.console import Console, follow_node
 from launcher.supervise.failure import explained_elsewhere, known_codes, read_log, summarize
@@ -39,6 +40,8 @@ def load_ahead() -> None:
 
 
 RANK_LOG_BYTES = 64 * 1024
+HOST_TIMEOUT = 30.0   # ssh.host_timeout's default
+PING_EVERY = 5.0
 
 
 def fetch_rank_stderr(conn, plan: LaunchPlan, node: NodePlan, record: RunRecord, timeout: float = 10.0) -> None:
@@ -110,10 +113,12 @@ class SshBackend(Backend):
         load_ahead()   # the hosts' threads below import nothing (done already when kit logged in early)
         from launcher.transport.ssh import connect_each
         started, connected = time.monotonic(), []
+        # A node's watchdog that hears nothing from kit (its pings) for this long stops the node by itself.
+        heartbeat = 2 * float(self.settings.get("host_timeout") or HOST_TIMEOUT)
 
         def then(conn):
             connected.append(time.monotonic())
-            return gate_host(conn, plan, self.entrypoint)
+            return gate_host(conn, plan, self.entrypoint, heartbeat)
 
         from launcher.backends.ssh.early import claim
         early = claim()   # logins opened while kit was starting, used where they match the validated config
@@ -159,17 +164,26 @@ class SshBackend(Backend):
             record.update_status(state="running", started_at=time.time(), supervisor_pid=os.getpid(),
                                  supervisor_start=tree.same_process(os.getpid(), None).create_time(),
                                  nodes=[n.record() for n in nodes], timings=self.timings)
+            pinging = self._keep_in_touch(nodes)
             outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
                 f"kit: stopping run {plan.run_id} on every host: SIGTERM to every process, SIGKILL after "
                 f"{plan.teardown_grace:.0f} s (Ctrl-C again to shorten)"))
-            for t in threads:
-                t.join(timeout=10)
-        if outcome.first_failed is not None:
+            pinging.set()
+            for node, t in zip(nodes, threads):
+                t.join(timeout=0.2 if node.lost else 10)   # a lost host's stream may never end
+        unclean = sorted({n.host for n in nodes if n.lost})
+        if unclean and outcome.state == "cancelled":
+            console.note(f"kit: could not clean host(s) {', '.join(unclean)} (no answer); their watchdogs stop "
+                         f"the run's processes there by themselves")
+        if outcome.first_failed is not None and not nodes[outcome.first_failed].lost:
             # The failing rank's own stderr, teed on its host: what it said last about its error (the node log
             # interleaves its stdout and stderr, so its last line may be neither).
             fetch_rank_stderr(self.conns.get(plan.nodes[outcome.first_failed].host), plan,
                               plan.nodes[outcome.first_failed], record)
         self._close()
+        if unclean:
+            record.update_status(note=f"host(s) {', '.join(unclean)} could not be cleaned: no answer; the node "
+                                      f"watchdogs there stop the run's processes by themselves")
         failure = None
         if outcome.first_failed is not None:
             failure = self._failure(plan, record, outcome, nodes)
@@ -184,10 +198,7 @@ class SshBackend(Backend):
         logs = [read_log(record.file(posixpath.basename(n.log))) for n in plan.nodes]
         text = logs[outcome.first_failed]
         if nodes[outcome.first_failed].lost:
-            return Failure(node.machine_rank, node.host, None, code, "connection lost",
-                           f"the SSH session to {node.host} ended without the node's exit status (its sshd session "
-                           f"was killed, or the host went off the network); the node's watchdog stops its processes "
-                           f"when it hears nothing from kit")
+            return Failure(node.machine_rank, node.host, None, code, LOST, nodes[outcome.first_failed].lost_why)
         known = known_codes(node.argv)
         ranks_dir = record.file(f"node{node.machine_rank}.ranks")
         return explained_elsewhere(summarize(node.machine_rank, node.host, code, text, known, ranks_dir=ranks_dir,
@@ -204,6 +215,27 @@ class SshBackend(Backend):
 
         if any(node.files for node in plan.nodes):
             self._parallel(one, plan.nodes, "could not upload the run's files")
+
+    def _keep_in_touch(self, nodes) -> threading.Event:
+        """Every host is asked for an answer (keepalive requests: a silent one is lost after ssh.host_timeout), and
+        every node's watchdog hears from kit (`ping`: one that hears nothing for twice as long stops its node),
+        until the returned event is set."""
+        timeout = float(self.settings.get("host_timeout") or HOST_TIMEOUT)
+        every = min(PING_EVERY, timeout / 3)
+        for conn in self.conns.values():
+            conn.watch(every)
+        for node in nodes:
+            node.host_timeout = timeout
+        done = threading.Event()
+
+        def ping():
+            while not done.wait(every):
+                for node in nodes:
+                    if node.code is None:
+                        node.send("ping")
+
+        threading.Thread(target=ping, daemon=True, name="kit-ping").start()
+        return done
 
     def _start(self, plan: LaunchPlan, record: RunRecord, console: Console):
         from launcher.backends.ssh.node import SshNode

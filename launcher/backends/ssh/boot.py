@@ -27,7 +27,7 @@ WATCHDOG_NAME = "kit-watchdog"   # the watchdog module's name on the host (in it
 
 _BOOT = """\
 import os, sys, time
-grace, command = sys.argv[-2:]
+grace, heartbeat, command = sys.argv[-3:]
 sys.stderr.flush()
 print({waiting!r}, flush=True)
 dog = type(sys)({name!r})
@@ -41,7 +41,7 @@ os.chdir(os.environ["KIT_LOGIN_DIR"])
 os.environ.clear()
 os.environb.update(login_env)
 print({hello!r} + " %d %d %d" % (os.getpid(), dog.proc_stat(os.getpid())[2], time.time()), flush=True)
-code = dog.run(["bash", "--norc", "-c", command], float(grace), dog.env_from_stdin())
+code = dog.run(["bash", "--norc", "-c", command], float(grace), dog.env_from_stdin(), heartbeat=float(heartbeat))
 sys.stdout.flush()
 os._exit(code)
 """

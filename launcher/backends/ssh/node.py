@@ -79,6 +79,9 @@ class SshNode:
         self.rank, self.host, self.conn, self.chan, self.log = rank, host, conn, chan, log
         self.code = None
         self.lost = False   # the connection dropped before the node's exit status came
+        self.lost_why = ""
+        self.host_timeout = 30.0   # a host silent this long is lost (ssh.host_timeout)
+        self.stopping_since = None
         self.pid = self.start_ticks = self.started_at = None
         self._early = b""
 
@@ -130,7 +133,13 @@ class SshNode:
         return NodeStatus(rank=self.rank, host=self.host, address=self.conn.endpoint.hostname, pid=self.pid,
                           pgid=self.pid, start_ticks=self.start_ticks, remote_start=self.started_at)
 
+    # While kit stops the run (a failure elsewhere, Ctrl-C), a host that does not answer within this is given up:
+    # Ctrl-C ends kit within seconds even with a host off the network; its watchdog stops the node by itself.
+    STOP_SILENCE = 4.0
+
     def send(self, word: str) -> None:
+        if word != "ping" and self.stopping_since is None:
+            self.stopping_since = time.monotonic()
         try:
             self.chan.sendall(word.encode() + b"\n")
         except Exception:
@@ -143,6 +152,17 @@ class SshNode:
                 # -1: the channel closed without an exit status: the host's sshd session went (killed, or the
                 # host's network), not the node's own ending.
                 self.code, self.lost = (255, True) if rc < 0 else (rc, False)
+                if self.lost:
+                    self.lost_why = (f"the SSH session to {self.host} ended without the node's exit status (its "
+                                     f"sshd session was killed, or the host went off the network)")
             elif not self.conn.alive():
                 self.code, self.lost = 255, True
+                self.lost_why = f"the SSH connection to {self.host} closed"
+            else:
+                silent = self.conn.unanswered_for()
+                bound = self.host_timeout if self.stopping_since is None else min(self.host_timeout,
+                                                                                   self.STOP_SILENCE)
+                if silent > bound:
+                    self.code, self.lost = 255, True
+                    self.lost_why = f"no answer for {silent:.0f} s"
         return self.code

@@ -42,7 +42,7 @@ def _swap_launch(node: NodePlan, argv: tuple, runtime_vars) -> str:
     return node.command[:-len(launch)] + join_argv(argv) + f" {CHANNEL}\nexit $?\n"
 
 
-def check_input(plan: LaunchPlan, node: NodePlan, entrypoint) -> bytes:
+def check_input(plan: LaunchPlan, node: NodePlan, entrypoint, heartbeat: float = 0.0) -> bytes:
     """What the node's launch channel is sent (gate.gate_input): the node's preamble, then one interpreter
     start for everything: the probe, the local backend's entrypoint check (its CHECK_SOURCE, same markers), and
     the boot that waits for kit's word and becomes the watchdog. Each Python start on a host costs CPU that a
@@ -55,7 +55,7 @@ def check_input(plan: LaunchPlan, node: NodePlan, entrypoint) -> bytes:
         kind, target = entrypoint_target(entrypoint)
         source, args = source + "sys.argv = sys.argv[1:]\n" + CHECK_SOURCE, args + [kind, target]
     program = (source + boot_source()).encode()
-    boot = (f"{plan.teardown_grace:g}", node.command)
+    boot = (f"{plan.teardown_grace:g}", f"{heartbeat:g}", node.command)
     argv = (node.argv[0], "-c", LOADER, str(len(program)), *args, *boot)
     return gate_input(_swap_launch(node, argv, plan.runtime_vars), program)
 
@@ -95,7 +95,7 @@ def timed_out_step(e) -> str:
     return f"the checks (python, entrypoint, master port) did not finish within {e.timeout:.0f} s{last}"
 
 
-def gate_host(conn, plan: LaunchPlan, entrypoint) -> tuple[dict, list]:
+def gate_host(conn, plan: LaunchPlan, entrypoint, heartbeat: float = 0.0) -> tuple[dict, list]:
     """The launch channels of the nodes on this connection's host, checks run and waiting for `go`:
     ({rank: (chan, early bytes)}, [problem lines naming the host]). The SFTP session for the upload (if the
     host's nodes have files) opens while the host runs the checks. On problems the caller closes the channels,
@@ -108,7 +108,7 @@ def gate_host(conn, plan: LaunchPlan, entrypoint) -> tuple[dict, list]:
         nodes = [n for n in plan.nodes if n.host == host]
         for node in nodes:
             chan = conn.session(GATE_COMMAND)  # opened early (ssh/early.py) or now
-            chan.sendall(check_input(plan, node, entrypoint))
+            chan.sendall(check_input(plan, node, entrypoint, heartbeat))
             opened.append((node, chan))
         if any(node.files for node in nodes):
             conn.open_sftp()
