@@ -7,7 +7,7 @@ from typing import Optional
 from launcher.backends import registry
 from launcher.errors import KitError
 from launcher.planning.env import INHERIT, node_env, secret_names
-from launcher.planning.model import LaunchPlan, NodePlan, World
+from launcher.planning.model import LaunchPlan, Limits, NodePlan, World
 from launcher.planning.placement import Placement
 from launcher.planning.port import master_port
 from launcher.planning.shape import Shape, resolve_shape
@@ -120,4 +120,6 @@ def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id:
         run_dir=run_dir, world=world, nodes=nodes, files=dict(sorted(files.items())),
         submission=submission, runtime_vars=placement.runtime_vars, inherit=INHERIT,
         teardown_grace=cluster.teardown_grace,
+        limits=Limits(rendezvous_timeout=job.timeouts.rendezvous, hang_timeout=job.timeouts.hang,
+                      restarts=job.restarts),
     )

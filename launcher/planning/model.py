@@ -1,6 +1,7 @@
 """The launch plan: plain, frozen data that dry-run prints and backends deliver byte for byte."""
 
 from dataclasses import asdict, dataclass, field
+from typing import Optional
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,14 @@ class Submission:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """How long kit waits for what, and how often it starts the world again (the job's timeouts and restarts)."""
+    rendezvous_timeout: float = 300.0
+    hang_timeout: Optional[float] = None
+    restarts: int = 0
+
+
+@dataclass(frozen=True)
 class LaunchPlan:
     run_id: str
     job_name: str
@@ -67,6 +76,7 @@ class LaunchPlan:
     inherit: InheritPolicy = InheritPolicy()
     # Teardown: SIGTERM to every process of a node, SIGKILL to what is left after this many seconds.
     teardown_grace: float = 40.0
+    limits: Limits = Limits()
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -90,4 +100,5 @@ def from_dict(data: dict) -> LaunchPlan:
     d["notes"] = tuple(d.get("notes", ()))
     inherit = d.get("inherit") or {}
     d["inherit"] = InheritPolicy(**{k: tuple(v) for k, v in inherit.items()})
+    d["limits"] = Limits(**(d.get("limits") or {}))
     return LaunchPlan(**d)

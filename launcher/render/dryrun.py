@@ -53,6 +53,13 @@ def _inherit_line(plan: LaunchPlan) -> str:
             + " (a job that needs one sets it in env)")
 
 
+def _limits_line(plan: LaunchPlan) -> str:
+    lim = plan.limits
+    hang = f"no rank output for {lim.hang_timeout:g} s is a hang" if lim.hang_timeout else "hang watch off"
+    return (f"limits: the world forms within {lim.rendezvous_timeout:g} s or the run stops naming the node that "
+            f"cannot reach the master; {hang}; restarts {lim.restarts}")
+
+
 def render_text(plan: LaunchPlan) -> str:
     head = [
         f"kit plan: run {plan.run_id}  job {plan.job_name}  cluster {plan.cluster_name} ({plan.backend})",
@@ -64,6 +71,7 @@ def render_text(plan: LaunchPlan) -> str:
     ]
     if plan.submission.kind == "processes":
         head.append(f"teardown: SIGTERM to every process of every node, SIGKILL after {plan.teardown_grace:g} s")
+    head.append(_limits_line(plan))
     head += registry.placement(plan.backend).dryrun_head(plan)
     if plan.runtime_vars:
         head.append("resolved inside each task: " + ", ".join("$" + v for v in plan.runtime_vars))

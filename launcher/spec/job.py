@@ -81,6 +81,16 @@ class FsdpOptions(StrictModel):
         return self
 
 
+class Timeouts(StrictModel):
+    """Bounds on a run's waits, in seconds (every wait has one)."""
+    # The world must form (every node's launcher past its rendezvous) within this; else kit stops the run and
+    # says which node could not reach the master, and why.
+    rendezvous: Annotated[float, Field(gt=0, le=86400)] = 300.0
+    # No rank makes progress (no output from any rank) for this long: kit records every rank's stack, names the
+    # stuck ranks and stops the run. Unset: off.
+    hang: Optional[Annotated[float, Field(gt=0, le=7 * 86400)]] = None
+
+
 class JobSpec(StrictModel):
     name: Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
     entrypoint: Entrypoint
@@ -102,7 +112,12 @@ class JobSpec(StrictModel):
     # Names whose values come from the submitting shell's environment at run time, never stored or printed.
     secret_env: list[EnvName] = []
     dynamo_backend: Optional[Literal["no", "eager", "aot_eager", "inductor", "cudagraphs"]] = None
-    # A hyperparameter sweep over this job (see launcher/sweep); `kit submit` then runs one run per trial.
+    timeouts: Timeouts = Timeouts()
+    # Start the world again (on a fresh port; the job resumes from its checkpoint) up to this many times after a
+    # failure that is not the job's own verdict: a node lost, a rank killed by a signal, a world that did not
+    # form, a hang.
+    restarts: Annotated[int, Field(ge=0, le=100)] = 0
+    # A hyperparameter sweep over this job (see launcher/sweeps); `kit submit` then runs one run per trial.
     sweep: Optional[SweepSpec] = None
 
     _no_is_string = field_validator("mixed_precision", mode="before")(yaml_no_to_str)

@@ -13,7 +13,7 @@ import re
 import signal
 from typing import Optional
 
-from launcher.status import LOST, PREEMPTED, Failure
+from launcher.status import LOST, NEVER_JOINED, PREEMPTED, Failure
 from launcher.supervise.noise import is_launcher_noise, is_launcher_traceback, strip_tag
 
 # The training module's own exit codes (train/__init__.py: EXIT_*; tests check the two agree). 75 (EX_TEMPFAIL)
@@ -212,8 +212,8 @@ def cause(f: Failure) -> str:
     """Why a run failed, in one line: `node 1 (n2) rank 3 exited 4 (bad data): <its last words>`."""
     who = f"node {f.node} ({f.host})" + (f" rank {f.rank}" if f.rank is not None else "")
     tail = f": {f.last_line}" if f.last_line else ""
-    if f.meaning == LOST:
-        return f"{who} lost{tail}"
+    if f.meaning in (LOST, NEVER_JOINED):
+        return f"{who} {f.meaning}{tail}"
     return f"{who} exited {f.code} ({f.meaning}){tail}"
 
 

@@ -13,6 +13,9 @@ _WORKER_TAG = re.compile(r"^\[node\d+/rank\d+\] ")
 _TORCH_LOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S*torch/distributed/")
 # The agent's C++ c10d store logs: "[W1203 16:44:59.899074247 socket.cpp:207] [c10d] The hostname of ...".
 _C10D_LOG = re.compile(r"^\[[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ [^\]]*\] \[c10d\]")
+# C++ stack traces that torch prints with a c10 error (a TCPStore that cannot reach the master: every ~30 s).
+_CPP_TRACE = re.compile(r"^(frame #\d+: |Exception raised from \S.* \(most recent call first\):$|"
+                        r"<omitting python frames>$)")
 _TABLE = re.compile(r"^(=+|-+|Failures:|Root Cause \(first observed failure\):|\[\d+\]:|\s*<NO_OTHER_FAILURES>|"
                     r"\s+(time|host|rank|exitcode|error_file|traceback)\s*:)")
 
@@ -27,8 +30,8 @@ def is_worker_line(line: str) -> bool:
 
 def is_launcher_noise(text: str) -> bool:
     """One untagged launcher line, judged alone."""
-    return bool(_TORCH_LOG.match(text) or _C10D_LOG.match(text) or _TABLE.match(text) or "ChildFailedError" in text
-                or "CalledProcessError" in text)
+    return bool(_TORCH_LOG.match(text) or _C10D_LOG.match(text) or _TABLE.match(text) or _CPP_TRACE.match(text)
+                or "ChildFailedError" in text or "CalledProcessError" in text)
 
 
 _LAUNCHER_FRAMES = ("accelerate/commands/launch.py", "torch/distributed/run.py", "torch/distributed/launcher/")
@@ -48,6 +51,7 @@ class NoiseFilter:
     def __init__(self):
         self._dying = False
         self._held: list[str] = []
+        self._after_noise = False   # the blank line that ends a C++ trace is the trace's too
 
     def feed(self, line: str) -> list[str]:
         if is_worker_line(line):
@@ -65,7 +69,10 @@ class NoiseFilter:
         if text.startswith("Traceback (most recent call last):"):
             self._held = [line]
             return []
-        return [] if self._dying or is_launcher_noise(text) else [line]
+        noise = is_launcher_noise(text)
+        blank_after_noise = self._after_noise and not text.strip()
+        self._after_noise = noise
+        return [] if self._dying or noise or blank_after_noise else [line]
 
     def finish(self) -> list[str]:
         held, self._held = self._held, []

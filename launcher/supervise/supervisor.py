@@ -62,13 +62,19 @@ def _poll_all(nodes, codes: list, order: list) -> None:
                 order.append(i)
 
 
-def supervise(nodes, cancel: Cancel, on_stop=None) -> Outcome:
+def supervise(nodes, cancel: Cancel, on_stop=None, watches=()) -> Outcome:
+    """`watches`: objects whose poll() returns a Failure when the run must stop though no node failed (a world
+    that did not form, a hang): the run then ends failed with that failure."""
     codes = [None] * len(nodes)
     order = []  # node indexes in the order they exited
+    stopped_by = None
     while True:
         _poll_all(nodes, codes, order)
         failed = [i for i in order if codes[i] != 0]
         if failed or cancel.count or all(c is not None for c in codes):
+            break
+        stopped_by = next((f for f in (w.poll() for w in watches) if f is not None), None)
+        if stopped_by is not None:
             break
         time.sleep(POLL_SECONDS)
     # Nodes stopped by a cancel exit non-zero too: what ended the loop decides the state.
@@ -77,6 +83,8 @@ def supervise(nodes, cancel: Cancel, on_stop=None) -> Outcome:
         if on_stop:
             on_stop()
         _stop_all(nodes, codes, order, cancel)
+    if stopped_by is not None and not cancelled:
+        return Outcome("failed", stopped_by.code, codes, failure=stopped_by)
     return _outcome(codes, order, cancel if cancelled else None)
 
 
@@ -105,7 +113,7 @@ def _outcome(codes, order, cancel: Optional[Cancel]) -> Outcome:
 
 def finalize(outcome: Outcome, failure: Optional[Failure]) -> Outcome:
     """Attach the failure read from the logs: the rank's own code becomes the run's, 75 makes it preempted."""
-    if outcome.state != "failed" or failure is None:
+    if outcome.state != "failed" or failure is None or outcome.failure is not None:
         return outcome
     state = "preempted" if failure.code == PREEMPTED else "failed"
     return Outcome(state, failure.code, outcome.node_codes, outcome.first_failed, failure)

@@ -1,6 +1,7 @@
 """Run a plan on this machine: one watchdog-supervised process tree per (simulated) node, torn down together."""
 
 import os
+import subprocess
 import sys
 import time
 
@@ -11,6 +12,7 @@ from launcher.backends.local.preflight import preflight
 from launcher.environment import node_process_env
 from launcher.errors import KitError
 from launcher.planning.model import LaunchPlan
+from launcher.preflight.reach import reach_command, reach_problem
 from launcher.records import RunRecord
 from launcher.status import RunStatus
 from launcher.supervise import tree
@@ -18,6 +20,10 @@ from launcher.supervise.console import Console, follow_node
 from launcher.supervise.failure import known_codes, read_log, summarize
 from launcher.supervise.supervisor import Cancel, finalize, supervise
 from launcher.supervise.watchdog import become_subreaper
+from launcher.supervise.world import WorldWatch, ranks_started
+
+
+REACH_TIMEOUT = 30.0   # the node's setup lines, then a connect bounded by reach.CONNECT_SECONDS
 
 
 class LocalBackend(Backend):
@@ -42,15 +48,17 @@ class LocalBackend(Backend):
             record.update_status(state="running", started_at=time.time(), supervisor_pid=os.getpid(),
                                  supervisor_start=tree.same_process(os.getpid(), None).create_time(),
                                  teardown_grace=grace, nodes=[n.record() for n in nodes])
+            watch = WorldWatch(plan, lambda n: ranks_started(os.path.join(base_dir, n.workdir), plan.run_dir, n),
+                               lambda n: self._reach(plan, n, base_dir, envs[n.machine_rank]))
             outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
                 f"kit: stopping run {plan.run_id}: SIGTERM to every process, SIGKILL after {grace:.0f} s"
-                " (Ctrl-C again to shorten)"))
+                " (Ctrl-C again to shorten)"), watches=[watch])
             for t in threads:
                 t.join(timeout=10)
             leftovers = tree.live_descendants()
             if leftovers:
                 tree.terminate(leftovers, grace=grace)
-        failure = None
+        failure = outcome.failure
         if outcome.first_failed is not None:
             node = plan.nodes[outcome.first_failed]
             failure = summarize(node.machine_rank, node.host, outcome.node_codes[outcome.first_failed],
@@ -62,6 +70,15 @@ class LocalBackend(Backend):
         record.update_status(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
                              node_exit_codes=outcome.node_codes, failure=failure)
         return Result(outcome.code, outcome.state, failure)
+
+    def _reach(self, plan: LaunchPlan, node, base_dir: str, env: dict):
+        """The master checked from this node (this machine), as its launcher dials it."""
+        try:
+            r = subprocess.run(["bash", "-c", reach_command(plan, node)], cwd=base_dir, env=env, capture_output=True,
+                               text=True, timeout=REACH_TIMEOUT, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return f"its check of the route to the master did not finish within {REACH_TIMEOUT:g} s"
+        return reach_problem(r.stdout + r.stderr, plan.world.master_addr, plan.world.master_port)
 
     def current_state(self, record: RunRecord, status: RunStatus) -> tuple[str, str]:
         return current_state(status)

@@ -3,6 +3,7 @@ unchanged under kit's watchdog in a session of its own, stream the output, tear 
 
 import os
 import posixpath
+import shlex
 import sys
 import threading
 import time
@@ -17,7 +18,9 @@ from launcher.status import LOST, Failure, RunStatus
 from launcher.supervise import tree
 from launcher.supervise.console import Console, follow_node
 from launcher.supervise.failure import explained_elsewhere, known_codes, read_log, summarize
+from launcher.preflight.reach import reach_command, reach_problem
 from launcher.supervise.supervisor import Cancel, finalize, supervise
+from launcher.supervise.world import WorldWatch, ranks_started
 
 
 def remote_env(plan: LaunchPlan, node: NodePlan, environ) -> dict:
@@ -41,6 +44,7 @@ def load_ahead() -> None:
 
 RANK_LOG_BYTES = 64 * 1024
 HOST_TIMEOUT = 30.0   # ssh.host_timeout's default
+REACH_TIMEOUT = 30.0
 PING_EVERY = 5.0
 
 
@@ -165,9 +169,12 @@ class SshBackend(Backend):
                                  supervisor_start=tree.same_process(os.getpid(), None).create_time(),
                                  nodes=[n.record() for n in nodes], timings=self.timings)
             pinging = self._keep_in_touch(nodes)
+            watch = WorldWatch(plan, lambda n: ranks_started(n.workdir, plan.run_dir, n,
+                                                             listdir=self.conns[n.host].listdir),
+                               lambda n: self._reach(plan, n))
             outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
                 f"kit: stopping run {plan.run_id} on every host: SIGTERM to every process, SIGKILL after "
-                f"{plan.teardown_grace:.0f} s (Ctrl-C again to shorten)"))
+                f"{plan.teardown_grace:.0f} s (Ctrl-C again to shorten)"), watches=[watch])
             pinging.set()
             for node, t in zip(nodes, threads):
                 t.join(timeout=0.2 if node.lost else 10)   # a lost host's stream may never end
@@ -184,7 +191,7 @@ class SshBackend(Backend):
         if unclean:
             record.update_status(note=f"host(s) {', '.join(unclean)} could not be cleaned: no answer; the node "
                                       f"watchdogs there stop the run's processes by themselves")
-        failure = None
+        failure = outcome.failure
         if outcome.first_failed is not None:
             failure = self._failure(plan, record, outcome, nodes)
         outcome = finalize(outcome, failure)
@@ -215,6 +222,14 @@ class SshBackend(Backend):
 
         if any(node.files for node in plan.nodes):
             self._parallel(one, plan.nodes, "could not upload the run's files")
+
+    def _reach(self, plan: LaunchPlan, node: NodePlan):
+        """The master checked from the node's host, as its launcher dials it (after the node's setup lines)."""
+        conn = self.conns[node.host]
+        if not conn.responsive():
+            return f"its host {node.host} does not answer"
+        code, out, err = conn.run("bash --norc -c " + shlex.quote(reach_command(plan, node)), timeout=REACH_TIMEOUT)
+        return reach_problem(out + err, plan.world.master_addr, plan.world.master_port)
 
     def _keep_in_touch(self, nodes) -> threading.Event:
         """Every host is asked for an answer (keepalive requests: a silent one is lost after ssh.host_timeout), and

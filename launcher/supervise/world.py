@@ -1,0 +1,81 @@
+"""Did the planned world form? Every node's launcher past its rendezvous (torchrun starts a node's ranks, and makes
+their log directories, only then), within the plan's `timeouts.rendezvous`. If not, each node checks from itself
+whether it can reach the master, and the run fails with one line that names the node and the cause instead of
+waiting out torch's own store timeout (15 minutes) in a flood of C++ stack traces."""
+
+import time
+from typing import Callable, Optional
+
+from launcher.planning.model import LaunchPlan, NodePlan
+from launcher.status import NEVER_JOINED, Failure
+
+NOT_FORMED = 124                # the run's exit code then (timeout(1)'s)
+POLL = 2.0
+
+
+def ranks_started(workdir: str, run_dir: str, node: NodePlan, listdir=None) -> bool:
+    """The node's ranks have started: torchrun made their log directories (`<run dir>/node<R>.ranks/<id>/attempt_N`,
+    from --log_dir), which it does only once its rendezvous is done. `listdir`: how to list a directory where it
+    is (this machine's os.listdir by default; SFTP's, a login host's)."""
+    import os
+    import posixpath
+    listdir = listdir or os.listdir
+    top = posixpath.join(workdir, run_dir, f"node{node.machine_rank}.ranks")
+    try:
+        return any(name.startswith("attempt_") for sub in listdir(top) for name in listdir(posixpath.join(top, sub)))
+    except OSError:
+        return False
+
+
+class WorldWatch:
+    """`joined(node) -> bool`: the node's ranks have started. `reach(node) -> problem line or None`: checked from
+    that node. poll() is cheap to call often: it looks at most every POLL seconds."""
+
+    def __init__(self, plan: LaunchPlan, joined: Callable[[NodePlan], bool],
+                 reach: Callable[[NodePlan], Optional[str]], clock=time.monotonic):
+        self.plan, self.joined, self.reach, self.clock = plan, joined, reach, clock
+        self.deadline = clock() + plan.limits.rendezvous_timeout
+        self.formed = False
+        self._seen: set = set()
+        self._next = 0.0
+
+    def poll(self) -> Optional[Failure]:
+        """None while the world may still form (or has); a Failure once the deadline passed without it."""
+        now = self.clock()
+        if self.formed or now < self._next:
+            return None
+        self._next = now + POLL
+        for node in self.plan.nodes:
+            if node.machine_rank not in self._seen and self._joined(node):
+                self._seen.add(node.machine_rank)
+        if len(self._seen) == len(self.plan.nodes):
+            self.formed = True
+            return None
+        if now < self.deadline:
+            return None
+        return self.diagnose()
+
+    def _joined(self, node: NodePlan) -> bool:
+        try:
+            return bool(self.joined(node))
+        except Exception:   # a host that cannot be asked has not been seen to join
+            return False
+
+    def diagnose(self) -> Failure:
+        w, limit = self.plan.world, self.plan.limits.rendezvous_timeout
+        missing = [n for n in self.plan.nodes if n.machine_rank not in self._seen]
+        # The nodes that dial the master first (the master checks its own port last): the first that cannot
+        # reach it is the one named.
+        order = sorted(self.plan.nodes, key=lambda n: (n not in missing, n.machine_rank == 0, n.machine_rank))
+        for node in order:
+            try:
+                problem = self.reach(node)
+            except Exception as e:
+                problem = f"could not check its route to the master ({e or type(e).__name__})"
+            if problem:
+                return Failure(node.machine_rank, node.host, None, NOT_FORMED, NEVER_JOINED,
+                               f"{problem}; check routes and firewalls between the nodes, or run kit doctor")
+        first = missing[0]
+        return Failure(first.machine_rank, first.host, None, NOT_FORMED, NEVER_JOINED,
+                       f"the world did not form within {limit:g} s although every node reaches the master "
+                       f"{w.master_addr}:{w.master_port}; see the node logs (kit logs)")

@@ -1,0 +1,30 @@
+"""A node that cannot reach the master (a blackhole route from n2 to n1's address), on the SSH hosts (issue 20):
+the run ends within timeouts.rendezvous with one line naming the node and the cause checked from it, the
+console shows no C++ stack-trace flood (it stays in the node log), and nothing of the run is left."""
+
+import time
+
+from tests.backends.sshrun import cluster, leftovers, workdir
+from tests.launcher.localrun import kit, write_job
+
+
+def test_a_node_that_cannot_reach_the_master_is_named(ssh_hosts, tmp_path):
+    n1, n2 = ssh_hosts.hosts[:2]
+    job = write_job(tmp_path, args=["--out", str(tmp_path)], timeouts={"rendezvous": 40})
+    n2.run(["ip", "route", "add", "blackhole", f"{n1.address}/32"])
+    try:
+        started = time.monotonic()
+        r = kit("submit", job, "--cluster", cluster(ssh_hosts, tmp_path), "--run-id", "ssh-blackhole",
+                cwd=workdir(ssh_hosts), timeout=240)
+        took = time.monotonic() - started
+    finally:
+        n2.run(["ip", "route", "del", "blackhole", f"{n1.address}/32"], check=False)
+    assert r.returncode == 124, r.stderr[-3000:]
+    line = r.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"kit: run ssh-blackhole failed: node 1 (n2) never joined: it cannot reach the master "
+                           f"{n1.address}:") and "(a blackhole route to it)" in line, line
+    assert "check routes and firewalls between the nodes, or run kit doctor" in line
+    assert took < 40 + 45, took
+    assert "frame #" not in r.stdout and "TCPStore" not in r.stdout, r.stdout[-3000:]
+    assert len([ln for ln in r.stdout.splitlines() if ln.startswith("[node1")]) <= 8, r.stdout[-3000:]
+    assert leftovers(ssh_hosts, "ssh-blackhole") == {}
