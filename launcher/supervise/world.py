@@ -32,8 +32,10 @@ class WorldWatch:
     that node. poll() is cheap to call often: it looks at most every POLL seconds."""
 
     def __init__(self, plan: LaunchPlan, joined: Callable[[NodePlan], bool],
-                 reach: Callable[[NodePlan], Optional[str]], clock=time.monotonic):
+                 reach: Callable[[NodePlan], Optional[str]], clock=time.monotonic, named_host=None):
+        """`named_host(node)`: the host to name in the failure (a SLURM node's comes from the allocation)."""
         self.plan, self.joined, self.reach, self.clock = plan, joined, reach, clock
+        self.named_host = named_host or (lambda node: node.host)
         self.deadline = clock() + plan.limits.rendezvous_timeout
         self.formed = False
         self._seen: set = set()
@@ -73,9 +75,9 @@ class WorldWatch:
             except Exception as e:
                 problem = f"could not check its route to the master ({e or type(e).__name__})"
             if problem:
-                return Failure(node.machine_rank, node.host, None, NOT_FORMED, NEVER_JOINED,
+                return Failure(node.machine_rank, self.named_host(node), None, NOT_FORMED, NEVER_JOINED,
                                f"{problem}; check routes and firewalls between the nodes, or run kit doctor")
         first = missing[0]
-        return Failure(first.machine_rank, first.host, None, NOT_FORMED, NEVER_JOINED,
+        return Failure(first.machine_rank, self.named_host(first), None, NOT_FORMED, NEVER_JOINED,
                        f"the world did not form within {limit:g} s although every node reaches the master "
                        f"{w.master_addr}:{w.master_port}; see the node logs (kit logs)")

@@ -19,11 +19,14 @@ from launcher.planning.model import LaunchPlan
 from launcher.records import RunRecord, require_trusted
 from launcher.status import ACTIVE, FINAL, RunStatus
 from launcher.supervise import liveness
+from launcher.preflight.reach import reach_command, reach_problem
 from launcher.supervise.log_lines import flush_held, print_new_lines
+from launcher.supervise.world import WorldWatch, ranks_started
 from launcher.transport.where import CommandError, where_at
 
 POLL = 1.0
 SUBMIT_TIMEOUT = 60.0
+REACH_TIMEOUT = 60.0
 CANCEL_WAIT = 120.0
 
 
@@ -101,15 +104,16 @@ class SlurmBackend(Backend):
     def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
         self._submit(plan, record)
         try:
-            fields = self._follow(record)
+            fields = self._follow(plan, record)
         except KeyboardInterrupt:
             note(f"\nkit: stopped following; the job keeps running. {_how_to(plan.run_id, record)}")
             return Result(130, "still running", None)
         return Result(fields["exit_code"], fields["state"], failure_of(fields))
 
-    def _follow(self, record: RunRecord) -> dict:
+    def _follow(self, plan: LaunchPlan, record: RunRecord) -> dict:
         status = record.read_status()
         offsets, pending, noise, said = {}, {}, {}, None
+        watch, stopped_by = None, None
         while True:
             info = settle(self.where, status, query(self.where, status.job_id))
             if describe(info) != said and not info.finished:
@@ -118,15 +122,50 @@ class SlurmBackend(Backend):
                 status = _note(self.where, record, info)
             copy_node_logs(self.where, status, record.path)
             print_new_lines(record.path, None, offsets, pending, noise)
+            if info.kit_state == "running" and watch is None:   # the rendezvous clock starts when the job runs
+                watch = self._world_watch(plan, record)
+            if watch is not None and stopped_by is None and not info.finished:
+                stopped_by = watch.poll()
+                if stopped_by is not None:
+                    note(f"kit: the world did not form within {plan.limits.rendezvous_timeout:g} s: cancelling "
+                         f"SLURM job {status.job_id}")
+                    self.where.cancel(status.job_id)
             if info.finished:
                 flush_held(noise)
                 fields = final_fields(self.where, status, info, record.path)
+                if stopped_by is not None:
+                    fields.update(state="failed", exit_code=stopped_by.code, failure=stopped_by, ended_by="")
                 record.update_status(**fields, finished_at=time.time())
                 # The run's end as kit reads it (SLURM says FAILED for a job whose time ran out at the warning).
                 why = f": {fields['ended_by']}" if fields["ended_by"] else ""
                 note(f"kit: SLURM job {status.job_id} {fields['state']}{why}")
                 return fields
             time.sleep(POLL)
+
+    def _world_watch(self, plan: LaunchPlan, record: RunRecord):
+        """Joined: the node's rank log directories on the shared workdir; reach: checked on the node's host in a
+        step of its own inside the job's allocation (srun --overlap), as the node's launcher dials the master."""
+        workdir = self.where.absolute(self.workdir)
+
+        def listdir(path):
+            names = self.where.listdir(path)
+            if not names and not self.where.is_dir(path):
+                raise OSError(path)
+            return names
+
+        def reach(node):
+            status = record.read_status()
+            hosts = [n.host for n in status.nodes]
+            host = hosts[node.machine_rank] if node.machine_rank < len(hosts) else "?"
+            if host == "?":
+                return None
+            r = self.where.run(["srun", f"--jobid={status.job_id}", "--overlap", "--nodes=1", "--ntasks=1",
+                                f"--nodelist={host}", "bash", "-c", reach_command(plan, node, master=hosts[0])],
+                               cwd=workdir, timeout=REACH_TIMEOUT)
+            return reach_problem(r.out + r.err, plan.world.master_addr, plan.world.master_port)
+
+        return WorldWatch(plan, lambda n: ranks_started(workdir, plan.run_dir, n, listdir=listdir), reach,
+                          named_host=lambda n: _host_of(record, n))
 
     def fetch_logs(self, record: RunRecord, status: RunStatus) -> None:
         """Bring the record's node logs up to date with the run directory (`kit logs` calls this)."""
@@ -212,6 +251,11 @@ def _note(where, record: RunRecord, info) -> RunStatus:
     if hosts and len(hosts) == len(status.nodes):
         fields["nodes"] = [dataclasses.replace(n, host=h) for n, h in zip(status.nodes, hosts)]
     return record.update_status(**fields)
+
+
+def _host_of(record: RunRecord, node) -> str:
+    hosts = [n.host for n in record.read_status().nodes]
+    return hosts[node.machine_rank] if node.machine_rank < len(hosts) else node.host
 
 
 def _requeue_note(status: RunStatus) -> str:
