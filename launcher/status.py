@@ -162,6 +162,7 @@ class Failure:
 PREEMPTED = 75   # EX_TEMPFAIL: "preempted, requeue me", whatever the program
 LOST = "lost"    # a Failure's meaning when its node's host stopped answering (not the node's own verdict)
 NEVER_JOINED = "never joined"   # ... when the world did not form in time (supervise/world.py)
+HUNG = "hung"    # ... when no rank made progress for timeouts.hang (supervise/hang.py)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import threading
 import time
 
 from launcher.planning.tags import is_tagged, node_tag
-from launcher.supervise.noise import NoiseFilter
+from launcher.supervise.noise import NoiseFilter, is_worker_line
 
 PROGRESS_INTERVAL_OFF_TTY = 30.0
 _CLEAR = "\r\x1b[K"
@@ -25,6 +25,7 @@ class Console:
         self._bar = False          # a progress line is drawn on the terminal's last row
         self._last_progress = {}   # node -> monotonic time of the last progress line printed off a tty
         self.alive = True
+        self.rank_output_at = time.monotonic()   # when a rank last wrote anything (the hang watch reads it)
 
     def _write(self, stream, text: str) -> None:
         if not self.alive:
@@ -112,6 +113,8 @@ def _copy(source, node: int, console: Console) -> None:
 
 def _show(line: str, node: int, console: Console, noise: NoiseFilter) -> None:
     # torchrun already tags worker lines as [nodeN/rankR]; tag the launcher's own lines [nodeN].
+    if is_worker_line(line):
+        console.rank_output_at = time.monotonic()
     if not is_tagged(line, node):
         line = f"{node_tag(node)} {line}"
     progress = _split_progress(line)

@@ -13,7 +13,7 @@ import re
 import signal
 from typing import Optional
 
-from launcher.status import LOST, NEVER_JOINED, PREEMPTED, Failure
+from launcher.status import HUNG, LOST, NEVER_JOINED, PREEMPTED, Failure
 from launcher.supervise.noise import is_launcher_noise, is_launcher_traceback, strip_tag
 
 # The training module's own exit codes (train/__init__.py: EXIT_*; tests check the two agree). 75 (EX_TEMPFAIL)
@@ -214,6 +214,8 @@ def cause(f: Failure) -> str:
     tail = f": {f.last_line}" if f.last_line else ""
     if f.meaning in (LOST, NEVER_JOINED):
         return f"{who} {f.meaning}{tail}"
+    if f.meaning == HUNG:
+        return f"the run hung{tail}"
     return f"{who} exited {f.code} ({f.meaning}){tail}"
 
 

@@ -38,6 +38,7 @@ class WorldWatch:
         self.named_host = named_host or (lambda node: node.host)
         self.deadline = clock() + plan.limits.rendezvous_timeout
         self.formed = False
+        self.formed_at = None
         self._seen: set = set()
         self._next = 0.0
 
@@ -51,7 +52,7 @@ class WorldWatch:
             if node.machine_rank not in self._seen and self._joined(node):
                 self._seen.add(node.machine_rank)
         if len(self._seen) == len(self.plan.nodes):
-            self.formed = True
+            self.formed, self.formed_at = True, now
             return None
         if now < self.deadline:
             return None

@@ -2,6 +2,7 @@
 the run ends within timeouts.rendezvous with one line naming the node and the cause checked from it, the
 console shows no C++ stack-trace flood (it stays in the node log), and nothing of the run is left."""
 
+import os
 import time
 
 from tests.backends.sshrun import cluster, leftovers, workdir
@@ -28,3 +29,16 @@ def test_a_node_that_cannot_reach_the_master_is_named(ssh_hosts, tmp_path):
     assert "frame #" not in r.stdout and "TCPStore" not in r.stdout, r.stdout[-3000:]
     assert len([ln for ln in r.stdout.splitlines() if ln.startswith("[node1")]) <= 8, r.stdout[-3000:]
     assert leftovers(ssh_hosts, "ssh-blackhole") == {}
+
+
+def test_a_hung_rank_on_the_ssh_hosts_is_named_with_its_stack(ssh_hosts, tmp_path):
+    job = write_job(tmp_path, args=["--out", str(tmp_path), "--hang-rank", "1"], timeouts={"hang": 8})
+    r = kit("submit", job, "--cluster", cluster(ssh_hosts, tmp_path), "--run-id", "ssh-hung",
+            cwd=workdir(ssh_hosts), timeout=180)
+    assert r.returncode == 124, r.stderr[-3000:]
+    line = r.stderr.strip().splitlines()[-1]
+    assert line.startswith("kit: run ssh-hung failed: the run hung: no rank made progress for 8 s: rank 0 in "), line
+    assert "rank 1 in <module> (rank_probe.py:" in line, line
+    stacks = os.path.join(workdir(ssh_hosts), "runs", "ssh-hung", "stacks")
+    assert sorted(os.listdir(stacks)) == ["rank0.txt", "rank1.txt"]
+    assert leftovers(ssh_hosts, "ssh-hung") == {}

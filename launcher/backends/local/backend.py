@@ -13,11 +13,13 @@ from launcher.environment import node_process_env
 from launcher.errors import KitError
 from launcher.planning.model import LaunchPlan
 from launcher.preflight.reach import reach_command, reach_problem
+from launcher.preflight.stacks import dump_command, parse_dumps
 from launcher.records import RunRecord
 from launcher.status import RunStatus
 from launcher.supervise import tree
 from launcher.supervise.console import Console, follow_node
 from launcher.supervise.failure import known_codes, read_log, summarize
+from launcher.supervise.hang import HangWatch
 from launcher.supervise.supervisor import Cancel, finalize, supervise
 from launcher.supervise.watchdog import become_subreaper
 from launcher.supervise.world import WorldWatch, ranks_started
@@ -50,9 +52,11 @@ class LocalBackend(Backend):
                                  teardown_grace=grace, nodes=[n.record() for n in nodes])
             watch = WorldWatch(plan, lambda n: ranks_started(os.path.join(base_dir, n.workdir), plan.run_dir, n),
                                lambda n: self._reach(plan, n, base_dir, envs[n.machine_rank]))
+            hang = HangWatch(plan, watch, lambda: console.rank_output_at,
+                             lambda: self._stacks(plan, base_dir, envs[0]), record.path)
             outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
                 f"kit: stopping run {plan.run_id}: SIGTERM to every process, SIGKILL after {grace:.0f} s"
-                " (Ctrl-C again to shorten)"), watches=[watch])
+                " (Ctrl-C again to shorten)"), watches=[watch, hang])
             for t in threads:
                 t.join(timeout=10)
             leftovers = tree.live_descendants()
@@ -79,6 +83,12 @@ class LocalBackend(Backend):
         except subprocess.TimeoutExpired:
             return f"its check of the route to the master did not finish within {REACH_TIMEOUT:g} s"
         return reach_problem(r.stdout + r.stderr, plan.world.master_addr, plan.world.master_port)
+
+    def _stacks(self, plan: LaunchPlan, base_dir: str, env: dict) -> dict:
+        """Every rank's stack: the local nodes share this machine, one dump finds them all."""
+        r = subprocess.run(["bash", "-c", dump_command(plan, plan.nodes[0])], cwd=base_dir, env=env,
+                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        return parse_dumps(r.stdout)
 
     def current_state(self, record: RunRecord, status: RunStatus) -> tuple[str, str]:
         return current_state(status)

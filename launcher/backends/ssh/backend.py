@@ -19,7 +19,9 @@ from launcher.supervise import tree
 from launcher.supervise.console import Console, follow_node
 from launcher.supervise.failure import explained_elsewhere, known_codes, read_log, summarize
 from launcher.preflight.reach import reach_command, reach_problem
+from launcher.preflight.stacks import dump_command, parse_dumps
 from launcher.supervise.supervisor import Cancel, finalize, supervise
+from launcher.supervise.hang import HangWatch
 from launcher.supervise.world import WorldWatch, ranks_started
 
 
@@ -172,9 +174,10 @@ class SshBackend(Backend):
             watch = WorldWatch(plan, lambda n: ranks_started(n.workdir, plan.run_dir, n,
                                                              listdir=self.conns[n.host].listdir),
                                lambda n: self._reach(plan, n))
+            hang = HangWatch(plan, watch, lambda: console.rank_output_at, lambda: self._stacks(plan), record.path)
             outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
                 f"kit: stopping run {plan.run_id} on every host: SIGTERM to every process, SIGKILL after "
-                f"{plan.teardown_grace:.0f} s (Ctrl-C again to shorten)"), watches=[watch])
+                f"{plan.teardown_grace:.0f} s (Ctrl-C again to shorten)"), watches=[watch, hang])
             pinging.set()
             for node, t in zip(nodes, threads):
                 t.join(timeout=0.2 if node.lost else 10)   # a lost host's stream may never end
@@ -230,6 +233,25 @@ class SshBackend(Backend):
             return f"its host {node.host} does not answer"
         code, out, err = conn.run("bash --norc -c " + shlex.quote(reach_command(plan, node)), timeout=REACH_TIMEOUT)
         return reach_problem(out + err, plan.world.master_addr, plan.world.master_port)
+
+    def _stacks(self, plan: LaunchPlan) -> dict:
+        """Every rank's stack, taken on each host (its nodes' ranks at once), hosts in parallel."""
+        first = {}
+        for node in plan.nodes:
+            first.setdefault(node.host, node)
+
+        def one(node):
+            conn = self.conns[node.host]
+            if not conn.responsive():
+                return {}
+            _, out, _ = conn.run("bash --norc -c " + shlex.quote(dump_command(plan, node)), timeout=120)
+            return parse_dumps(out)
+
+        stacks = {}
+        with ThreadPoolExecutor(max_workers=max(1, min(32, len(first)))) as pool:
+            for found in pool.map(one, first.values()):
+                stacks.update(found)
+        return stacks
 
     def _keep_in_touch(self, nodes) -> threading.Event:
         """Every host is asked for an answer (keepalive requests: a silent one is lost after ssh.host_timeout), and

@@ -21,6 +21,7 @@ parser.add_argument("--fail-message", default="", help="printed to stderr by the
 parser.add_argument("--on-term", default="", help="save:SECONDS or ignore")
 parser.add_argument("--flood", type=int, default=0, help="write this many bytes of output lines after reporting")
 parser.add_argument("--progress", type=int, default=0, help="write this many progress redraws (\\r lines)")
+parser.add_argument("--hang-rank", type=int, default=-1, help="this global rank never reaches the final barrier")
 parser.add_argument("rest", nargs="*")
 args = parser.parse_args()
 
@@ -94,6 +95,8 @@ if state.process_index == args.fail_rank:
     os._exit(args.fail_code)
 deadline = time.monotonic() + args.linger
 while time.monotonic() < deadline:  # sleep in steps: a signal handler runs between them
+    time.sleep(0.1)
+while state.process_index == args.hang_rank:   # never enters the collective below: the others wait there
     time.sleep(0.1)
 if dist.is_initialized():
     dist.barrier()  # nobody leaves while a peer still talks to it
