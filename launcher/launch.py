@@ -61,6 +61,6 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
     if detach:
         backend.detach(plan, record, base_dir)
         return Launched(record, None)
-    result = backend.execute(plan, record, base_dir, console)
+    result = backend.run(plan, record, base_dir, console, say)
     say(outcome_line(plan.run_id, result.state, result.code, result.failure))
     return Launched(record, result)

@@ -12,12 +12,16 @@ record. Planning (where the nodes go, what each node runs) is the backend's Plac
 import abc
 import os
 import sys
+import time
 from dataclasses import dataclass
 from typing import Optional
 
+from launcher.errors import KitError
+from launcher.planning.attempt import for_attempt
 from launcher.planning.model import LaunchPlan
-from launcher.records import RunRecord
-from launcher.status import Failure, RunStatus
+from launcher.records import RunRecord, write_atomic
+from launcher.status import LOST, Failure, RunStatus
+from launcher.supervise.failure import cause, restartable
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,37 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def cancel(self, record: RunRecord, status: RunStatus) -> str:
         """Stop every process of the run, wherever it is; return once none is left, with the line to print."""
+
+    def run(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None, say=None) -> Result:
+        """execute(), and again (the plan's `restarts`) after a failure that is not the job's own verdict: the same
+        world on a fresh port, a lost host replaced by a spare (planning/attempt.py), checked like the first; the
+        job resumes from its checkpoint. Each attempt is kept in the record."""
+        say = say or note
+        current, attempt, lost = plan, 1, set()
+        while True:
+            started = time.time()
+            result = self.execute(current, record, base_dir, console)
+            if attempt > plan.limits.restarts or plan.runtime_vars or not restartable(result.state, result.failure):
+                return result
+            why = cause(result.failure)
+            if result.failure.meaning == LOST:
+                lost.add(result.failure.host)
+            done = record.read_status().attempts
+            record.update_status(attempts=[*done, {"attempt": attempt, "started_at": started, "finished_at": time.time(),
+                                                   "state": result.state, "cause": why,
+                                                   "master_port": current.world.master_port}])
+            attempt += 1
+            say(f"kit: run {plan.run_id} attempt {attempt}/{plan.limits.restarts + 1} after: {why}")
+            try:
+                current = for_attempt(plan, attempt, lost)
+                root = self.record_root(plan.nodes[0].workdir, base_dir)
+                for rel, content in current.files.items():
+                    write_atomic(os.path.join(root, rel), content)
+                self.check(current, base_dir)
+            except (KitError, OSError) as e:
+                say(f"kit: run {plan.run_id} not started again: {e}")
+                return result
+            record.update_status(state="starting")
 
     # ---- defaults
     binding = None

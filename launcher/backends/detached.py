@@ -66,7 +66,7 @@ def main() -> None:
         os.dup2(null, 0)
         backend = registry.backend(backend_name)
         backend.use(binding)
-        result = backend.execute(plan, RunRecord(path), base_dir)
+        result = backend.run(plan, RunRecord(path), base_dir)
         print(outcome_line(plan.run_id, result.state, result.code, result.failure), file=sys.stderr, flush=True)
         code = result.code
     except KitError as e:

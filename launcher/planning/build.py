@@ -122,4 +122,5 @@ def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id:
         teardown_grace=cluster.teardown_grace,
         limits=Limits(rendezvous_timeout=job.timeouts.rendezvous, hang_timeout=job.timeouts.hang,
                       restarts=job.restarts),
+        spare_hosts=tuple((h.name, h.address or h.name) for h in placement.spares(job, cluster)),
     )

@@ -77,6 +77,8 @@ class LaunchPlan:
     # Teardown: SIGTERM to every process of a node, SIGKILL to what is left after this many seconds.
     teardown_grace: float = 40.0
     limits: Limits = Limits()
+    # Hosts the cluster has beyond the plan's nodes, (name, address): a restart moves a lost host's node there.
+    spare_hosts: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -101,4 +103,5 @@ def from_dict(data: dict) -> LaunchPlan:
     inherit = d.get("inherit") or {}
     d["inherit"] = InheritPolicy(**{k: tuple(v) for k, v in inherit.items()})
     d["limits"] = Limits(**(d.get("limits") or {}))
+    d["spare_hosts"] = tuple(tuple(h) for h in d.get("spare_hosts", ()))
     return LaunchPlan(**d)

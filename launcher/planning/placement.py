@@ -83,6 +83,10 @@ class Placement:
             )
         return tuple(cluster.hosts[: job.nodes])
 
+    def spares(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
+        """Hosts beyond the job's nodes, for a restart to move a lost host's node to."""
+        return tuple(cluster.hosts[job.nodes:])
+
     def where(self, host: Host, cluster: ClusterSpec) -> str:
         return f"host {host.name}"
 

@@ -56,8 +56,14 @@ def _inherit_line(plan: LaunchPlan) -> str:
 def _limits_line(plan: LaunchPlan) -> str:
     lim = plan.limits
     hang = f"no rank output for {lim.hang_timeout:g} s is a hang" if lim.hang_timeout else "hang watch off"
+    restarts = f"restarts {lim.restarts}"
+    if lim.restarts and not plan.runtime_vars:
+        restarts += (f" (after a lost node, a rank killed by a signal, a world not formed or a hang; attempt k on "
+                     f"master port {plan.world.master_port}+k-1")
+        restarts += (f", a lost host replaced by a spare: {', '.join(h for h, _ in plan.spare_hosts)})"
+                     if plan.spare_hosts else ")")
     return (f"limits: the world forms within {lim.rendezvous_timeout:g} s or the run stops naming the node that "
-            f"cannot reach the master; {hang}; restarts {lim.restarts}")
+            f"cannot reach the master; {hang}; {restarts}")
 
 
 def render_text(plan: LaunchPlan) -> str:

@@ -208,6 +208,17 @@ def known_codes(argv) -> dict:
     return TRAIN_EXIT_CODES if modules[-1:] == [TRAIN_MODULE] and len(modules) > 1 else {}
 
 
+def restartable(state: str, f: Optional[Failure]) -> bool:
+    """A failure that is not the job's own verdict: a node lost, a world that did not form, a hang, a rank killed
+    by a signal, a rank asking to be requeued (75). A job that refused (its own exit codes: bad configuration,
+    data, resume) or was cancelled is never started again."""
+    if state not in ("failed", "preempted") or f is None:
+        return False
+    if f.meaning in (LOST, NEVER_JOINED, HUNG) or f.code == PREEMPTED:
+        return True
+    return f.code > 128 and f.code - 128 in signal.Signals._value2member_map_
+
+
 def cause(f: Failure) -> str:
     """Why a run failed, in one line: `node 1 (n2) rank 3 exited 4 (bad data): <its last words>`."""
     who = f"node {f.node} ({f.host})" + (f" rank {f.rank}" if f.rank is not None else "")

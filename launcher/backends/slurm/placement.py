@@ -32,6 +32,9 @@ class SlurmPlacement(Placement):
         # Placeholders: the allocation decides.
         return tuple(Host(name=f"slurm-node-{i}") for i in range(job.nodes))
 
+    def spares(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
+        return ()   # the allocation decides; a requeue gets a new one
+
     def where(self, host: Host, cluster: ClusterSpec) -> str:
         return f"cluster '{cluster.name}'"
 
