@@ -53,6 +53,17 @@ def _inherit_line(plan: LaunchPlan) -> str:
             + " (a job that needs one sets it in env)")
 
 
+def _network_text(plan: LaunchPlan) -> str:
+    """How each node's gloo/NCCL interface is chosen, read off its command (the cluster's `interface`)."""
+    command = plan.nodes[0].command
+    if "kit_ifname=" in command:
+        return ("gloo and NCCL use the interface the route to the master takes, chosen on each node at start "
+                "(GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME from env win; cluster interface: NAME or none to change)")
+    if "GLOO_SOCKET_IFNAME" in command:
+        return "gloo and NCCL use the interface the cluster names (interface:), unless env sets one"
+    return "gloo and NCCL choose their interface themselves (cluster interface: none)"
+
+
 def _limits_line(plan: LaunchPlan) -> str:
     lim = plan.limits
     hang = f"no rank output for {lim.hang_timeout:g} s is a hang" if lim.hang_timeout else "hang watch off"
@@ -78,6 +89,7 @@ def render_text(plan: LaunchPlan) -> str:
     if plan.submission.kind == "processes":
         head.append(f"teardown: SIGTERM to every process of every node, SIGKILL after {plan.teardown_grace:g} s")
     head.append(_limits_line(plan))
+    head.append("network: " + _network_text(plan))
     head += registry.placement(plan.backend).dryrun_head(plan)
     if plan.runtime_vars:
         head.append("resolved inside each task: " + ", ".join("$" + v for v in plan.runtime_vars))

@@ -50,6 +50,30 @@ def checked(line: str) -> list[str]:
     return [line, f"{SETUP_CHECK} $? {shlex.quote(first)}"]
 
 
+def interface_lines(master: str, runtime_vars: tuple[str, ...], choice: str) -> tuple[str, ...]:
+    """Shell lines that pick, on the node at start, the network interface gloo and NCCL use: the one the route to
+    the master takes (the one holding the master's address, on the master itself), exported as GLOO_SOCKET_IFNAME
+    and NCCL_SOCKET_IFNAME unless they are set already (the job's or cluster's env wins). `choice`: "auto", an
+    interface name (exported as is), or "none" (nothing chosen: the libraries' own default)."""
+    if choice == "none":
+        return ()
+    if choice != "auto":
+        name = shlex.quote(choice)
+        return (f'export GLOO_SOCKET_IFNAME="${{GLOO_SOCKET_IFNAME:-{name}}}" '
+                f'NCCL_SOCKET_IFNAME="${{NCCL_SOCKET_IFNAME:-{name}}}"',)
+    addr = quote_word(master, runtime_vars)
+    return (
+        f"kit_master_ip=$(getent ahostsv4 {addr} 2>/dev/null | awk 'NR==1 {{print $1}}')",
+        "kit_ifname=$(ip -o route get \"${kit_master_ip:-0.0.0.0}\" 2>/dev/null | "
+        "awk '{for (i = 1; i < NF; i++) if ($i == \"dev\") {print $(i + 1); exit}}')",
+        # On the master itself the route to its own address is `local ... dev lo`: its interface holds the address.
+        "if [ \"$kit_ifname\" = lo ] && [ \"$kit_master_ip\" != 127.0.0.1 ]; then kit_ifname=$(ip -o -4 addr show "
+        "| awk -v ip=\"$kit_master_ip\" 'index($4, ip \"/\") == 1 {print $2; exit}'); fi",
+        'if [ -n "$kit_ifname" ]; then export GLOO_SOCKET_IFNAME="${GLOO_SOCKET_IFNAME:-$kit_ifname}" '
+        'NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-$kit_ifname}"; fi',
+    )
+
+
 def node_command(
     workdir: str,
     setup: tuple[str, ...],

@@ -97,6 +97,10 @@ class ClusterSpec(StrictModel):
     env: dict[EnvName, str] = {}
     _env_not_reserved = field_validator("env", mode="after")(no_reserved_env)
     master_port: Union[Port, PortPolicy] = PortPolicy()
+    # The network interface gloo and NCCL use on each node: `auto` (the one the route to the master takes, chosen
+    # on the node at start), an interface name, or `none` (the libraries' own default). A GLOO_SOCKET_IFNAME or
+    # NCCL_SOCKET_IFNAME in env wins over it.
+    interface: Annotated[str, StringConstraints(pattern=r"^(auto|none|[A-Za-z0-9_.:@-]{1,15})$")] = "auto"
     # Where run records and generated files go, relative to workdir.
     run_root: OneLine = "runs"
     # Seconds ranks get to save after SIGTERM before SIGKILL. torchrun's agent itself waits 30 s for its workers

@@ -67,6 +67,7 @@ report = {
     "machine_rank": int(os.environ.get("GROUP_RANK", "-1")),
     "pid": os.getpid(),
     "argv": args.rest,
+    "gloo_ifname": os.environ.get("GLOO_SOCKET_IFNAME"),
 }
 # All-reduce proves the processes really share one world.
 if dist.is_initialized():
