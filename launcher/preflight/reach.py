@@ -56,6 +56,17 @@ def reach_command(plan: LaunchPlan, node: NodePlan, master: Optional[str] = None
     return node.command[:-len(launch)] + join_argv(argv, rv) + " </dev/null\n"
 
 
+def reach_detail(output: str, addr: str, port: int) -> tuple[bool, str]:
+    """(reached, one line) for `kit doctor`: the interface the route takes when it connects, else the problem."""
+    problem = reach_problem(output, addr, port)
+    if problem:
+        return False, problem
+    words = [ln[ln.index(MARK) + len(MARK):].split(" ", 4) for ln in output.splitlines() if MARK in ln][-1]
+    words += [""] * 5
+    via = f" via {words[3]}" if words[3] not in ("-", "") else ""
+    return True, f"{addr}:{port} reachable{via} (the interface gloo and NCCL get with interface: auto)"
+
+
 def reach_problem(output: str, addr: str, port: int) -> Optional[str]:
     """None when the probe connected; else what it said, as `it cannot reach the master IP:PORT (why) via DEV`."""
     lines = [ln[ln.index(MARK) + len(MARK):].split(" ", 4) for ln in output.splitlines() if MARK in ln]

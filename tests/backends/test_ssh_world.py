@@ -42,3 +42,21 @@ def test_a_hung_rank_on_the_ssh_hosts_is_named_with_its_stack(ssh_hosts, tmp_pat
     stacks = os.path.join(workdir(ssh_hosts), "runs", "ssh-hung", "stacks")
     assert sorted(os.listdir(stacks)) == ["rank0.txt", "rank1.txt"]
     assert leftovers(ssh_hosts, "ssh-hung") == {}
+
+
+def test_kit_doctor_names_the_same_cause_before_a_run(ssh_hosts, tmp_path):
+    import json
+    n1, n2 = ssh_hosts.hosts[:2]
+    n2.run(["ip", "route", "add", "blackhole", f"{n1.address}/32"])
+    try:
+        r = kit("doctor", "--cluster", cluster(ssh_hosts, tmp_path), "--format", "json", cwd=workdir(ssh_hosts),
+                timeout=120)
+    finally:
+        n2.run(["ip", "route", "del", "blackhole", f"{n1.address}/32"], check=False)
+    assert r.returncode == 1, r.stdout + r.stderr
+    rows = {(c["host"], c["check"]): c for c in json.loads(r.stdout)["checks"]}
+    bad = rows[("n2", "tcp to master")]
+    assert bad["verdict"] == "FAIL" and bad["detail"].startswith(f"it cannot reach the master {n1.address}:"), bad
+    assert "(a blackhole route to it)" in bad["detail"]
+    good = rows[("n1", "tcp to master")]
+    assert good["verdict"] == "ok" and "reachable via " in good["detail"], good

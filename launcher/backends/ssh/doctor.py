@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from launcher.errors import KitError
 from launcher.backends.ssh.preflight import last_line
 from launcher.preflight.markers import after_marker
+from launcher.preflight.reach import CONNECT_SECONDS, REACH_SOURCE, reach_detail
 from launcher.render.shell import node_command
 
 PACKAGES = ("torch", "accelerate", "deepspeed", "transformers")
@@ -47,14 +48,6 @@ while True:
     if not ready or sys.stdin in ready:
         break
     s.accept()[0].close()
-"""
-DIAL_SOURCE = f"""\
-import socket, sys
-try:
-    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5).close()
-    print("{MARK}ok")
-except OSError as e:
-    print("{MARK}fail", e)
 """
 
 
@@ -137,9 +130,11 @@ def _network_rows(conns, cluster, pythons, master, port) -> list:
     rows = [(head, "master port", "ok", f"{port} free")]
 
     def dial(host):
-        _, out, _ = conns[host].run(_text(cluster, (pythons[host], "-c", DIAL_SOURCE, master, str(port))), 60)
-        said = (_said(out) or ["fail no answer"])[0]
-        return (host, "tcp to master", "ok" if said == "ok" else "FAIL", f"{master}:{port} {said}")
+        """The same check a run makes from a node whose world does not form (preflight/reach.py)."""
+        _, out, err = conns[host].run(_text(cluster, (pythons[host], "-c", REACH_SOURCE, master, str(port),
+                                                      f"{CONNECT_SECONDS:g}")), 60)
+        ok, detail = reach_detail(out + err, master, port)
+        return (host, "tcp to master", "ok" if ok else "FAIL", detail)
 
     with ThreadPoolExecutor(max_workers=max(1, min(64, len(conns)))) as pool:
         rows += list(pool.map(dial, [h for h in pythons]))
