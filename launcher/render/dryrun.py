@@ -68,6 +68,8 @@ def _limits_line(plan: LaunchPlan) -> str:
     lim = plan.limits
     hang = f"no rank output for {lim.hang_timeout:g} s is a hang" if lim.hang_timeout else "hang watch off"
     restarts = f"restarts {lim.restarts}"
+    if lim.restarts and plan.runtime_vars:
+        restarts += " (after a failure that is not the job's own verdict: a requeue, within slurm.max_requeues)"
     if lim.restarts and not plan.runtime_vars:
         restarts += (f" (after a lost node, a rank killed by a signal, a world not formed or a hang; attempt k on "
                      f"master port {plan.world.master_port}+k-1")

@@ -5,7 +5,7 @@ import os
 import sys
 
 from launcher.planning.tags import is_tagged, node_tag
-from launcher.supervise.noise import NoiseFilter
+from launcher.supervise.noise import NoiseFilter, is_worker_line
 
 
 def node_logs(record_path: str, node=None) -> list[tuple[int, str]]:
@@ -17,11 +17,13 @@ def node_logs(record_path: str, node=None) -> list[tuple[int, str]]:
     return [(r, os.path.join(record_path, n)) for r, n in names]
 
 
-def print_new_lines(record_path: str, node, offsets: dict, pending: dict, noise=None, out=None) -> None:
+def print_new_lines(record_path: str, node, offsets: dict, pending: dict, noise=None, out=None) -> int:
     """The node logs' complete lines written since the last call, tagged like the live console. With `noise`
     (a dict, one NoiseFilter per log kept in it), the launcher's tracebacks, tables and log lines stay in the
-    logs, as on the local backend's console; without it every line is shown (`kit logs`)."""
+    logs, as on the local backend's console; without it every line is shown (`kit logs`). Returns how many of the
+    new lines are the ranks' own (the hang watch counts them as progress)."""
     out = out or sys.stdout
+    ranks = 0
     for rank, path in node_logs(record_path, node) if os.path.isdir(record_path) else []:
         with open(path, "rb") as f:
             f.seek(offsets.get(path, 0))
@@ -30,10 +32,12 @@ def print_new_lines(record_path: str, node, offsets: dict, pending: dict, noise=
         *lines, pending[path] = data.split(b"\n")
         for raw in lines:
             line = raw.decode("utf-8", errors="replace")
+            ranks += is_worker_line(line)
             line = line if is_tagged(line, rank) else f"{node_tag(rank)} {line}"
             shown = [line] if noise is None else noise.setdefault(path, NoiseFilter()).feed(line)
             out.write("".join(ln + "\n" for ln in shown))
         out.flush()
+    return ranks
 
 
 def flush_held(noise: dict, out=None) -> None:

@@ -20,6 +20,9 @@ from launcher.records import RunRecord, require_trusted
 from launcher.status import ACTIVE, FINAL, RunStatus
 from launcher.supervise import liveness
 from launcher.preflight.reach import reach_command, reach_problem
+from launcher.preflight.stacks import dump_command, parse_dumps
+from launcher.supervise.failure import cause, restartable
+from launcher.supervise.hang import HangWatch
 from launcher.supervise.log_lines import flush_held, print_new_lines
 from launcher.supervise.world import WorldWatch, ranks_started
 from launcher.transport.where import CommandError, where_at
@@ -103,6 +106,9 @@ class SlurmBackend(Backend):
 
     def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
         self._submit(plan, record)
+        return self._follow_result(plan, record)
+
+    def _follow_result(self, plan: LaunchPlan, record: RunRecord) -> Result:
         try:
             fields = self._follow(plan, record)
         except KeyboardInterrupt:
@@ -110,10 +116,50 @@ class SlurmBackend(Backend):
             return Result(130, "still running", None)
         return Result(fields["exit_code"], fields["state"], failure_of(fields))
 
+    def run(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None, say=None) -> Result:
+        """On SLURM a restart is a requeue of the same job (a new allocation, so the same script and port): the
+        requeues the batch shell counts (slurm.max_requeues, preemption and time limits) and kit's restarts share
+        that one budget; kit's only ever follow a failure that is not the job's own verdict."""
+        say = say or note
+        result = self.execute(plan, record, base_dir, console)
+        attempt = 1
+        while attempt <= plan.limits.restarts and restartable(result.state, result.failure):
+            status = record.read_status()
+            if status.restarts >= (status.max_requeues or 0):
+                say(f"kit: run {plan.run_id} not started again: its requeue budget (slurm.max_requeues="
+                    f"{status.max_requeues}) is spent")
+                break
+            why = cause(result.failure)
+            record.update_status(attempts=[*status.attempts, {
+                "attempt": attempt, "started_at": status.started_at or status.submitted_at,
+                "finished_at": time.time(), "state": result.state, "cause": why,
+                "master_port": plan.world.master_port}])
+            attempt += 1
+            say(f"kit: run {plan.run_id} attempt {attempt}/{plan.limits.restarts + 1} after: {why}")
+            if not self._requeue(status.job_id):
+                say(f"kit: run {plan.run_id} not started again: SLURM refused to requeue job {status.job_id}")
+                break
+            record.update_status(state="requeued", finished_at=None, exit_code=None, failure=None)
+            result = self._follow_result(plan, record)
+        return result
+
+    def _requeue(self, job_id: str) -> bool:
+        """Requeue a finished job and make it eligible at once (a requeued job waits ~2 min by default)."""
+        r = self.where.run(["scontrol", "requeue", job_id], timeout=SUBMIT_TIMEOUT)
+        if r.code != 0:
+            return False
+        self.where.run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], timeout=SUBMIT_TIMEOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:   # until SLURM says it waits again (not the attempt that ended)
+            if not query(self.where, job_id).finished:
+                return True
+            time.sleep(0.5)
+        return False
+
     def _follow(self, plan: LaunchPlan, record: RunRecord) -> dict:
         status = record.read_status()
         offsets, pending, noise, said = {}, {}, {}, None
-        watch, stopped_by = None, None
+        watch, hang, stopped_by, last_output = None, None, None, [time.monotonic()]
         while True:
             info = settle(self.where, status, query(self.where, status.job_id))
             if describe(info) != said and not info.finished:
@@ -121,14 +167,16 @@ class SlurmBackend(Backend):
                 note(f"kit: {said}")
                 status = _note(self.where, record, info)
             copy_node_logs(self.where, status, record.path)
-            print_new_lines(record.path, None, offsets, pending, noise)
+            if print_new_lines(record.path, None, offsets, pending, noise):
+                last_output[0] = time.monotonic()
             if info.kit_state == "running" and watch is None:   # the rendezvous clock starts when the job runs
                 watch = self._world_watch(plan, record)
+                hang = HangWatch(plan, watch, lambda: last_output[0], lambda: self._stacks(plan, record),
+                                 record.path)
             if watch is not None and stopped_by is None and not info.finished:
-                stopped_by = watch.poll()
+                stopped_by = watch.poll() or hang.poll()
                 if stopped_by is not None:
-                    note(f"kit: the world did not form within {plan.limits.rendezvous_timeout:g} s: cancelling "
-                         f"SLURM job {status.job_id}")
+                    note(f"kit: {cause(stopped_by)}: cancelling SLURM job {status.job_id}")
                     self.where.cancel(status.job_id)
             if info.finished:
                 flush_held(noise)
@@ -166,6 +214,18 @@ class SlurmBackend(Backend):
 
         return WorldWatch(plan, lambda n: ranks_started(workdir, plan.run_dir, n, listdir=listdir), reach,
                           named_host=lambda n: _host_of(record, n))
+
+    def _stacks(self, plan: LaunchPlan, record: RunRecord) -> dict:
+        """Every rank's stack, taken on each of the job's hosts in a step of its own (srun --overlap)."""
+        status = record.read_status()
+        workdir = self.where.absolute(self.workdir)
+        stacks = {}
+        for node, host in zip(plan.nodes, [n.host for n in status.nodes]):
+            r = self.where.run(["srun", f"--jobid={status.job_id}", "--overlap", "--nodes=1", "--ntasks=1",
+                                f"--nodelist={host}", "bash", "-c", dump_command(plan, node)], cwd=workdir,
+                               timeout=REACH_TIMEOUT)
+            stacks.update(parse_dumps(r.out))
+        return stacks
 
     def fetch_logs(self, record: RunRecord, status: RunStatus) -> None:
         """Bring the record's node logs up to date with the run directory (`kit logs` calls this)."""
