@@ -7,6 +7,8 @@ Signals never raise here: a second Ctrl-C shortens the grace period, a third kil
 """
 
 import signal
+import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Optional
@@ -62,28 +64,66 @@ def _poll_all(nodes, codes: list, order: list) -> None:
                 order.append(i)
 
 
+class _Watching:
+    """The watches polled in a thread of their own: a watch that asks a host (a listing over SFTP, the stacks of
+    every rank) can take seconds, and the loop must still see a node's end or a Ctrl-C within POLL_SECONDS."""
+
+    def __init__(self, watches):
+        self.failure: Optional[Failure] = None
+        self._done = threading.Event()
+        self._thread = None
+        if watches:
+            self._thread = threading.Thread(target=self._run, args=(list(watches),), daemon=True,
+                                            name="kit-watches")
+            self._thread.start()
+
+    def _run(self, watches) -> None:
+        while watches and not self._done.is_set():
+            for w in list(watches):
+                if self._done.is_set():
+                    return
+                try:
+                    found = w.poll()
+                except Exception as e:   # the run goes on unwatched by it rather than end for kit's own fault
+                    if not self._done.is_set():
+                        print(f"kit: warning: {type(w).__name__} stopped watching the run: {e or type(e).__name__}",
+                              file=sys.stderr, flush=True)
+                    watches.remove(w)
+                    continue
+                if found is not None:
+                    self.failure = found
+                    return
+            self._done.wait(POLL_SECONDS)
+
+    def stop(self) -> None:
+        self._done.set()
+
+
 def supervise(nodes, cancel: Cancel, on_stop=None, watches=()) -> Outcome:
     """`watches`: objects whose poll() returns a Failure when the run must stop though no node failed (a world
     that did not form, a hang): the run then ends failed with that failure."""
     codes = [None] * len(nodes)
     order = []  # node indexes in the order they exited
-    stopped_by = None
-    while True:
-        _poll_all(nodes, codes, order)
-        failed = [i for i in order if codes[i] != 0]
-        if failed or cancel.count or all(c is not None for c in codes):
-            break
-        stopped_by = next((f for f in (w.poll() for w in watches) if f is not None), None)
-        if stopped_by is not None:
-            break
-        time.sleep(POLL_SECONDS)
-    # Nodes stopped by a cancel exit non-zero too: what ended the loop decides the state.
-    cancelled = bool(cancel.count) and not failed
+    watching = _Watching(watches)
+    try:
+        while True:
+            _poll_all(nodes, codes, order)
+            failed = [i for i in order if codes[i] != 0]
+            if failed or cancel.count or all(c is not None for c in codes) or watching.failure is not None:
+                break
+            time.sleep(POLL_SECONDS)
+    finally:
+        watching.stop()
+    stopped_by = watching.failure
+    # Nodes stopped by a cancel exit non-zero too: what ended the loop decides the state. A cancel seen in the
+    # same look as a node's failure was asked for before that failure was seen (a host found silent, say, while
+    # the loop waited): the user's word decides.
+    cancelled = bool(cancel.count)
     if not all(c is not None for c in codes):
         if on_stop:
             on_stop()
         _stop_all(nodes, codes, order, cancel)
-    if stopped_by is not None and not cancelled:
+    if stopped_by is not None and not cancelled and not failed:
         return Outcome("failed", stopped_by.code, codes, failure=stopped_by)
     return _outcome(codes, order, cancel if cancelled else None)
 

@@ -84,14 +84,6 @@ class Connection:
         self._sftp.get_channel().settimeout(max(10.0, self.endpoint.timeout))
         return self._sftp.listdir(path)
 
-    def listdir(self, path: str) -> list:
-        """A directory's names on the host (OSError when it is not there); bounded like every wait on a host."""
-        if not self.responsive():
-            raise OSError(f"host {self.endpoint.name} does not answer")
-        self.open_sftp()
-        self._sftp.get_channel().settimeout(max(10.0, self.endpoint.timeout))
-        return self._sftp.listdir(path)
-
     def _makedirs(self, path: str) -> None:
         """Like mkdir -p, from the deepest existing directory down: one round trip when it is there already,
         none for a directory this connection has seen (a fan-out pays every round trip once per host)."""

@@ -46,7 +46,8 @@ def test_a_killed_rank_requeues_the_job_which_resumes(slurm_cluster, tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 0, output[-4000:]
+    kit_lines = "\n".join(ln for ln in output.splitlines() if ln.startswith("kit:"))
+    assert proc.returncode == 0, kit_lines + "\n...\n" + output[-3000:]
     assert "kit: run slurm-restart attempt 2/2 after: node 1 (n2) rank 1 exited 137 (killed by SIGKILL)" in output, \
         output[-4000:]
     resumed = [ln for ln in output.splitlines() if "resumed from" in ln]

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from launcher.backends.slurm.backend import ends_this_attempt
 from launcher.backends.slurm.files import REQUEUES_EXHAUSTED, TIME_LIMIT_NO_REQUEUE
 from launcher.backends.slurm.outcome import describe, final_fields
 from launcher.backends.slurm.query import JobInfo, _exit_code
@@ -30,6 +31,19 @@ def test_a_requeued_job_is_never_described_as_failed():
     text = describe(JobInfo("7", "PENDING", reason="BeginTime", restarts=1))
     assert text == "SLURM job 7 requeued (BeginTime); requeued 1 time(s)"
     assert describe(JobInfo("7", "RUNNING", nodes="n[1-2]")) == "SLURM job 7 running on n[1-2]"
+
+
+def test_after_a_requeue_accountings_stale_end_is_not_the_attempts_end():
+    # CI, under load: scontrol timed out right after kit's requeue, and sacct still said the first attempt's FAILED;
+    # kit took it for the second attempt's end and gave up on the restart.
+    stale = JobInfo("7", "FAILED", from_controller=False)
+    assert not ends_this_attempt(stale, requeues=1, seen_running=False)
+    assert ends_this_attempt(stale, requeues=1, seen_running=True)        # this attempt ran: its end
+    assert ends_this_attempt(stale, requeues=0, seen_running=False)       # the first attempt: any end is its own
+    # The controller counts requeues: an end it reports with this attempt's count is this attempt's, even unseen
+    # (it ran and ended between two polls); with an older count it is the previous attempt's.
+    assert ends_this_attempt(JobInfo("7", "COMPLETED", restarts=1, from_controller=True), 1, False)
+    assert not ends_this_attempt(JobInfo("7", "FAILED", restarts=0, from_controller=True), 1, False)
 
 
 @pytest.mark.parametrize("text,code", [("0:0", 0), ("3:0", 3), ("0:9", 137), ("0:15", 143), ("", None),

@@ -23,7 +23,7 @@ from launcher.preflight.reach import reach_command, reach_problem
 from launcher.preflight.stacks import dump_command, parse_dumps
 from launcher.supervise.failure import cause, restartable
 from launcher.supervise.hang import HangWatch
-from launcher.supervise.log_lines import flush_held, print_new_lines
+from launcher.supervise.log_lines import flush_held, node_logs, print_new_lines
 from launcher.supervise.world import WorldWatch, ranks_started
 from launcher.transport.where import CommandError, where_at
 
@@ -108,9 +108,9 @@ class SlurmBackend(Backend):
         self._submit(plan, record)
         return self._follow_result(plan, record)
 
-    def _follow_result(self, plan: LaunchPlan, record: RunRecord) -> Result:
+    def _follow_result(self, plan: LaunchPlan, record: RunRecord, requeues: int = 0) -> Result:
         try:
-            fields = self._follow(plan, record)
+            fields = self._follow(plan, record, requeues)
         except KeyboardInterrupt:
             note(f"\nkit: stopped following; the job keeps running. {_how_to(plan.run_id, record)}")
             return Result(130, "still running", None)
@@ -140,7 +140,7 @@ class SlurmBackend(Backend):
                 say(f"kit: run {plan.run_id} not started again: SLURM refused to requeue job {status.job_id}")
                 break
             record.update_status(state="requeued", finished_at=None, exit_code=None, failure=None)
-            result = self._follow_result(plan, record)
+            result = self._follow_result(plan, record, requeues=status.restarts + 1)
         return result
 
     def _requeue(self, job_id: str) -> bool:
@@ -156,12 +156,21 @@ class SlurmBackend(Backend):
             time.sleep(0.5)
         return False
 
-    def _follow(self, plan: LaunchPlan, record: RunRecord) -> dict:
+    def _follow(self, plan: LaunchPlan, record: RunRecord, requeues: int = 0) -> dict:
+        """Follow the job to its end. After kit requeued it (`requeues`: the count SLURM must show by then), an end
+        counts once the controller shows that count or this attempt was seen running: a controller slow to answer
+        leaves accounting's word, which can still be the previous attempt's end."""
         status = record.read_status()
-        offsets, pending, noise, said = {}, {}, {}, None
+        # A requeued attempt's lines follow the last one's in the same logs: shown from where those end.
+        offsets, pending, noise, said = (_log_ends(record.path) if requeues else {}), {}, {}, None
         watch, hang, stopped_by, last_output = None, None, None, [time.monotonic()]
+        seen_running = False
         while True:
             info = settle(self.where, status, query(self.where, status.job_id))
+            seen_running = seen_running or (info.kit_state == "running" and info.restarts >= requeues)
+            if info.finished and not ends_this_attempt(info, requeues, seen_running):
+                time.sleep(POLL)
+                continue
             if describe(info) != said and not info.finished:
                 said = describe(info)
                 note(f"kit: {said}")
@@ -330,3 +339,15 @@ def _how_to(run_id: str, record: RunRecord) -> str:
 
 
 BACKEND = SlurmBackend
+
+
+def ends_this_attempt(info, requeues: int, seen_running: bool) -> bool:
+    """Whether a finished JobInfo is the end of the attempt being followed (`requeues`: how many requeues SLURM
+    must count by this attempt; 0 for the first)."""
+    return not requeues or seen_running or (info.from_controller and info.restarts >= requeues)
+
+
+def _log_ends(record_path: str) -> dict:
+    """Each node log's size now: where print_new_lines starts for an attempt after the first."""
+    return {path: os.path.getsize(path) for _, path in node_logs(record_path, None)} \
+        if os.path.isdir(record_path) else {}

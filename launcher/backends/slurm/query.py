@@ -27,6 +27,9 @@ class JobInfo:
     # The controller says the job id is invalid (it forgot the job, which it does only once a job has ended) and
     # accounting cannot say either: the run directory's exit files decide how it ended.
     forgotten: bool = False
+    # The controller's word (scontrol), not accounting's: only it counts requeues, and accounting can still show a
+    # requeued job's previous end for a while.
+    from_controller: bool = False
 
     @property
     def kit_state(self) -> str:
@@ -97,7 +100,7 @@ def query(where, job_id: str) -> JobInfo:
     code = _exit_code(fields.get("ExitCode", "")) if fields else _exit_code(_sacct_field(where, job_id, "ExitCode"))
     return JobInfo(job_id, state.split()[0], reason=fields.get("Reason", ""), nodes=fields.get("NodeList", ""),
                    restarts=int(fields.get("Restarts", "0") or 0), exit_code=code,
-                   forgotten=invalid and state == "UNKNOWN")
+                   forgotten=invalid and state == "UNKNOWN", from_controller=bool(fields))
 
 
 def _sacct_field(where, job_id: str, field: str) -> str:
