@@ -47,7 +47,7 @@ class _Args:
         if isinstance(args, str):
             raise KitError("args: a list of words, e.g. args=['--epochs', '1'] (not one string)")
         self.args = list(args or ())
-        self.dry_run, self.format, self.detach = False, None, True
+        self.module, self.dry_run, self.format, self.detach = None, False, None, True
 
 
 def _path(p) -> Optional[str]:

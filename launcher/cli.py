@@ -34,8 +34,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _submit_args(sub) -> None:
-    p = sub.add_parser("submit", help="plan a job on a cluster and run it (or print the plan with --dry-run)")
-    p.add_argument("job", help="job spec YAML, e.g. jobs/bert_cls.yaml")
+    p = sub.add_parser("submit", help="plan a job on a cluster and run it (or print the plan with --dry-run)",
+                       usage="kit submit (JOB.yaml | SCRIPT.py | -m MODULE) [options] [-- ARGS...]",
+                       epilog="ARGS after -- are appended to the job's arguments, e.g. "
+                              "kit submit train.py --nodes 2 -- --lr 3e-4")
+    p.add_argument("job", nargs="?", help="job spec YAML (jobs/bert_cls.yaml), or a Python script to run as a job "
+                                          "built from the flags (train.py)")
+    p.set_defaults(args=[])   # the words after `--` (parse() splits them off)
+    p.add_argument("-m", "--module", help="run a Python module (python -m MODULE) as a job built from the flags")
     p.add_argument("--cluster", help="cluster config YAML (default: this machine, local backend)")
     p.add_argument("--nodes", type=int, help="number of nodes")
     p.add_argument("--gpus", type=int, help="GPUs per node (0: a CPU job)")
@@ -71,8 +77,9 @@ def _record_args(sub) -> None:
 
 
 def _doctor_args(sub) -> None:
-    p = sub.add_parser("doctor", help="check every host of an ssh cluster (reach, python, versions, ports)")
-    p.add_argument("--cluster", required=True, help="cluster config YAML (an ssh cluster)")
+    p = sub.add_parser("doctor", help="check that a cluster can run jobs: every host of an ssh cluster "
+                                             "(reach, python, versions, ports), what sbatch needs on a slurm one")
+    p.add_argument("--cluster", required=True, help="cluster config YAML (an ssh or slurm cluster)")
     p.add_argument("--job", help="job spec YAML: also check that its entrypoint is importable on every host")
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
 
@@ -103,16 +110,63 @@ def build_parser(only=None) -> argparse.ArgumentParser:
     return parser
 
 
+def _split_job_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """`kit submit ... -- ARGS`: everything after the first `--` is the job's, untouched by kit's parser."""
+    if argv and argv[0] == "submit" and "--" in argv:
+        cut = argv.index("--")
+        return argv[:cut], argv[cut + 1:]
+    return argv, []
+
+
+def _unrecognized(parser, command: str, extra: list[str]) -> str:
+    """`unrecognized arguments` with a did-you-mean for a mistyped option (`--node` -> `--nodes`)."""
+    import difflib
+    options = [o for action in _command_parser(parser, command)._actions for o in action.option_strings]
+    hints, unknown = [], False
+    for word in extra:
+        name = word.split("=", 1)[0]
+        if not name.startswith("-"):
+            continue
+        if close := difflib.get_close_matches(name, options, n=1, cutoff=0.8):
+            hints.append(f"did you mean {close[0]} for {name}?")
+        else:
+            unknown = True
+    if command == "submit" and (unknown or not hints):
+        hints.append("arguments for the job go after --, e.g. kit submit JOB -- --lr 3e-4")
+    hint = f"; {'; '.join(hints)}" if hints else ""
+    return f"unrecognized arguments: {' '.join(extra)}{hint} (see kit {command} --help)"
+
+
+def _command_parser(parser, command: str):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
+    return parser
+
+
+def _check_submit(args) -> None:
+    if args.module is not None and args.job is not None:
+        raise UsageError(f"give a job ({args.job}) or -m {args.module}, not both")
+    if args.module is None and args.job is None:
+        raise UsageError("no job given: kit submit JOB.yaml, kit submit SCRIPT.py or kit submit -m MODULE "
+                         "(see kit submit --help)")
+    if args.format is not None and not args.dry_run:
+        raise UsageError(f"--format {args.format} prints a plan and needs --dry-run; add --dry-run, "
+                         f"or drop --format to start the run")
+
+
 def parse(argv=None):
     """Parsed arguments; a mistake after the command names that command, in one line."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    argv, job_args = _split_job_args(argv)
     command = argv[0] if argv and argv[0] in _BUILDERS else None
-    args, extra = build_parser(command).parse_known_args(argv)
+    parser = build_parser(command)
+    args, extra = parser.parse_known_args(argv)
     if extra:
-        raise UsageError(f"unrecognized arguments: {' '.join(extra)} (see kit {args.command} --help)")
-    if args.command == "submit" and args.format is not None and not args.dry_run:
-        raise UsageError(f"--format {args.format} prints a plan and needs --dry-run; add --dry-run, "
-                         f"or drop --format to start the run")
+        raise UsageError(_unrecognized(parser, args.command, extra))
+    if args.command == "submit":
+        _check_submit(args)
+        args.args = job_args
     return args
 
 

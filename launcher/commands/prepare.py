@@ -22,6 +22,7 @@ class Loaded:
     resolved_cluster: Any
     sweep: Any            # the sweep spec, when the submission is a sweep
     default_python: str
+    built: bool = False   # the job was built from the command line (a script or -m MODULE), not read from a file
 
 
 def new_run_id(job_name: str) -> str:
@@ -38,17 +39,31 @@ def overrides_from(args):
     )
 
 
+def job_of(args):
+    """The job a submission names: a job spec file, or one built from a script or `-m MODULE`."""
+    from launcher.spec import load_job
+    from launcher.spec.adhoc import command_line_job, is_script
+    module = getattr(args, "module", None)
+    if module is not None:
+        return command_line_job(module=module)
+    if is_script(args.job):
+        return command_line_job(script=args.job)
+    return load_job(args.job)
+
+
 def load(args) -> Loaded:
-    from launcher.spec import apply_overrides, load_cluster, load_job
+    from launcher.spec import apply_overrides, load_cluster
+    from launcher.spec.adhoc import is_script
     from launcher.sweeps.load import sweep_of
-    job = load_job(args.job)
+    job = job_of(args)
     cluster = load_cluster(args.cluster)
     overrides = overrides_from(args)
     resolved_job, resolved_cluster = apply_overrides(job, cluster, overrides)
     # A local cluster with no `python:` runs kit's own interpreter, so the venv kit lives in is used.
     default_python = registry.placement(resolved_cluster.backend).default_python(sys.executable)
-    return Loaded(job, cluster, overrides, resolved_job, resolved_cluster, sweep_of(job, args.job, args.sweep),
-                  default_python)
+    built = getattr(args, "module", None) is not None or is_script(args.job)
+    return Loaded(job, cluster, overrides, resolved_job, resolved_cluster,
+                  sweep_of(job, args.job or f"-m {args.module}", args.sweep), default_python, built)
 
 
 def plan_for(loaded: Loaded, run_id: Optional[str]) -> LaunchPlan:

@@ -19,7 +19,7 @@ def submit(args) -> int:
                 return submit_sweep(args, loaded)
             plan = plan_for(loaded, args.run_id)
             if args.dry_run:
-                return _print_plan(plan, args.format)
+                return _print_plan(plan, args.format, loaded)
             prepared = prepare(loaded, plan)
         from launcher.launch import launch
         launched = launch(prepared, os.getcwd(), detach=args.detach, on_checked=fast.checked)
@@ -32,10 +32,21 @@ def submit(args) -> int:
     return launched.result.code
 
 
-def _print_plan(plan, fmt) -> int:
+def _print_plan(plan, fmt, loaded) -> int:
     from launcher.environment import dropped_warning
     from launcher.render.dryrun import render_json, render_text
     if warning := dropped_warning(plan, os.environ):
         print(warning, file=sys.stderr)
-    sys.stdout.write(render_json(plan) if fmt == "json" else render_text(plan))
+    if fmt == "json":
+        sys.stdout.write(render_json(plan, built_job=loaded.resolved_job if loaded.built else None))
+        return 0
+    if loaded.built:
+        sys.stdout.write(_built_job_text(loaded.resolved_job))
+    sys.stdout.write(render_text(plan))
     return 0
+
+
+def _built_job_text(job) -> str:
+    from launcher.spec.adhoc import built_job_yaml
+    body = "".join(f"  {line}\n" for line in built_job_yaml(job).splitlines())
+    return f"job built from the command line (as a job file you could save and submit):\n{body}\n"

@@ -13,8 +13,12 @@ def masked_dict(plan: LaunchPlan) -> dict:
     return data
 
 
-def render_json(plan: LaunchPlan) -> str:
-    return to_json(masked_dict(plan))
+def render_json(plan: LaunchPlan, built_job=None) -> str:
+    """The plan as JSON; with `built_job` (a job built from the command line), that job too, under "job"."""
+    data = masked_dict(plan)
+    if built_job is not None:
+        data = {**data, "job": built_job.model_dump(mode="json", exclude_unset=True)}
+    return to_json(data)
 
 
 def _indent(text: str, pad: str = "    ") -> str:

@@ -26,18 +26,36 @@ class Overrides:
 
 
 def parse_set(item: str) -> tuple[str, Any]:
+    """(dotted key, value) of `--set key=value`; `args=--lr 3e-4` and `args+=--resume no` take shell words, and
+    `args+=` (a key ending in +) appends to the list instead of replacing it."""
     key, sep, raw = item.partition("=")
-    if not sep or not key or any(not part for part in key.split(".")):
+    if not sep or not key.rstrip("+") or any(not part for part in key.rstrip("+").split(".")):
         raise KitError(f"--set {item!r}: expected key=value, e.g. --set deepspeed.zero_stage=3")
     path = key.split(".")
     if len(path) >= 2 and path[-2] == "env":
         # Environment values are text: `--set env.OMP_NUM_THREADS=4` means the string "4".
         return key, raw
+    if key.rstrip("+") == "args" and not raw.lstrip().startswith("["):
+        return key, _words(raw, item)
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError:
         value = raw
     return key, value
+
+
+def _words(raw: str, item: str) -> list[str]:
+    import shlex
+    try:
+        return shlex.split(raw)
+    except ValueError as e:
+        raise KitError(f"--set {item!r}: {e}; quote the arguments as a shell would") from None
+
+
+def _key_value(data: dict, dotted: str):
+    for part in dotted.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
 
 
 def with_key(data: dict, dotted: str, value) -> dict:
@@ -86,9 +104,14 @@ def apply_overrides(job: JobSpec, cluster: ClusterSpec, ov: Overrides) -> tuple[
     check_conflicts(pairs)
     job_data = job.model_dump(exclude_unset=True)
     cluster_data = cluster.model_dump(exclude_unset=True)
-    for key, value, _ in pairs:
+    for key, value, said in pairs:
         if key.startswith("cluster."):
             cluster_data = with_key(cluster_data, key.removeprefix("cluster."), value)
+        elif key.endswith("+"):   # append to a list field
+            current = _key_value(job_data, key[:-1]) or []
+            if not isinstance(value, list) or not isinstance(current, list):
+                raise KitError(f"{said}: += appends a list to a list field, e.g. --set 'args+=[\"--epochs\", \"1\"]'")
+            job_data = with_key(job_data, key[:-1], [*current, *value])
         else:
             job_data = with_key(job_data, key, value)
     if ov.extra_args:

@@ -69,11 +69,22 @@ def sweep_id_for(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides:
     return f"{job.name}-sweep-{hashlib.sha256(material.encode()).hexdigest()[:8]}"
 
 
+def _flags_in(words) -> set[str]:
+    return {w.split("=", 1)[0] for w in words if isinstance(w, str) and w.startswith("--")}
+
+
 def _check_overrides(spec: SweepSpec, overrides: Overrides) -> None:
+    """No command-line override may fix what each trial sets: a swept field or argument, or the trial's output
+    argument (else every trial would run the same values, or write to one directory)."""
     swept = set(spec.parameters)
-    for key, _, said in override_pairs(overrides):
+    owned = {name for name in swept if name.startswith("--")} | {spec.output_arg}
+    for key, value, said in override_pairs(overrides):
         if key in swept:
             raise KitError(f"{said} fixes {key}, which the sweep varies; drop one of them")
+        if key in ("args", "args+") and (clash := sorted(_flags_in(value if isinstance(value, list) else []) & owned)):
+            raise KitError(f"{said} sets {clash[0]}, which each trial of the sweep sets; drop it from the override")
+    if clash := sorted(_flags_in(overrides.extra_args) & owned):
+        raise KitError(f"-- {clash[0]} fixes an argument each trial of the sweep sets; drop it after --")
 
 
 def plan_sweep(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: Overrides,

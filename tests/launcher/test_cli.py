@@ -59,14 +59,15 @@ def test_a_command_parses_alike_with_only_its_own_parser_built(argv):
     (["runs", "--run-r", "x"], "--run-r x"),
 ])
 def test_abbreviation_is_an_error(argv, word):
-    with pytest.raises(KitError, match=f"unrecognized arguments: {word} "):
+    with pytest.raises(KitError, match=f"unrecognized arguments: {word}[ ;]"):
         parse(argv)
 
 
 def test_node_abbreviation_is_one_line_exit_2():
     result = kit("submit", JOB, "--node", "2", "--dry-run", "--run-id", "r")
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr == "kit: error: unrecognized arguments: --node 2 (see kit submit --help)\n"
+    assert result.stderr == ("kit: error: unrecognized arguments: --node 2; did you mean --nodes for --node? "
+                             "(see kit submit --help)\n")
 
 
 def test_format_without_dry_run_is_an_error(tmp_path):
@@ -103,7 +104,8 @@ def test_unknown_command_prints_usage_and_one_error_line():
 def test_subcommand_error_is_one_line_without_doubled_prefix():
     result = kit("submit")
     assert result.returncode == 2
-    assert result.stderr == "kit: error: the following arguments are required: job (see kit submit --help)\n"
+    assert result.stderr == (
+        "kit: error: no job given: kit submit JOB.yaml, kit submit SCRIPT.py or kit submit -m MODULE (see kit submit --help)\n")
 
 
 @pytest.mark.parametrize("argv, message", [

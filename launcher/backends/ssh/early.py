@@ -89,7 +89,9 @@ def early_guess(args):
     if args.dry_run or not args.cluster or args.sweep or any(s.startswith(("cluster.", "sweep")) for s in args.set):
         return None
     try:
-        job, cluster = _yaml(args.job), _yaml(args.cluster)
+        # A job built from the command line (a script, -m MODULE) has only the flags' fields.
+        built = getattr(args, "module", None) is not None or args.job.endswith(".py")
+        job, cluster = ({} if built else _yaml(args.job)), _yaml(args.cluster)
         ssh = cluster.get("ssh") or {}
         if cluster.get("backend") != "ssh" or ssh.get("accept_new_host_keys") or "sweep" in job:
             return None   # accepting new keys is reported with the run: keep it where the run's record is made
