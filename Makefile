@@ -18,8 +18,10 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[test]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
+# The demo trains from scratch each time (`-- --resume no` replaces outputs/bert_cls), so it can be run again.
 demo: venv
-	$(VENV)/bin/kit submit jobs/bert_cls.yaml
+	$(VENV)/bin/kit submit jobs/bert_cls.yaml -- --resume no
+	@echo "make demo: kit is installed in $(VENV)/bin; run 'source $(VENV)/bin/activate' to have it on PATH"
 
 test: venv
 	$(PY) -m pytest -q -p no:cacheprovider

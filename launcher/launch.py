@@ -56,7 +56,8 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
         backend.check(plan, base_dir)
     if on_checked is not None:
         on_checked()
-    say(f"kit: run {plan.run_id} ({plan.world.world_size} processes on {len(plan.nodes)} node(s)); "
+    procs, nodes = plan.world.world_size, len(plan.nodes)
+    say(f"kit: run {plan.run_id} ({procs} process{'es' * (procs != 1)} on {nodes} node{'s' * (nodes != 1)}); "
         f"record in {record.path}")
     if detach:
         backend.detach(plan, record, base_dir)

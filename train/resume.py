@@ -26,6 +26,13 @@ FINISHED = "FINISHED"
 # What an earlier run leaves in the output directory besides checkpoints (removed before a new run starts).
 _RESULTS = ("metrics.json", "classification_report.txt", "curves.png")
 _FIX = "train again from scratch with --resume no (replaces what is there) or use another --output-dir"
+# Under kit the same advice in kit's words: the arguments go after `--`.
+_KIT_FIX = ("train again from scratch with `kit submit JOB -- --resume no` (replaces what is there), another "
+            "`-- --output-dir DIR`, or `make clean` for the demo's outputs")
+
+
+def _fix() -> str:
+    return _KIT_FIX if os.environ.get("KIT_RUN_ID") else _FIX
 
 
 class ResumeRefused(RuntimeError):
@@ -49,7 +56,7 @@ def decide(resume: str, out: Path, current: dict) -> Path | None:
             diffs = fingerprint.differences(done.get("fingerprint"), current)
             changed = f"; this run differs: {', '.join(diffs)}" if diffs else ""
             raise ResumeRefused(f"resume refused: {out} holds a finished run (step {done.get('step')}{changed}); "
-                                f"{_FIX}")
+                                f"{_fix()}")
         path = checkpoint.latest(out)
         if path is None:
             return None
@@ -61,7 +68,7 @@ def decide(resume: str, out: Path, current: dict) -> Path | None:
     diffs = fingerprint.differences(checkpoint.read_fingerprint(path), current)
     if diffs:
         raise ResumeRefused(f"resume refused: checkpoint {path} was written by a different run "
-                            f"({'; '.join(diffs)}): {_FIX}")
+                            f"({'; '.join(diffs)}): {_fix()}")
     return path
 
 
@@ -85,7 +92,7 @@ def agree(accelerator, resume: str, out: Path, current: dict, shared_fs: bool, s
     if not shared_fs and strategy not in ("ddp", "single"):
         raise ResumeRefused(f"resume refused: without a shared file system only the main node holds the "
                             f"{strategy} model states of {value}; put --output-dir on a shared file system, or "
-                            f"{_FIX}")
+                            f"{_fix()}")
     _check_every_node_has(accelerator, Path(value))
     return Path(value)
 
@@ -96,7 +103,7 @@ def _check_every_node_has(accelerator, path: Path) -> None:
     missing = accelerator.reduce(missing, reduction="sum")
     if missing.item() > 0:
         raise ResumeRefused(f"resume refused: {int(missing.item())} rank(s) cannot see a complete copy of {path} "
-                            f"(nodes without a shared file system each need their own): {_FIX}")
+                            f"(nodes without a shared file system each need their own): {_fix()}")
 
 
 def start(out: Path, owner: bool, fresh: bool) -> None:

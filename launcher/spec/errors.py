@@ -64,8 +64,10 @@ def _valid_keys(model, loc) -> list[str]:
     return sorted(getattr(model, "model_fields", {}))
 
 
-def one_line(err: ValidationError, model, source: str) -> str:
-    """The first error, as `source: field: what is wrong (the fix)`."""
+def one_line(err: ValidationError, model, source: str, said: dict[str, str] | None = None) -> str:
+    """The first error, as `source: field: what is wrong (the fix)`. With `said` (dotted field -> how the user
+    wrote it on the command line, e.g. "gpus_per_node" -> "--gpus -1"), an error in a field the user set that way
+    is told in their words: `--gpus -1: Input should be ...`."""
     first = _most_relevant(err.errors(include_url=False))
     names = _model_names(model)
     loc = tuple(item for item in first["loc"] if isinstance(item, int) or not _is_label(item, names))
@@ -74,8 +76,11 @@ def one_line(err: ValidationError, model, source: str) -> str:
         keys = ", ".join(_valid_keys(model, loc))
         return f"{source}: unknown key '{where}'; valid keys here: {keys}"
     msg = first["msg"].removeprefix("Value error, ")
-    if first["type"] not in ("value_error", "missing") and "input" in first:
-        msg += f" (got {first['input']!r})"
     if first["type"] == "missing":
         msg = "required key is missing"
+    for key, words in (said or {}).items():
+        if where == key or where.startswith((key + ".", key + "[")):
+            return f"{words}: {msg}"   # the value is in their words already
+    if first["type"] not in ("value_error", "missing") and "input" in first:
+        msg += f" (got {first['input']!r})"
     return f"{source}: {where}: {msg}"

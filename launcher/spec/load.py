@@ -57,11 +57,12 @@ def parse_yaml(text: str, source: str) -> dict[str, Any]:
     return data
 
 
-def validate(model, data: dict, source: str):
+def validate(model, data: dict, source: str, said=None):
+    """`data` as `model`, or one line naming the field (in the user's words where `said` has them)."""
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        raise KitError(one_line(e, model, source)) from None
+        raise KitError(one_line(e, model, source, said)) from None
 
 
 def load_model(model, path: str, what: str):

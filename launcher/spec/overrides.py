@@ -116,8 +116,10 @@ def apply_overrides(job: JobSpec, cluster: ClusterSpec, ov: Overrides) -> tuple[
             job_data = with_key(job_data, key, value)
     if ov.extra_args:
         job_data["args"] = [*job_data.get("args", []), *ov.extra_args]
-    return (validate(JobSpec, job_data, "job (after overrides)"),
-            validate(ClusterSpec, cluster_data, "cluster (after overrides)"))
+    said = {key: words for key, _, words in pairs}
+    return (validate(JobSpec, job_data, "job (after overrides)", said),
+            validate(ClusterSpec, cluster_data, "cluster (after overrides)",
+                     {k.removeprefix("cluster."): w for k, w in said.items() if k.startswith("cluster.")}))
 
 
 def set_item(key: str, value) -> str:

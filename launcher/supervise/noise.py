@@ -28,10 +28,16 @@ def is_worker_line(line: str) -> bool:
     return bool(_WORKER_TAG.match(line))
 
 
+# Python's words between two chained tracebacks: the launcher's wraps the rank's (one process: accelerate's simple
+# launcher re-raises the child's failure), so they are never what went wrong.
+_CHAINED = ("The above exception was the direct cause of the following exception:",
+            "During handling of the above exception, another exception occurred:")
+
+
 def is_launcher_noise(text: str) -> bool:
     """One untagged launcher line, judged alone."""
     return bool(_TORCH_LOG.match(text) or _C10D_LOG.match(text) or _TABLE.match(text) or _CPP_TRACE.match(text)
-                or "ChildFailedError" in text or "CalledProcessError" in text)
+                or "ChildFailedError" in text or "CalledProcessError" in text or text in _CHAINED)
 
 
 _LAUNCHER_FRAMES = ("accelerate/commands/launch.py", "torch/distributed/run.py", "torch/distributed/launcher/")
