@@ -3,7 +3,7 @@
 Under `accelerate launch` (and so under kit) stderr is a pipe, not a terminal: tqdm's carriage-return redraws
 turn into one garbled log line per refresh, glued to the next message.  Off a terminal the bar therefore
 writes whole lines, at most every `LOG_INTERVAL_S` seconds.  Under kit (`KIT_PROGRESS=redraw`) it writes a
-whole line per redraw, every `REDRAW_INTERVAL_S`, starting with a carriage return: kit draws those in place
+whole line per redraw, every `REDRAW_INTERVAL_S`, starting with kit's mark: kit draws those in place
 when its own output is a terminal and keeps one per 30 s in logs.
 """
 
@@ -16,6 +16,9 @@ from tqdm.auto import tqdm
 
 LOG_INTERVAL_S = 30.0
 REDRAW_INTERVAL_S = 0.5
+# kit's mark of a redraw line (launcher.planning.tags.PROGRESS_MARK; this module does not import kit): ANSI
+# "cursor to column 1", which torchrun's tee keeps (a "\r" would end the line there).
+KIT_PROGRESS_MARK = "\x1b[1G"
 
 
 class LineWriter:
@@ -23,7 +26,7 @@ class LineWriter:
 
     def __init__(self, stream, prefix: str = ""):
         self.stream = stream
-        self.prefix = prefix  # "\r" marks a redraw for kit's console
+        self.prefix = prefix  # KIT_PROGRESS_MARK marks a redraw for kit's console
         self._last = None
 
     def write(self, text: str) -> int:
@@ -48,7 +51,7 @@ def progress_bar(total: int, initial: int, disable: bool, desc: str = "train", s
         return tqdm(total=total, initial=initial, desc=desc, dynamic_ncols=True, disable=disable, file=stream)
     if os.environ.get("KIT_PROGRESS") == "redraw":
         return tqdm(total=total, initial=initial, desc=desc, ncols=100, disable=disable,
-                    file=LineWriter(stream, prefix="\r"), mininterval=REDRAW_INTERVAL_S)
+                    file=LineWriter(stream, prefix=KIT_PROGRESS_MARK), mininterval=REDRAW_INTERVAL_S)
     return tqdm(total=total, initial=initial, desc=desc, ncols=100, disable=disable, file=LineWriter(stream),
                 mininterval=LOG_INTERVAL_S, maxinterval=LOG_INTERVAL_S)
 

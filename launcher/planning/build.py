@@ -15,7 +15,7 @@ from launcher.planning.tags import WORKER_TAG_ENV, worker_tag_template
 from launcher.render.accelerate import LaunchSettings, accelerate_config, distributed_type, launch_argv
 from launcher.render.deepspeed import deepspeed_config
 from launcher.render.fsdp import fsdp_config
-from launcher.render.shell import interface_lines, node_command
+from launcher.render.shell import interface_lines, node_command, threads_lines
 from launcher.render.text import to_json, to_yaml
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
@@ -77,7 +77,8 @@ def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan
     settings = _settings(job, shape, python, config_file, rank_word, master, port, run_dir, gpu_ids)
     files[config_file] = to_yaml(accelerate_config(settings, section))
     argv = launch_argv(settings)
-    prelude = placement.prelude + interface_lines(master, runtime_vars, cluster.interface)
+    threads = threads_lines(shape.procs_per_node) if shape.device == "cpu" and shape.cpu_threads is None else ()
+    prelude = placement.prelude + threads + interface_lines(master, runtime_vars, cluster.interface)
     # kit's tag wins over a job's own template; on SLURM its node number is resolved inside each task.
     env = {**env, WORKER_TAG_ENV: worker_tag_template(rank_word)}
     command = node_command(cluster.workdir, tuple(cluster.setup), env, argv, runtime_vars, prelude, secrets,

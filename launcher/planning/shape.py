@@ -17,7 +17,8 @@ class Shape:
     device: str                 # cuda | cpu
     hosts: tuple[Host, ...]     # one per node; SLURM hosts are placeholders filled by the allocation
     gradient_accumulation_steps: int
-    # --num_cpu_threads_per_process on CPU nodes; None leaves accelerate's own default.
+    # --num_cpu_threads_per_process on CPU nodes; None on a CPU node: sized on the node at its start from its own
+    # cores (render/shell.threads_lines), as no core count is known here.
     cpu_threads: Optional[int] = None
 
     @property
@@ -61,15 +62,13 @@ def _accumulation(job: JobSpec, world: int) -> int:
 
 
 def _cpu_threads(cluster: ClusterSpec, nodes: int, procs: int) -> Optional[int]:
-    """Threads per process on CPU nodes; `auto` splits the node's cores among the processes that share them."""
+    """Threads per process on CPU nodes: a number given, or (`auto`, the default) the node's cores split among
+    the processes that share them; None when the cores are not known here (each node counts its own at start)."""
     wanted = cluster.cpu_threads_per_process
-    if wanted != "auto":
+    if isinstance(wanted, int):
         return wanted
     if cluster.cpus is None:
-        raise KitError(
-            f"cpu_threads_per_process: auto needs the cores per node; set cpus: N in cluster '{cluster.name}' "
-            f"or give a number of threads"
-        )
+        return None
     return max(1, cluster.cpus // registry.placement(cluster.backend).cores_shared_by(nodes, procs))
 
 

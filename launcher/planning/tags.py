@@ -8,6 +8,24 @@ lines that carry neither). R is the worker's global rank, on every backend.
 WORKER_TAG_ENV = "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"
 
 
+# A progress redraw is a whole line that starts with this mark (ANSI "cursor to column 1", so a raw terminal
+# draws it in place too). Not "\r": torchrun's tee reads the ranks' files in text mode, where "\r" ends a line,
+# and every redraw became an empty tagged line and a new one. The watchdog (self-contained) and the training
+# module (kit-free) spell the same bytes; tests hold them equal.
+PROGRESS_MARK = "\x1b[1G"
+
+
+def split_progress(line: str):
+    """(tag, text) when the line is a progress redraw: its text after the tag starts with the mark (or, from a
+    program that is not under torchrun, a carriage return)."""
+    tag, sep, rest = line.partition("] ")
+    if not (sep and line.startswith("[node")):
+        tag, sep, rest = "", "", line
+    if rest.startswith((PROGRESS_MARK, "\r")):
+        return tag + sep, rest.removeprefix(PROGRESS_MARK).lstrip("\r")
+    return None
+
+
 def node_tag(node: int) -> str:
     return f"[node{node}]"
 

@@ -50,6 +50,15 @@ def checked(line: str) -> list[str]:
     return [line, f"{SETUP_CHECK} $? {shlex.quote(first)}"]
 
 
+def threads_lines(procs_per_node: int) -> tuple[str, ...]:
+    """Shell lines that size each process's CPU threads from the node's own cores (nproc: its affinity, so a
+    SLURM task's allocation) split among the node's processes, unless OMP_NUM_THREADS is set already. accelerate
+    takes OMP_NUM_THREADS as --num_cpu_threads_per_process (and prints no 3-line warning about guessing it)."""
+    return (f"kit_threads=$(( $(nproc 2>/dev/null || echo 1) / {int(procs_per_node)} )); "
+            '[ "$kit_threads" -ge 1 ] || kit_threads=1',
+            'export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$kit_threads}"')
+
+
 def interface_lines(master: str, runtime_vars: tuple[str, ...], choice: str) -> tuple[str, ...]:
     """Shell lines that pick, on the node at start, the network interface gloo and NCCL use: the one the route to
     the master takes (the one holding the master's address, on the master itself), exported as GLOO_SOCKET_IFNAME

@@ -82,7 +82,8 @@ class ClusterSpec(StrictModel):
     gpus_per_node: Annotated[int, Field(ge=0)] = 0
     # Processes per node when the node has no GPUs.
     procs_per_node: PositiveInt = 1
-    # `--num_cpu_threads_per_process` on CPU nodes: a number, or `auto` = cpus / processes sharing the machine.
+    # `--num_cpu_threads_per_process` on CPU nodes: a number, or `auto` (the default) = the node's cores / the
+    # processes sharing them: from `cpus` when given, else counted on each node at its start.
     cpu_threads_per_process: Optional[Union[PositiveInt, Literal["auto"]]] = None
     # Usable cores per node; a local cluster gets this machine's (read at submit time, not in the plan).
     cpus: Optional[PositiveInt] = None

@@ -8,7 +8,7 @@ import os
 import threading
 import time
 
-from launcher.planning.tags import is_tagged, node_tag
+from launcher.planning.tags import is_tagged, node_tag, split_progress
 from launcher.supervise.noise import NoiseFilter, is_worker_line
 
 PROGRESS_INTERVAL_OFF_TTY = 30.0
@@ -72,14 +72,6 @@ def _isatty(stream) -> bool:
         return False
 
 
-def _split_progress(line: str):
-    """(tag, text) when the line is a progress redraw: its text after the tag starts with a carriage return."""
-    tag, sep, rest = line.partition("] ")
-    if sep and line.startswith("[node") and rest.startswith("\r"):
-        return tag + sep, rest.lstrip("\r")
-    return None
-
-
 def follow_node(source, node: int, console: Console) -> threading.Thread:
     """Copy one node's output to the console, in a daemon thread, until EOF. `source` is a file descriptor (a
     local watchdog's stdout, closed at the end) or a callable `read(n) -> bytes` (b"" at EOF: an SSH channel)."""
@@ -117,7 +109,7 @@ def _show(line: str, node: int, console: Console, noise: NoiseFilter) -> None:
         console.rank_output_at = time.monotonic()
     if not is_tagged(line, node):
         line = f"{node_tag(node)} {line}"
-    progress = _split_progress(line)
+    progress = split_progress(line)
     if progress is not None:
         console.progress(node, progress[0] + progress[1])
         return

@@ -13,8 +13,9 @@ import re
 import signal
 from typing import Optional
 
+from launcher.planning.tags import PROGRESS_MARK
 from launcher.status import HUNG, LOST, NEVER_JOINED, PREEMPTED, Failure
-from launcher.supervise.noise import is_launcher_noise, is_launcher_traceback, strip_tag
+from launcher.supervise.noise import is_launcher_noise, is_library_note, is_launcher_traceback, strip_tag
 
 # The training module's own exit codes (train/__init__.py: EXIT_*; tests check the two agree). 75 (EX_TEMPFAIL)
 # means "preempted, requeue me" whatever the program: a run ending so is preempted, not failed.
@@ -75,11 +76,11 @@ def last_words(lines: list[str], node: int, rank: Optional[int]) -> str:
     """The last meaningful line the failing rank (or, failing that, the node) wrote."""
     own = f"[node{node}/rank{rank}] " if rank is not None else None
     for line in reversed(lines):
-        if own and line.startswith(own) and line[len(own):].strip():
+        if own and line.startswith(own) and line[len(own):].strip() and not is_library_note(line[len(own):]):
             return line[len(own):].strip()
     for line in reversed(_before_launcher_traceback(lines)):
         text = strip_tag(line).strip()
-        if text and not is_launcher_noise(text) and not text.startswith("Traceback"):
+        if text and not is_launcher_noise(text) and not is_library_note(text) and not text.startswith("Traceback"):
             return text
     return ""
 
@@ -122,11 +123,11 @@ _RANK_PREFIX = re.compile(r"^\[rank\d+\]: ")
 
 
 def _said(ranks_dir: str, local_rank: int, starting: Optional[str] = None):
-    """One rank's teed stderr lines (split on "\n" only: progress redraws start with "\r" and are not what the
+    """One rank's teed stderr lines (split on "\n" only: progress redraws start with a mark and are not what the
     rank said about its error; torch's "[rankN]: " prefix dropped); with `starting`, the last line that starts so,
     or ""."""
     said = [_RANK_PREFIX.sub("", ln).rstrip() for ln in rank_stderr(ranks_dir, local_rank).split("\n")
-            if not ln.startswith("\r")]
+            if not ln.startswith(("\r", PROGRESS_MARK))]
     said = [ln for ln in said if ln.strip()]
     return said if starting is None else _starting(said, starting)
 

@@ -20,6 +20,22 @@ _TABLE = re.compile(r"^(=+|-+|Failures:|Root Cause \(first observed failure\):|\
                     r"\s+(time|host|rank|exitcode|error_file|traceback)\s*:)")
 
 
+# Libraries' notes that every CPU run prints and no user acts on, kept in the logs, off the terminal: DeepSpeed's
+# accelerator detection (at the end of every DDP job, from accelerate's import of it), c10d's reverse lookup of a
+# peer without a DNS name, accelerate's 3-line note about defaults it filled in.
+_LIBRARY_NOTES = re.compile(
+    r"^(\[\d{4}-\d\d-\d\d [\d:,]+\] \[(INFO|WARNING)\] \[real_accelerator\.py:\d+:get_accelerator\] Setting "
+    r"(ds_)?accelerator to|\[[IW]\d{4} [^\]]*\] \[c10d\] The hostname of the client socket cannot be retrieved|"
+    r"The following values were not passed to `accelerate launch` and had defaults used instead:|"
+    r"\s*`--[a-z_]+` was set to `[^`]*`|To avoid this warning pass in values for each of the problematic "
+    r"parameters or run `accelerate config`\.)")
+
+
+def is_library_note(text: str) -> bool:
+    """A line (its tag stripped) that a library prints on every run: off the terminal, kept in the log."""
+    return bool(_LIBRARY_NOTES.match(text))
+
+
 def strip_tag(line: str) -> str:
     return _TAG.sub("", line, count=1)
 
@@ -60,9 +76,11 @@ class NoiseFilter:
         self._after_noise = False   # the blank line that ends a C++ trace is the trace's too
 
     def feed(self, line: str) -> list[str]:
+        text = strip_tag(line)
+        if is_library_note(text):
+            return []
         if is_worker_line(line):
             return [line]
-        text = strip_tag(line)
         if self._held:
             self._held.append(line)
             if text.startswith((" ", "\t")) or not text.strip() or text.startswith(("During handling", "The above")):

@@ -107,11 +107,16 @@ def _tag_length(line: bytes) -> int:
     return end + 2 if node.isdigit() and (rank.isdigit() or not slash) else 0
 
 
+PROGRESS_MARK = b"\x1b[1G"   # launcher.planning.tags.PROGRESS_MARK (this file imports nothing of kit's)
+
+
 def split_progress(line: bytes):
     """(tag, text) if `line` is a progress line, else None."""
     tag = line[:_tag_length(line)]
     rest = line[len(tag):]
-    return (tag, rest.lstrip(b"\r")) if rest.startswith(b"\r") else None
+    if rest.startswith((PROGRESS_MARK, b"\r")):
+        return tag, rest.removeprefix(PROGRESS_MARK).lstrip(b"\r")
+    return None
 
 
 class Output:

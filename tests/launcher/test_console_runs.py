@@ -30,15 +30,19 @@ def test_closed_output_pipe_never_stalls_the_run(tmp_path):
     assert pids_of_run("piped") == []
 
 
-def test_progress_bar_moves_live_when_kit_writes_to_a_terminal(tmp_path):
+def _under_a_terminal(tmp_path, procs: int, run_id: str) -> subprocess.Popen:
     out = tmp_path / "out"
     out.mkdir()
-    job = write_job(tmp_path, nodes=1, args=["--out", str(out), "--progress", "40"])
+    job = write_job(tmp_path, nodes=1, procs=procs, args=["--out", str(out), "--progress", "40"])
     leader, follower = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "launcher", "submit", job, "--cluster", LOCAL_CLUSTER,
-                             "--run-id", "tty"], cwd=tmp_path, stdout=follower, stderr=follower,
+                             "--run-id", run_id], cwd=tmp_path, stdout=follower, stderr=follower,
                             stdin=subprocess.DEVNULL)
     os.close(follower)
+    return proc, leader
+
+
+def _screen(proc, leader) -> str:
     screen = b""
     deadline = time.monotonic() + 120
     while proc.poll() is None and time.monotonic() < deadline:
@@ -50,11 +54,29 @@ def test_progress_bar_moves_live_when_kit_writes_to_a_terminal(tmp_path):
     proc.wait(timeout=30)
     text = screen.decode(errors="replace")
     assert proc.returncode == 0, text[-2000:]
+    return text
+
+
+def test_progress_bar_moves_live_when_kit_writes_to_a_terminal(tmp_path):
+    text = _screen(*_under_a_terminal(tmp_path, 1, "tty"))
     # Every redraw reached the terminal, drawn over the previous one (no newline between them).
     assert "\r\x1b[K[node0] step 1/40\r\x1b[K[node0] step 2/40" in text
     assert "step 40/40" in text
     log = (tmp_path / "runs" / "tty" / "node0.log").read_text()
     assert "step 1/40" in log and "step 40/40" not in log  # the log keeps one redraw per 30 s
+
+
+def test_ranks_progress_through_torchruns_tee_is_drawn_in_place_without_blank_lines(tmp_path):
+    # Two processes: torchrun tees each rank's output from a file it reads in text mode, where a "\r" would
+    # end a line (each redraw an empty tagged line, then a new line): kit's mark survives it.
+    text = _screen(*_under_a_terminal(tmp_path, 2, "tty2"))
+    for rank in (0, 1):
+        assert f"\r\x1b[K[node0/rank{rank}] step 40/40" in text
+        assert f"[node0/rank{rank}] \r\n" not in text and f"[node0/rank{rank}]\r\n" not in text
+    redraws_on_their_own_line = [ln for ln in text.split("\n") if "step " in ln and "\x1b[K" not in ln]
+    assert redraws_on_their_own_line == []
+    log = (tmp_path / "runs" / "tty2" / "node0.log").read_text()
+    assert log.count("step ") == 1 and "\x1b" not in log and "\r" not in log   # one redraw per 30 s, bare
 
 
 def test_a_rank_that_prints_without_flushing_is_seen_at_once(tmp_path):

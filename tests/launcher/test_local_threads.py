@@ -57,10 +57,22 @@ def test_auto_on_remote_nodes_divides_by_the_node_own_processes():
     assert threads(plan(job(), cluster(ssh_cpu), nodes=2, procs_per_node=4)) == [8, 8]
 
 
-def test_auto_without_cpus_names_the_field_and_the_fix():
-    ssh_cpu = {**SSH_GPU, "gpus_per_node": 0, "hosts": ["a", "b"], "cpu_threads_per_process": "auto"}
-    with pytest.raises(KitError, match=r"^cpu_threads_per_process: auto needs the cores per node; set cpus: N"):
-        plan(job(), cluster(ssh_cpu), nodes=2)
+@pytest.mark.parametrize("given", [{"cpu_threads_per_process": "auto"}, {}])
+def test_without_cpus_each_remote_node_counts_its_own_cores_at_start(given):
+    # No core count here: each node sizes OMP_NUM_THREADS (accelerate's --num_cpu_threads_per_process) from its
+    # own `nproc`, split among its processes, instead of accelerate's guess from this machine's kind of host.
+    ssh_cpu = {**SSH_GPU, "gpus_per_node": 0, "hosts": ["a", "b"], **given}
+    p = plan(job(), cluster(ssh_cpu), nodes=2, procs_per_node=4)
+    assert threads(p) == [None, None]
+    for node in p.nodes:
+        assert "kit_threads=$(( $(nproc 2>/dev/null || echo 1) / 4 ))" in node.command
+        assert 'export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$kit_threads}"' in node.command
+
+
+def test_gpu_nodes_and_given_threads_size_nothing_at_start():
+    ssh_cpu = {**SSH_GPU, "gpus_per_node": 0, "hosts": ["a", "b"], "cpu_threads_per_process": 3}
+    assert all("kit_threads" not in n.command for n in plan(job(), cluster(ssh_cpu), nodes=2).nodes)
+    assert all("kit_threads" not in n.command for n in plan(job(), cluster(SSH_GPU), nodes=1).nodes)
 
 
 def test_fixed_threads_and_gpu_nodes_are_unchanged(cores):

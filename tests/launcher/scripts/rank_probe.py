@@ -79,7 +79,7 @@ with open(os.path.join(args.out, f"rank{state.process_index}.json"), "w") as f:
     json.dump(report, f)
 print(f"probe rank {state.process_index}/{state.num_processes} ready", flush=True)
 for i in range(args.progress):
-    sys.stderr.write(f"\rstep {i + 1}/{args.progress}\n")
+    sys.stderr.write(f"\x1b[1Gstep {i + 1}/{args.progress}\n")   # kit's progress mark (planning/tags.py)
     sys.stderr.flush()
     time.sleep(0.05)
 if args.flood:
