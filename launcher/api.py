@@ -123,8 +123,8 @@ def submit(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int
     return Run(launched.record.path)
 
 
-def get_run(run_id: Optional[str] = None, run_root: str = "runs") -> "Run":
-    """The run `run_id` (the latest one when None) under `run_root`."""
+def get_run(run_id: Optional[str] = None, run_root: Optional[str] = None) -> "Run":
+    """The run `run_id` (the latest one when None): wherever kit's index of your runs says, or under `run_root`."""
     return Run(find_record(run_root, run_id).path)
 
 
@@ -224,12 +224,15 @@ def sweep(job, *, sweep=None, cluster=None, nodes: Optional[int] = None, gpus: O
     return Sweep(record.path)
 
 
-def get_sweep(sweep_id: Optional[str] = None, run_root: str = "runs") -> "Sweep":
+def get_sweep(sweep_id: Optional[str] = None, run_root: Optional[str] = None) -> "Sweep":
+    """The sweep `sweep_id` (the latest one when None): wherever kit's index says, or under `run_root`."""
+    from launcher.lookup import latest_sweep_root, root_of
     from launcher.sweeps.record import find_sweep, latest_sweep
-    sweep_id = sweep_id or latest_sweep(run_root)
+    root = root_of(run_root, sweep_id) if sweep_id else latest_sweep_root(run_root)
+    sweep_id = sweep_id or latest_sweep(root)
     if sweep_id is None:
-        raise KitError(f"no sweeps under {run_root}/ yet")
-    return Sweep(find_sweep(run_root, sweep_id).path)
+        raise KitError(f"no sweeps under {root}/ yet")
+    return Sweep(find_sweep(root, sweep_id).path)
 
 
 class Sweep:

@@ -7,6 +7,8 @@ import sys
 from launcher.errors import KitError
 
 FORMATS = ("text", "json")
+RUN_ROOT_HELP = ("only the records under this directory (default: every run in kit's index, $KIT_HOME or "
+                 "~/.kit, and ./runs)")
 COMMANDS = ("submit", "status", "logs", "cancel", "runs", "doctor", "sweep")
 
 
@@ -68,12 +70,18 @@ def _record_args(sub) -> None:
         p = sub.add_parser(name, help=help_)
         p.add_argument("run_id", nargs="?" if name != "cancel" else None,
                        help="run id (default: the latest run)" if name != "cancel" else "run id")
-        p.add_argument("--run-root", default="runs", help="directory of run records (default: runs)")
+        p.add_argument("--run-root", help=RUN_ROOT_HELP)
         if name == "logs":
             p.add_argument("--node", type=int, help="only this node's log")
+            p.add_argument("--rank", type=int, help="only this rank's lines (its global rank)")
+            p.add_argument("--tail", type=int, metavar="N", help="only the last N lines of each log")
             p.add_argument("--follow", action="store_true", help="keep printing new lines until the run ends")
-    p = sub.add_parser("runs", help="list run records")
-    p.add_argument("--run-root", default="runs", help="directory of run records (default: runs)")
+    p = sub.add_parser("runs", help="list your runs, newest first (any backend, started from any directory)")
+    p.add_argument("--run-root", help=RUN_ROOT_HELP)
+    p.add_argument("--state", help="only runs in this state (running, succeeded, failed, cancelled, lost, ...)")
+    p.add_argument("--backend", help="only runs of this backend (local, ssh, slurm) or sweeps (sweep)")
+    p.add_argument("--since", metavar="WHEN", help="only runs started since WHEN: 30m, 6h, 2d, or a date "
+                                                   "(2026-12-01 or '2026-12-01 08:00')")
 
 
 def _doctor_args(sub) -> None:
@@ -89,7 +97,7 @@ def _sweep_args(sub) -> None:
     actions = p.add_subparsers(dest="sweep_command", metavar="status", required=True, parser_class=_Parser)
     s = actions.add_parser("status", help="one table of a sweep's trials: parameters, state, metric; best marked")
     s.add_argument("sweep_id", nargs="?", help="sweep id (default: the latest sweep)")
-    s.add_argument("--run-root", default="runs", help="directory of run records (default: runs)")
+    s.add_argument("--run-root", help=RUN_ROOT_HELP)
     s.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
 
 

@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from launcher import records
+from launcher import records, run_index
 from launcher.backends import registry
 from launcher.backends.base import Result
 from launcher.environment import dropped_warning
@@ -54,6 +54,7 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
         me = tree.same_process(os.getpid(), None)
         record.update_status(supervisor_pid=os.getpid(), supervisor_start=me.create_time() if me else None)
         backend.check(plan, base_dir)
+    run_index.remember(record.path)   # `kit status RUN` finds it from any directory
     if on_checked is not None:
         on_checked()
     procs, nodes = plan.world.world_size, len(plan.nodes)

@@ -1,9 +1,10 @@
 """Finding runs and what their records mean now, for `kit runs / status / logs / cancel` and the Python API: a
 record's state is read through its own backend (a dead supervisor reads "lost", a SLURM job is asked about)."""
 
+import os
 from typing import Optional
 
-from launcher import records
+from launcher import records, run_index
 from launcher.backends import registry
 from launcher.errors import KitError
 from launcher.status import RunStatus
@@ -21,9 +22,59 @@ def state_now(record: records.RunRecord, status: Optional[RunStatus] = None) -> 
         return status.state, str(e)
 
 
-def find_record(run_root: str, run_id: Optional[str]) -> records.RunRecord:
-    """The record of `run_id` (the latest run when None) under `run_root`; a one-line KitError when none."""
-    run_id = run_id or records.latest(run_root)
+DEFAULT_ROOT = "runs"
+
+
+def all_roots() -> list[str]:
+    """Where this user's records are: ./runs and every run root in kit's index, each once."""
+    roots = {}
+    for root in [DEFAULT_ROOT, *run_index.run_roots()]:
+        if os.path.isdir(root):
+            roots.setdefault(os.path.realpath(root), root)
+    return list(roots.values())
+
+
+def root_of(run_root: Optional[str], run_id: Optional[str]) -> str:
+    """The run root to look in for `run_id`: the one given (--run-root), else where kit's index says the record
+    is, else ./runs."""
+    if run_root is not None:
+        return run_root
+    found = run_index.where(run_id) if run_id else None
+    return os.path.dirname(found) if found else DEFAULT_ROOT
+
+
+def latest_run(run_root: Optional[str]) -> tuple[str, Optional[str]]:
+    """(run root, id) of the newest run under `run_root`, or of all this user's runs when None."""
+    roots = [run_root] if run_root is not None else all_roots()
+    newest = [(st.created_at or 0, root, run_id) for root in roots for run_id, st in records.list_records(root)]
+    if not newest:
+        return run_root or DEFAULT_ROOT, None
+    _, root, run_id = max(newest)
+    return root, run_id
+
+
+def latest_sweep_root(run_root: Optional[str]) -> str:
+    """The run root that holds the newest sweep (of all this user's, when `run_root` is None)."""
+    from launcher.sweeps.record import list_sweeps
+    roots = [run_root] if run_root is not None else all_roots()
+    newest = [(data.get("created_at") or 0, root) for root in roots for _, data in list_sweeps(root)]
+    return max(newest)[1] if newest else (run_root or DEFAULT_ROOT)
+
+
+def find_record(run_root: Optional[str], run_id: Optional[str]) -> records.RunRecord:
+    """The record of `run_id` (the latest run when None) under `run_root` (None: wherever kit's index says, else
+    ./runs); a one-line KitError when none."""
     if run_id is None:
-        raise KitError(f"no runs under {run_root}/ yet; start one with `kit submit`")
-    return records.find(run_root, run_id)
+        run_root, run_id = latest_run(run_root)
+        if run_id is None:
+            where = f"under {run_root}/" if run_root != DEFAULT_ROOT else "yet"
+            raise KitError(f"no runs {where}; start one with `kit submit`")
+    given = run_root is not None
+    root = root_of(run_root, run_id)
+    try:
+        return records.find(root, run_id)
+    except KitError:
+        if given:
+            raise
+        raise KitError(f"run {run_id}: no record in kit's index ({run_index.kit_home()}/index) or under "
+                       f"{DEFAULT_ROOT}/; see `kit runs`, or give --run-root DIR") from None

@@ -6,3 +6,12 @@ pytest_plugins = ["tests.harness.fixtures"]
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="rewrite tests/golden/* from the current renderers instead of comparing against them")
+
+
+def pytest_configure(config):
+    # kit indexes every run it starts under $KIT_HOME (default ~/.kit): the tests' runs go to a directory of the
+    # session's own, never into the user's index. Subprocesses (kit, the harness's hosts) inherit it.
+    import os
+    import tempfile
+    if not os.environ.get("KIT_TEST_KEEP_HOME"):
+        os.environ["KIT_HOME"] = tempfile.mkdtemp(prefix="kit-home-")

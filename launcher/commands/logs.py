@@ -1,4 +1,5 @@
-"""`kit logs RUN [--node N] [--follow]`: print a run's node logs, and with --follow keep printing until it ends."""
+"""`kit logs RUN [--node N] [--rank R] [--tail N] [--follow]`: print a run's node logs (or one rank's lines, or
+their last lines), and with --follow keep printing until the run ends."""
 
 import os
 import sys
@@ -6,10 +7,11 @@ import time
 
 from launcher import records
 from launcher.backends import registry
-from launcher.lookup import find_record, state_now
+from launcher.lookup import find_record, root_of, state_now
 from launcher.errors import KitError
 from launcher.status import NOT_OVER
-from launcher.supervise.log_lines import node_logs, print_new_lines
+from launcher.planning.tags import is_tagged, node_tag
+from launcher.supervise.log_lines import node_logs, of_rank, print_new_lines
 
 FOLLOW_POLL = 0.3
 
@@ -21,10 +23,33 @@ def _node_logs(record: records.RunRecord, node) -> list[tuple[int, str]]:
     return found
 
 
-def _print_whole(paths) -> None:
-    for rank, path in paths:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            sys.stdout.write(f"==> {os.path.basename(path)} <==\n{f.read()}")
+def _lines(node: int, path: str, rank, tail) -> list[str]:
+    """A node log's lines (tagged as on the console when a rank is asked for), its last `tail` ones when given."""
+    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+        lines = f.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if rank is not None:
+        lines = [ln for ln in (ln if is_tagged(ln, node) else f"{node_tag(node)} {ln}" for ln in lines)
+                 if of_rank(ln, rank)]
+    return lines[-tail:] if tail else lines
+
+
+def _print_whole(paths, rank=None, tail=None) -> None:
+    for node, path in paths:
+        lines = _lines(node, path, rank, tail)
+        if rank is not None and not lines:
+            continue   # rank R lives on one node
+        sys.stdout.write(f"==> {os.path.basename(path)} <==\n" + "".join(ln + "\n" for ln in lines))
+
+
+def _procs_per_node(record: records.RunRecord) -> int:
+    import json
+    try:
+        with open(record.file("plan.json"), encoding="utf-8") as f:
+            return int(json.load(f)["world"]["procs_per_node"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
 
 
 def fetch(record: records.RunRecord) -> None:
@@ -33,13 +58,26 @@ def fetch(record: records.RunRecord) -> None:
     registry.backend(status.backend).fetch_logs(record, status)
 
 
-def _follow(record: records.RunRecord, node) -> None:
-    """Every node's lines as they come, tagged like the live console, until the run ends and the logs drain."""
+def _follow(record: records.RunRecord, node, rank=None, tail=None) -> None:
+    """Every node's lines as they come, tagged like the live console, until the run ends and the logs drain;
+    with `tail`, starting from each log's last `tail` lines."""
     offsets, pending = {}, {}
+    if tail:
+        for n, path in node_logs(record.path, node):
+            size = os.path.getsize(path)
+            with open(path, "rb") as f:
+                whole = f.read(size)
+            cut = whole.rfind(b"\n") + 1   # a line still being written is printed whole when it ends
+            offsets[path], pending[path] = size, whole[cut:]
+            shown = [ln if is_tagged(ln, n) else f"{node_tag(n)} {ln}"
+                     for ln in whole[:cut].decode("utf-8", errors="replace").split("\n")[:-1]]
+            shown = [ln for ln in shown if of_rank(ln, rank)][-tail:]
+            sys.stdout.write("".join(ln + "\n" for ln in shown))
+        sys.stdout.flush()
     while True:
         running = state_now(record)[0] in NOT_OVER
         fetch(record)
-        print_new_lines(record.path, node, offsets, pending)
+        print_new_lines(record.path, node, offsets, pending, only_rank=rank)
         if not running:
             return
         time.sleep(FOLLOW_POLL)
@@ -48,8 +86,9 @@ def _follow(record: records.RunRecord, node) -> None:
 def _refuse_sweep(args) -> None:
     """A sweep has no logs of its own: each trial is a run with its own."""
     from launcher.sweeps.record import find_sweep, is_sweep
-    if args.run_id and is_sweep(args.run_root, args.run_id):
-        trials = [t["run_id"] for t in find_sweep(args.run_root, args.run_id).read().get("trials", [])]
+    root = root_of(args.run_root, args.run_id)
+    if args.run_id and is_sweep(root, args.run_id):
+        trials = [t["run_id"] for t in find_sweep(root, args.run_id).read().get("trials", [])]
         shown = ", ".join(trials[:3]) + (", ..." if len(trials) > 3 else "")
         raise KitError(f"{args.run_id} is a sweep; its logs are its trials': kit logs <trial> ({shown}); "
                        f"kit sweep status {args.run_id} lists them")
@@ -57,11 +96,22 @@ def _refuse_sweep(args) -> None:
 
 def logs(args) -> int:
     _refuse_sweep(args)
+    rank, tail = getattr(args, "rank", None), getattr(args, "tail", None)
+    if tail is not None and tail < 1:
+        raise KitError(f"--tail {tail}: give a number of lines, 1 or more")
+    if rank is not None and rank < 0:
+        raise KitError(f"--rank {rank}: give a global rank, 0 or more")
     record = find_record(args.run_root, args.run_id)
+    node = args.node
+    if rank is not None and _procs_per_node(record) == 1:
+        # One process per node: torchrun does not run, nothing is rank-tagged; rank R is node R's whole log.
+        if node is not None and node != rank:
+            raise KitError(f"--rank {rank} runs on node {rank} (one process per node), not --node {node}")
+        node, rank = rank, None
     fetch(record)
-    paths = _node_logs(record, args.node)   # a --node without a log is one line, before any following
+    paths = _node_logs(record, node)   # a --node without a log is one line, before any following
     if getattr(args, "follow", False):
-        _follow(record, args.node)
+        _follow(record, node, rank, tail)
         return 0
-    _print_whole(paths)
+    _print_whole(paths, rank, tail)
     return 0

@@ -1,11 +1,15 @@
-"""`kit runs / status / cancel`: read and act on run records (`kit logs` lives in logs.py)."""
+"""`kit runs / status / cancel`: read and act on run records (`kit logs` lives in logs.py). Runs are found
+through kit's index of this user's runs (run_index.py) or under --run-root."""
 
 import os
+import re
 import time
+from typing import Optional
 
 from launcher import records
 from launcher.backends import registry
-from launcher.lookup import find_record, state_now
+from launcher.errors import KitError
+from launcher.lookup import all_roots, find_record, root_of, state_now
 from launcher.status import ACTIVE, QUEUED
 from launcher.supervise.failure import cause
 from launcher.sweeps.record import find_sweep, is_sweep, list_sweeps, state_now as sweep_state
@@ -15,34 +19,100 @@ def _when(ts) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
 
 
+def duration(seconds: Optional[float]) -> str:
+    """12s, 4m05s, 2h03m, 3d04h: short and sortable by eye."""
+    if seconds is None or seconds < 0:
+        return "-"
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+_AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def since(text: str, now: float) -> float:
+    """--since WHEN as a time: `30m`, `6h`, `2d` ago, or a local date (and time)."""
+    m = _AGO.match(text.strip())
+    if m:
+        return now - float(m.group(1)) * _UNIT[m.group(2)]
+    for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d"):
+        try:
+            return time.mktime(time.strptime(text.strip(), fmt))
+        except ValueError:
+            continue
+    raise KitError(f"--since {text}: expected a span like 30m, 6h, 2d or a date like 2026-12-01 "
+                   f"or '2026-12-01 08:00'")
+
+
+def _rows(roots: list[str], now: float) -> list[dict]:
+    rows = []
+    for root in roots:
+        for run_id, st in records.list_records(root):
+            state, _ = state_now(records.RunRecord(os.path.join(root, run_id)), st)
+            start = st.started_at or st.submitted_at or st.created_at
+            end = st.finished_at if state not in ACTIVE + QUEUED else now
+            rows.append({"id": run_id, "backend": st.backend, "state": state, "exit": st.exit_code,
+                         "created": st.created_at or 0, "duration": (end - start) if start and end else None,
+                         "job_id": st.job_id})
+        for sweep_id, data in list_sweeps(root):   # its trials are runs <sweep>-t<N> of their own
+            state = sweep_state(data)
+            start, end = data.get("created_at"), data.get("finished_at") or (now if state == "running" else None)
+            rows.append({"id": sweep_id, "backend": "sweep", "state": state, "exit": data.get("exit_code"),
+                         "created": start or 0, "duration": (end - start) if start and end else None,
+                         "job_id": data.get("array_job_id")})
+    return rows
+
+
 def runs_cmd(args) -> int:
-    found = records.list_records(args.run_root)
-    if not found:
-        print(f"no runs under {args.run_root}/")
+    now = time.time()
+    roots = [args.run_root] if args.run_root is not None else all_roots()
+    rows = _rows(roots, now)
+    if args.state:
+        rows = [r for r in rows if r["state"] == args.state]
+    if args.backend:
+        rows = [r for r in rows if r["backend"] == args.backend]
+    if args.since:
+        cutoff = since(args.since, now)
+        rows = [r for r in rows if r["created"] >= cutoff]
+    if not rows:
+        filtered = args.state or args.backend or args.since
+        print("no runs match" if filtered else
+              f"no runs under {args.run_root}/" if args.run_root is not None else "no runs yet; start one with "
+              "`kit submit`")
         return 0
-    print(f"{'RUN':<44} {'BACKEND':<8} {'STATE':<10} {'EXIT':>4}  CREATED")
-    for run_id, st in found:
-        code = st.exit_code
-        state, _ = state_now(records.RunRecord(os.path.join(args.run_root, run_id)), st)
-        print(f"{run_id:<44} {st.backend:<8} {state:<10} "
-              f"{'' if code is None else code:>4}  {_when(st.created_at)}")
-    for sweep_id, data in list_sweeps(args.run_root):  # its trials are the runs <sweep>-t<N> above
-        code = data.get("exit_code")
-        print(f"{sweep_id:<44} {'sweep':<8} {sweep_state(data):<10} "
-              f"{'' if code is None else code:>4}  {_when(data.get('created_at'))}")
+    rows.sort(key=lambda r: r["created"], reverse=True)   # newest first
+    width = max(44, *(len(r["id"]) + 1 for r in rows))
+    print(f"{'RUN':<{width}} {'BACKEND':<8} {'STATE':<10} {'EXIT':>4}  {'STARTED':<19}  DURATION")
+    for r in rows:
+        code = "" if r["exit"] is None else r["exit"]
+        print(f"{r['id']:<{width}} {r['backend']:<8} {r['state']:<10} {code:>4}  {_when(r['created']):<19}  "
+              f"{duration(r['duration'])}")
     return 0
 
 
 def status(args) -> int:
-    if is_sweep(args.run_root, args.run_id):
+    root = root_of(args.run_root, args.run_id)
+    if is_sweep(root, args.run_id):
         from launcher.sweeps.status import print_status
-        return print_status(args.run_root, args.run_id)
+        return print_status(root, args.run_id)
     record = find_record(args.run_root, args.run_id)
     st = record.read_status(strict=True)
     state, note = state_now(record, st)
     # A backend may have recorded what it just learnt (a SLURM job's hosts, end state and exit codes).
     st = record.read_status()
-    print(f"run {st.run_id}  job {st.job}  backend {st.backend}  state {state}")
+    job_id = f"  slurm job {st.job_id}" if st.job_id else ""
+    print(f"run {st.run_id}  job {st.job}  backend {st.backend}{job_id}  state {state}")
+    start = st.started_at or st.submitted_at or st.created_at
+    end = st.finished_at or (time.time() if state in ACTIVE + QUEUED else None)
+    print(f"  started {_when(start)}  duration {duration(end - start if start and end else None)}  "
+          f"record {record.path}")
     if note:
         print(f"  {note}")
     codes = st.node_exit_codes
@@ -57,11 +127,12 @@ def status(args) -> int:
 
 
 def cancel(args) -> int:
-    if is_sweep(args.run_root, args.run_id):
+    root = root_of(args.run_root, args.run_id)
+    if is_sweep(root, args.run_id):
         from launcher.sweeps.cancel import cancel_sweep
-        print(cancel_sweep(find_sweep(args.run_root, args.run_id)))
+        print(cancel_sweep(find_sweep(root, args.run_id)))
         return 0
-    record = records.find(args.run_root, args.run_id)
+    record = find_record(args.run_root, args.run_id)
     st = record.read_status(strict=True)
     run_id = st.run_id or args.run_id
     backend = registry.backend(st.backend)

@@ -21,5 +21,7 @@ def submit_sweep(args, loaded) -> int:
 
 
 def sweep_status(args) -> int:
+    from launcher.lookup import latest_sweep_root, root_of
     from launcher.sweeps.status import print_status
-    return print_status(args.run_root, args.sweep_id, args.format)
+    root = root_of(args.run_root, args.sweep_id) if args.sweep_id else latest_sweep_root(args.run_root)
+    return print_status(root, args.sweep_id, args.format)

@@ -17,11 +17,18 @@ def node_logs(record_path: str, node=None) -> list[tuple[int, str]]:
     return [(r, os.path.join(record_path, n)) for r, n in names]
 
 
-def print_new_lines(record_path: str, node, offsets: dict, pending: dict, noise=None, out=None) -> int:
+def of_rank(line: str, rank) -> bool:
+    """Is `line` (tagged) one of global rank `rank`'s (every line when rank is None)?"""
+    return rank is None or (line.startswith("[node") and f"/rank{rank}] " in line.split("] ", 1)[0] + "] ")
+
+
+def print_new_lines(record_path: str, node, offsets: dict, pending: dict, noise=None, out=None,
+                    only_rank=None) -> int:
     """The node logs' complete lines written since the last call, tagged like the live console. With `noise`
     (a dict, one NoiseFilter per log kept in it), the launcher's tracebacks, tables and log lines stay in the
     logs, as on the local backend's console; without it every line is shown (`kit logs`). Returns how many of the
-    new lines are the ranks' own (the hang watch counts them as progress)."""
+    new lines are the ranks' own (the hang watch counts them as progress). With `only_rank`, only that global
+    rank's lines are shown."""
     out = out or sys.stdout
     ranks = 0
     for rank, path in node_logs(record_path, node) if os.path.isdir(record_path) else []:
@@ -34,6 +41,8 @@ def print_new_lines(record_path: str, node, offsets: dict, pending: dict, noise=
             line = raw.decode("utf-8", errors="replace")
             ranks += is_worker_line(line)
             line = line if is_tagged(line, rank) else f"{node_tag(rank)} {line}"
+            if not of_rank(line, only_rank):
+                continue
             shown = [line] if noise is None else noise.setdefault(path, NoiseFilter()).feed(line)
             out.write("".join(ln + "\n" for ln in shown))
         out.flush()

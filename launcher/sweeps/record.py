@@ -52,9 +52,13 @@ def open_sweep(root: str, plan) -> SweepRecord:
             raise KitError(f"sweep {plan.sweep_id} already exists at {record.path} with other trials; "
                            f"pick another --run-id")
         record.update(**data)
+        from launcher import run_index
+        run_index.remember(record.path)
         return record
     os.makedirs(record.path, exist_ok=True)
     write_atomic(record.file(SWEEP_FILE), to_json({**data, "created_at": time.time()}))
+    from launcher import run_index
+    run_index.remember(record.path)
     return record
 
 

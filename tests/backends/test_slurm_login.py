@@ -74,6 +74,13 @@ def test_a_two_node_job_through_the_login_host_is_followed_to_its_exit_code(slur
             assert SECRET not in open(path, errors="replace").read(), path
     s = kit("status", "login-exit3", cwd=here)
     assert "state failed" in s.stdout and "exit code 3" in s.stdout, s.stdout
+    # From any other directory, through kit's index of the user's runs; with the SLURM job's id.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    s = kit("status", "login-exit3", cwd=elsewhere)
+    assert f"backend slurm  slurm job {st['job_id']}  state failed" in s.stdout, s.stdout
+    listed = kit("runs", "--backend", "slurm", "--state", "failed", cwd=elsewhere).stdout
+    assert re.search(r"^login-exit3 +slurm +failed +3 ", listed, re.M), listed
     logs = kit("logs", "login-exit3", "--node", "1", cwd=here)
     assert "node1" in logs.stdout and "node0" not in logs.stdout, logs.stdout
     assert open(os.path.join(record, "node1.log")).read() == open(os.path.join(remote, "node1.log")).read()

@@ -1,0 +1,82 @@
+"""One index of a user's runs, wherever their records are: `kit runs / status / logs / cancel` find any run of any
+backend from any directory.
+
+The index is a directory of symbolic links, `$KIT_HOME/index/<run id>` -> the run's (or sweep's) record directory
+(`$KIT_HOME` defaults to ~/.kit). A link is made atomically (a new link renamed over the name), so concurrent
+submissions never corrupt it; a record deleted since is skipped and its link removed. The record stays the truth:
+the index only says where it is. It lives on the submitting machine only, never on a cluster's hosts."""
+
+import os
+from typing import Optional
+
+INDEX = "index"
+
+
+def kit_home() -> str:
+    return os.path.abspath(os.path.expanduser(os.environ.get("KIT_HOME") or "~/.kit"))
+
+
+def _index_dir() -> str:
+    return os.path.join(kit_home(), INDEX)
+
+
+def remember(record_path: str) -> None:
+    """Index the record at `record_path` under its directory's name. Best effort: a kit home that cannot be
+    written (a read-only home) costs only the index, never the run."""
+    name = os.path.basename(record_path.rstrip("/"))
+    link = os.path.join(_index_dir(), name)
+    tmp = f"{link}.new.{os.getpid()}"
+    try:
+        os.makedirs(_index_dir(), mode=0o700, exist_ok=True)
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        os.symlink(os.path.abspath(record_path), tmp)
+        os.replace(tmp, link)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def where(run_id: str) -> Optional[str]:
+    """The record directory of `run_id`, or None when the index has none (or the record is gone)."""
+    if not run_id or "/" in run_id or run_id in (".", ".."):
+        return None
+    link = os.path.join(_index_dir(), run_id)
+    try:
+        target = os.readlink(link)
+    except OSError:
+        return None
+    if os.path.isdir(target):
+        return target
+    _forget(link)
+    return None
+
+
+def _forget(link: str) -> None:
+    try:
+        os.unlink(link)
+    except OSError:
+        pass
+
+
+def run_roots() -> list[str]:
+    """Every directory that holds an indexed record (a run root), each once, for listing."""
+    try:
+        names = os.listdir(_index_dir())
+    except OSError:
+        return []
+    roots = {}
+    for name in names:
+        if ".new." in name:
+            continue
+        target = where(name)
+        if target is not None:
+            roots.setdefault(os.path.dirname(target), None)
+    return sorted(roots)
+
+
+__all__ = ["kit_home", "remember", "where", "run_roots"]
