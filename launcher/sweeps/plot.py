@@ -1,9 +1,13 @@
 """sweep.png in the sweep record: the metric against each parameter, one panel per parameter, the best marked.
 A log x axis for log ranges and for positive numbers spanning a decade or more; text values are categories."""
 
+import hashlib
+import json
 import math
+import os
 
 PNG = "sweep.png"
+KEY = ".sweep.png.key"   # what the plot shows, hashed: `kit sweep status` redraws it only when that changed
 
 
 def _number(value):
@@ -25,10 +29,25 @@ def _log_axis(spec_param, xs: list) -> bool:
     return bool(xs) and min(xs) > 0 and max(xs) / min(xs) >= 10
 
 
+def _label(ax, xs: list, points: list) -> None:
+    """Each point's trials by name: trials with equal values and metric share one dot, drawn larger, named
+    together ("t1,t4"), so no trial hides behind another."""
+    groups = {}
+    for x, (_, metric, index) in zip(xs, points):
+        groups.setdefault((x, metric), []).append(index)
+    for (x, metric), indices in groups.items():
+        if len(indices) > 1:
+            ax.scatter([x], [metric], s=36 * len(indices), facecolors="none", edgecolors="tab:blue")
+        ax.annotate(",".join(f"t{i}" for i in indices), (x, metric), textcoords="offset points", xytext=(4, 4),
+                    fontsize="x-small", color="dimgray")
+
+
 def _panel(ax, name: str, spec_param, points: list, best, metric: str) -> None:
-    xs = [_number(p) for p, _ in points]
+    """`points`: (parameter value, metric, trial index) of each scored trial."""
+    xs = [_number(p) for p, _, _ in points]
     if all(x is not None for x in xs):
-        ax.scatter(xs, [m for _, m in points])
+        ax.scatter(xs, [m for _, m, _ in points])
+        _label(ax, xs, points)
         if _log_axis(spec_param, xs):
             ax.set_xscale("log")
         values = sorted(set(xs))
@@ -39,8 +58,10 @@ def _panel(ax, name: str, spec_param, points: list, best, metric: str) -> None:
         if best is not None:
             ax.scatter([_number(best[0])], [best[1]], marker="*", s=200, color="tab:red", label="best")
     else:  # categories, in the order the sweep lists them
-        labels = list(dict.fromkeys(str(p) for p, _ in points))
-        ax.scatter([labels.index(str(p)) for p, _ in points], [m for _, m in points])
+        labels = list(dict.fromkeys(str(p) for p, _, _ in points))
+        at = [labels.index(str(p)) for p, _, _ in points]
+        ax.scatter(at, [m for _, m, _ in points])
+        _label(ax, at, points)
         ax.set_xticks(range(len(labels)), labels)
         if best is not None:
             ax.scatter([labels.index(str(best[0]))], [best[1]], marker="*", s=200, color="tab:red", label="best")
@@ -49,6 +70,14 @@ def _panel(ax, name: str, spec_param, points: list, best, metric: str) -> None:
     ax.grid(alpha=0.3)
     if best is not None:
         ax.legend(loc="best", fontsize="small")
+
+
+def _drawn(record, key: str) -> bool:
+    try:
+        with open(record.file(KEY), encoding="utf-8") as f:
+            return f.read() == key and os.path.isfile(record.file(PNG))
+    except OSError:
+        return False
 
 
 def write_plot(record, view: dict, note) -> None:
@@ -66,15 +95,23 @@ def write_plot(record, view: dict, note) -> None:
     spec = record.read()["spec"]["parameters"]
     names = view["parameters"]
     best = next((r for r in scored if r["run_id"] == view["best"]), None)
+    key = hashlib.sha256(json.dumps([[r["index"], r["params"], r["metric"]] for r in scored] +
+                                    [view["best"], view["metric"], view["goal"], names], sort_keys=True,
+                                    default=str).encode()).hexdigest()
+    if _drawn(record, key):
+        note(f"kit: plot: {record.file(PNG)} (unchanged)")
+        return
     fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.6), squeeze=False)
     for ax, name in zip(axes[0], names):
-        points = [(r["params"][name], r["metric"]) for r in scored]
+        points = [(r["params"][name], r["metric"], r["index"]) for r in scored]
         _panel(ax, name, spec.get(name), points, None if best is None else (best["params"][name], best["metric"]),
                view["metric"])
     fig.suptitle(f"sweep {view['sweep_id']}: {view['metric']} ({view['goal']})", fontsize="medium")
     fig.tight_layout()
     try:
         fig.savefig(record.file(PNG), dpi=100)
+        with open(record.file(KEY), "w", encoding="utf-8") as f:
+            f.write(key)
         note(f"kit: plot: {record.file(PNG)}")
     except OSError as e:
         note(f"kit: could not write {record.file(PNG)}: {e.strerror}")

@@ -45,9 +45,14 @@ def _config_lookup(name: str, config_file: Optional[str]) -> dict:
     return paramiko.SSHConfig.from_path(path).lookup(name)
 
 
-def _known_hosts(settings: dict) -> tuple[str, ...]:
-    files = [settings.get("known_hosts"), USER_KNOWN_HOSTS]
-    return tuple(os.path.expanduser(f) for f in files if f)
+def _known_hosts(settings: dict, cfg: dict) -> tuple[str, ...]:
+    """The known_hosts files, the first being where an accepted new key is written: the cluster's own, then the
+    OpenSSH config's UserKnownHostsFile (which, as in OpenSSH, replaces ~/.ssh/known_hosts; `none`: no file)."""
+    import shlex
+    given = cfg.get("userknownhostsfile")
+    from_config = shlex.split(given) if given else [USER_KNOWN_HOSTS]
+    files = [settings.get("known_hosts"), *(f for f in from_config if f.lower() != "none")]
+    return tuple(dict.fromkeys(os.path.expanduser(f) for f in files if f))
 
 
 def resolve(name: str, address: Optional[str], settings: dict) -> Endpoint:
@@ -62,6 +67,6 @@ def resolve(name: str, address: Optional[str], settings: dict) -> Endpoint:
         user=settings.get("user") or cfg.get("user") or getpass.getuser(),
         identity_files=tuple(os.path.expanduser(p) for p in identities),
         proxy_jump=cfg.get("proxyjump"), timeout=float(settings.get("connect_timeout") or 10.0),
-        known_hosts=_known_hosts(settings), accept_new=bool(settings.get("accept_new_host_keys")),
+        known_hosts=_known_hosts(settings, cfg), accept_new=bool(settings.get("accept_new_host_keys")),
         extra={"config_file": settings.get("config_file")},
     )

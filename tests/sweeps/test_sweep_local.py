@@ -75,6 +75,9 @@ def test_grid_of_the_training_module_two_at_a_time_then_a_rerun_skips_it(tmp_pat
     assert kit("status", sweep_id, cwd=tmp_path).stdout == text
     png = run_root / sweep_id / "sweep.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    drawn = png.stat().st_mtime_ns
+    looked_again = kit("sweep", "status", cwd=tmp_path)
+    assert "(unchanged)" in looked_again.stderr and png.stat().st_mtime_ns == drawn   # not redrawn per look
     listed = kit("runs", cwd=tmp_path).stdout
     assert all(t in listed for t in trials) and f"{sweep_id}" in listed and "sweep" in listed
     assert "state succeeded" in kit("status", trials[0], cwd=tmp_path).stdout

@@ -138,6 +138,24 @@ def test_proxyjump_from_the_openssh_config(ssh_hosts, tmp_path):
         conn.close()
 
 
+def test_the_configs_user_known_hosts_file_is_where_keys_are_checked(ssh_hosts, tmp_path, monkeypatch):
+    # As `ssh -F config` does: the config's UserKnownHostsFile, not ~/.ssh/known_hosts (empty here), vouches for
+    # the hosts.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    ep = resolve("n1", None, {"config_file": ssh_hosts.ssh_config})
+    assert ep.known_hosts == (ssh_hosts.known_hosts,)
+    conn = connect(ep, Accepted())
+    try:
+        assert conn.run("hostname")[1].strip() == "n1"
+    finally:
+        conn.close()
+    # Without it, the same host is refused as unknown, naming the file looked in.
+    bare = tmp_path / "bare_config"
+    bare.write_text("".join(line for line in open(ssh_hosts.ssh_config) if "UserKnownHostsFile" not in line))
+    with pytest.raises(KitError, match=r"host key unknown"):
+        connect(resolve("n1", None, {"config_file": str(bare)}), Accepted())
+
+
 PASSPHRASE = "kit-test-passphrase"
 
 
