@@ -219,6 +219,8 @@ def sweep(job, *, sweep=None, cluster=None, nodes: Optional[int] = None, gpus: O
     sweep_plan = plan_sweep(loaded.job, loaded.sweep, loaded.cluster, loaded.overrides, sweep_id=sweep_id,
                             default_python=loaded.default_python,
                             user_deepspeed=load_user_deepspeed(loaded.resolved_job))
+    from launcher.commands.sweep import at_edge
+    sweep_plan = at_edge(sweep_plan, loaded.resolved_cluster)
     check_ssh_files(loaded.resolved_cluster)
     record = run_sweep(sweep_plan, loaded.resolved_job, loaded.resolved_cluster, detach=True, say=_say)
     return Sweep(record.path)

@@ -28,7 +28,7 @@ LAYERS = [
     ("render", ["launcher.render"]),
     ("plan", ["launcher.planning", "launcher.environment"]),
     ("transport", ["launcher.transport"]),
-    ("records", ["launcher.status", "launcher.records"]),
+    ("records", ["launcher.status", "launcher.records", "launcher.run_index"]),
     ("supervise", ["launcher.supervise", "launcher.preflight"]),
     ("backends", ["launcher.backends"]),
     ("launch", ["launcher.launch", "launcher.lookup", "launcher.sweeps"]),

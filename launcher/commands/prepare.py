@@ -70,9 +70,11 @@ def plan_for(loaded: Loaded, run_id: Optional[str]) -> LaunchPlan:
     """The plan of the resolved specs (the overrides were applied once, by load)."""
     from launcher.planning.build import build_plan
     from launcher.spec import Overrides, load_user_deepspeed
-    return build_plan(loaded.resolved_job, loaded.resolved_cluster, Overrides(), run_id or new_run_id(loaded.job.name),
-                      default_python=loaded.default_python,
+    plan = build_plan(loaded.resolved_job, loaded.resolved_cluster, Overrides(),
+                      run_id or new_run_id(loaded.job.name), default_python=loaded.default_python,
                       user_deepspeed=load_user_deepspeed(loaded.resolved_job))
+    # What only this machine can tell (an SSH cluster's sync file list), added here at the edge, not by the planner.
+    return registry.placement(loaded.resolved_cluster.backend).at_edge(plan, loaded.resolved_cluster)
 
 
 def prepare(loaded: Loaded, plan: LaunchPlan) -> Prepared:

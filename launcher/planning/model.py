@@ -59,6 +59,15 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class SyncPlan:
+    """The user's code copied into each node's workdir before the start (a cluster's `sync:`): the files listed
+    at submit time (what changed among them is copied, by size and hash)."""
+    source: str                     # absolute local directory
+    files: tuple[str, ...]          # relative to source, in order
+    chosen_by: str                  # how the list was made, for the dry-run ("git-tracked files", ...)
+
+
+@dataclass(frozen=True)
 class LaunchPlan:
     run_id: str
     job_name: str
@@ -79,6 +88,7 @@ class LaunchPlan:
     limits: Limits = Limits()
     # Hosts the cluster has beyond the plan's nodes, (name, address): a restart moves a lost host's node there.
     spare_hosts: tuple[tuple[str, str], ...] = ()
+    sync: Optional[SyncPlan] = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -104,4 +114,6 @@ def from_dict(data: dict) -> LaunchPlan:
     d["inherit"] = InheritPolicy(**{k: tuple(v) for k, v in inherit.items()})
     d["limits"] = Limits(**(d.get("limits") or {}))
     d["spare_hosts"] = tuple(tuple(h) for h in d.get("spare_hosts", ()))
+    if d.get("sync"):
+        d["sync"] = SyncPlan(**{**d["sync"], "files": tuple(d["sync"]["files"])})
     return LaunchPlan(**d)

@@ -60,6 +60,11 @@ class Placement:
         planner."""
         return cluster
 
+    def at_edge(self, plan, cluster: ClusterSpec):
+        """The plan with what only this machine can tell added at submit time (an SSH cluster's `sync:` file
+        list), by the caller of the planner (commands/prepare.py), never by it. The dry-run shows the result."""
+        return plan
+
     def logs_in(self, cluster: ClusterSpec) -> bool:
         """Whether a real run logs in over SSH with the cluster's `ssh:` settings (their files must exist)."""
         return False

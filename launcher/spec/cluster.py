@@ -75,6 +75,17 @@ class SshOptions(Section):
     accept_new_host_keys: bool = False
 
 
+class SyncOptions(Section):
+    """Code sync for hosts with disks of their own: what changed under `source` is copied into each host's workdir
+    over SFTP before the run starts."""
+    # A local directory (default: the directory kit runs in).
+    source: Optional[OneLine] = None
+    # Globs relative to source (`**` spans directories). Default: the git-tracked files where source is a git
+    # checkout, every file otherwise.
+    include: list[OneLine] = []
+    exclude: list[OneLine] = []
+
+
 class ClusterSpec(StrictModel):
     name: Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
     backend: str   # a name in backends/registry.py
@@ -109,6 +120,7 @@ class ClusterSpec(StrictModel):
     teardown_grace: Annotated[float, Field(ge=30, le=3600)] = 40.0
     slurm: Optional[SlurmOptions] = None
     ssh: Optional[SshOptions] = None
+    sync: Optional[SyncOptions] = None
 
     @field_validator("hosts", mode="after")
     @classmethod

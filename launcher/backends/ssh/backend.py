@@ -122,8 +122,17 @@ class SshBackend(Backend):
         # A node's watchdog that hears nothing from kit (its pings) for this long stops the node by itself.
         heartbeat = 2 * float(self.settings.get("host_timeout") or HOST_TIMEOUT)
 
+        digests = synced = None
+        if plan.sync is not None:
+            from launcher.backends.ssh.sync import LocalDigests
+            digests, synced = LocalDigests(plan.sync), []
+
         def then(conn):
             connected.append(time.monotonic())
+            if digests is not None:   # the code first: the checks look for the entrypoint in it
+                problem = self._sync(conn, plan, digests, synced)
+                if problem:
+                    return {}, [problem]
             return gate_host(conn, plan, self.entrypoint, heartbeat)
 
         from launcher.backends.ssh.early import claim
@@ -142,8 +151,25 @@ class SshBackend(Backend):
         if problems:
             self._close()
             raise KitError("\nkit: error: ".join(problems))  # one line per host, each like a single error
+        if synced:
+            from launcher.backends.ssh.sync import summary
+            print(summary(sorted(synced, key=lambda s: s.host), plan.sync.source), file=sys.stderr, flush=True)
         self.timings["connect_s"] = round(max(connected) - started, 3)  # the last host's handshake done
         self.timings["preflight_s"] = round(time.monotonic() - started - self.timings["connect_s"], 3)
+
+    @staticmethod
+    def _sync(conn, plan: LaunchPlan, digests, synced: list) -> str:
+        """Copy the sync's changes into each workdir this host's nodes use; "" or the one line saying why not."""
+        from launcher.backends.ssh.sync import sync_host
+        workdirs = dict.fromkeys(n.workdir for n in plan.nodes if n.host == conn.endpoint.name)
+        try:
+            for workdir in workdirs:
+                synced.append(sync_host(conn, plan.sync, digests, workdir))
+        except (OSError, KitError) as e:
+            return f"{conn.endpoint.where}: could not sync {plan.sync.source} into its workdir: {e}"
+        except Exception as e:   # paramiko's SSHException and its kin: the host went away mid-copy
+            return f"{conn.endpoint.where}: could not sync {plan.sync.source} into its workdir: {e!r}"
+        return ""
 
     def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
         console = console or Console(sys.stdout, sys.stderr)

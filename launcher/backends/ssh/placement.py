@@ -3,6 +3,8 @@ host's workdir (the hosts may have disks of their own); the run record stays whe
 
 import posixpath
 
+SYNC_LISTED = 40   # the dry-run's text lists this many synced files (its JSON every one)
+
 from launcher.planning.model import LaunchPlan, NodePlan
 from launcher.planning.placement import Placement
 from launcher.spec.cluster import ClusterSpec
@@ -18,7 +20,7 @@ def uploads(plan: LaunchPlan, node: NodePlan) -> list[tuple[str, str]]:
 
 class SshPlacement(Placement):
     name = "ssh"
-    sections = ("ssh",)
+    sections = ("ssh", "sync")
     uploads_files = True
 
     def check_cluster(self, cluster: ClusterSpec) -> None:
@@ -29,6 +31,15 @@ class SshPlacement(Placement):
     def logs_in(self, cluster: ClusterSpec) -> bool:
         return True
 
+    def at_edge(self, plan: LaunchPlan, cluster: ClusterSpec) -> LaunchPlan:
+        """The files of the cluster's `sync:`, listed here (this machine's disk) at submit time."""
+        if cluster.sync is None:
+            return plan
+        import dataclasses
+        import os
+        from launcher.backends.ssh.sync_list import sync_plan
+        return dataclasses.replace(plan, sync=sync_plan(cluster.sync, cluster.run_root, os.getcwd()))
+
     def binding(self, cluster: ClusterSpec, job: JobSpec) -> dict:
         from launcher.preflight.entrypoint import EntrypointRef
         from launcher.transport.endpoint import ssh_settings
@@ -37,12 +48,24 @@ class SshPlacement(Placement):
 
     def dryrun_head(self, plan: LaunchPlan) -> list[str]:
         workdirs = ", ".join(sorted({n.workdir for n in plan.nodes}))
-        return [f"files: uploaded over SFTP into each host's workdir ({workdirs}) before any node starts, as listed "
+        return self.dryrun_sync(plan) + [f"files: uploaded over SFTP into each host's workdir ({workdirs}) before any node starts, as listed "
                 f"per node. A workdir the hosts share (one filesystem, such as the directory you submit from "
                 f"mounted on every host) holds every node's accelerate.node<R>.yaml side by side and one copy of the "
                 f"others; separate disks hold one node's files each. kit's node watchdog is no file there: it "
                 f"travels with the checks over each node's SSH channel. The run record and the node logs stay in "
                 f"{plan.run_dir} under the directory you submit from."]
+
+    def dryrun_sync(self, plan: LaunchPlan) -> list[str]:
+        s = plan.sync
+        if s is None:
+            return []
+        shown = s.files[:SYNC_LISTED]
+        more = len(s.files) - len(shown)
+        return ([f"sync: {len(s.files)} file(s) from {s.source} ({s.chosen_by}), copied into each host's workdir "
+                 f"before the checks where they differ (size and SHA-256); a workdir that is {s.source} itself on a "
+                 f"shared filesystem is left alone"]
+                + [f"  {f}" for f in shown] + ([f"  ... and {more} more (--format json lists every one)"]
+                                               if more else []))
 
     def dryrun_node(self, plan: LaunchPlan, node: NodePlan) -> list[str]:
         files = uploads(plan, node)

@@ -1,0 +1,99 @@
+"""Which files a cluster's `sync:` copies: listed on this machine at submit time (read-only), so the dry-run shows
+exactly what the run copies. The git-tracked files of a git checkout by default, every file otherwise; kit's
+run records and caches never."""
+
+import os
+import re
+import subprocess
+from typing import Optional
+
+from launcher.errors import KitError
+from launcher.planning.model import SyncPlan
+
+MAX_FILES = 20000
+# Never code: version control, bytecode caches, kit's own run records (the cluster's run_root under source).
+ALWAYS_SKIPPED_DIRS = (".git", "__pycache__")
+
+
+def glob_regex(pattern: str) -> re.Pattern:
+    """A glob over relative POSIX paths: `*` and `?` within one name, `**` across directories. A pattern without a
+    slash matches a file's name in any directory (`*.py`), as in .gitignore."""
+    if "/" not in pattern.rstrip("/"):
+        pattern = "**/" + pattern
+    if pattern.endswith("/"):
+        pattern += "**"
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out + r"(?:/.*)?\Z")
+
+
+def _git_files(source: str) -> Optional[list[str]]:
+    """The git-tracked files under source, or None when source is not in a git checkout."""
+    try:
+        top = subprocess.run(["git", "-C", source, "rev-parse", "--show-prefix"], capture_output=True, text=True,
+                             timeout=30)
+        if top.returncode != 0:
+            return None
+        listed = subprocess.run(["git", "-C", source, "ls-files", "-z", "--cached", "--", "."],
+                                capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if listed.returncode != 0:
+        return None
+    names = [n.decode("utf-8", "surrogateescape") for n in listed.stdout.split(b"\0") if n]
+    # A tracked file deleted in the work tree, or a submodule (a directory), is not a file to copy.
+    return [n for n in names if os.path.isfile(os.path.join(source, n)) and not os.path.islink(os.path.join(source, n))]
+
+
+def _walk(source: str, skip_root: str) -> list[str]:
+    found = []
+    for top, dirs, files in os.walk(source):
+        rel_top = os.path.relpath(top, source)
+        dirs[:] = sorted(d for d in dirs if d not in ALWAYS_SKIPPED_DIRS
+                         and os.path.normpath(os.path.join(rel_top, d)) != skip_root)
+        for name in sorted(files):
+            path = os.path.join(top, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                found.append(os.path.normpath(os.path.join(rel_top, name)).replace(os.sep, "/"))
+    return found
+
+
+def sync_plan(sync, run_root: str, cwd: str) -> Optional[SyncPlan]:
+    """The SyncPlan of a cluster's `sync:` section (None when it has none); a one-line KitError for a source that
+    is not a directory, or a list too long to be code."""
+    if sync is None:
+        return None
+    source = os.path.abspath(os.path.join(cwd, os.path.expanduser(sync.source or ".")))
+    if not os.path.isdir(source):
+        raise KitError(f"sync.source {source}: no such directory; give the local directory of your code")
+    skip_root = os.path.normpath(run_root)
+    tracked = None if sync.include else _git_files(source)
+    if tracked is not None:
+        files, chosen_by = tracked, "the git-tracked files"
+    else:
+        files = _walk(source, skip_root)
+        chosen_by = "the files matching sync.include" if sync.include else "every file (not a git checkout)"
+        if sync.include:
+            patterns = [glob_regex(p) for p in sync.include]
+            files = [f for f in files if any(p.match(f) for p in patterns)]
+    skipped = [glob_regex(p) for p in [*sync.exclude, *(f"{d}/" for d in ALWAYS_SKIPPED_DIRS), skip_root + "/"]]
+    files = sorted(f for f in files if not any(p.match(f) for p in skipped))
+    if sync.exclude:
+        chosen_by += ", less sync.exclude"
+    if len(files) > MAX_FILES:
+        raise KitError(f"sync: {len(files)} files under {source}, more than code usually is ({MAX_FILES}); "
+                       f"narrow it with sync.include / sync.exclude (a virtualenv or data directory?)")
+    return SyncPlan(source=source, files=tuple(files), chosen_by=chosen_by)
+
+
+__all__ = ["sync_plan", "glob_regex", "MAX_FILES"]

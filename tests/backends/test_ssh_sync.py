@@ -1,0 +1,111 @@
+"""Code sync to SSH hosts whose workdir is not the submitter's directory: the git-tracked files (only those)
+reach the workdir before the checks, a second run copies only what changed, a workdir that is the source itself is
+left alone, and the dry-run lists exactly what is copied."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tests.backends.sshrun import cluster
+from tests.launcher.localrun import PROBE, kit, reports
+
+
+def _git(src, *argv):
+    subprocess.run(["git", "-C", str(src), *argv], check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t"})
+
+
+@pytest.fixture
+def project(tmp_path):
+    """A user's git checkout: their script (tracked), a helper module in a package, an untracked scratch file and
+    an ignored data file (neither is code to copy)."""
+    src = tmp_path / "project"
+    (src / "pkg").mkdir(parents=True)
+    shutil.copy(PROBE, src / "probe.py")
+    (src / "pkg" / "__init__.py").write_text("")
+    (src / "pkg" / "helper.py").write_text("VALUE = 1\n")
+    (src / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    os.chmod(src / "run.sh", 0o755)
+    (src / ".gitignore").write_text("data/\n")
+    _git(src, "init", "-q")
+    _git(src, "add", ".")
+    _git(src, "commit", "-qm", "code")
+    (src / "scratch.txt").write_text("untracked\n")
+    (src / "data").mkdir()
+    (src / "data" / "big.bin").write_bytes(b"x" * 1000)
+    return src
+
+
+TRACKED = [".gitignore", "pkg/__init__.py", "pkg/helper.py", "probe.py", "run.sh"]
+
+
+def _files(root):
+    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs
+                  if "/runs/" not in os.path.join(d, f) and not os.path.relpath(d, root).startswith("runs"))
+
+
+def _submit(ssh_hosts, tmp_path, src, remote, run_id, *extra):
+    out = tmp_path / f"out-{run_id}"
+    out.mkdir()
+    config = cluster(ssh_hosts, tmp_path, workdir=str(remote), sync={"source": str(src)})
+    return kit("submit", "probe.py", "--cluster", config, "--nodes", "2", "--gpus", "0", "--run-id", run_id,
+               *extra, "--", "--out", str(out), cwd=tmp_path, timeout=180), out
+
+
+def test_the_tracked_files_reach_the_hosts_then_only_what_changed(ssh_hosts, tmp_path, project):
+    remote = tmp_path / "host-disk"
+    dry, _ = _submit(ssh_hosts, tmp_path, project, remote, "sync-dry", "--dry-run", "--format", "json")
+    assert dry.returncode == 0, dry.stderr
+    planned = json.loads(dry.stdout)["sync"]
+    assert planned["files"] == TRACKED and planned["source"] == str(project)
+    assert planned["chosen_by"] == "the git-tracked files" and not remote.exists()   # a dry-run copies nothing
+
+    first, out = _submit(ssh_hosts, tmp_path, project, remote, "sync-1")
+    assert first.returncode == 0, first.stderr
+    assert [r["world_size"] for r in reports(out)] == [2, 2]   # the script ran from the copy on the hosts
+    assert _files(remote) == TRACKED                          # not the untracked or ignored files
+    assert os.stat(remote / "run.sh").st_mode & 0o777 == 0o755
+    # Both hosts see one directory here: the first to hash copies, the other may find the files in place.
+    copied = re.search(rf"kit: sync from {project}: n1:{remote} (\d) of 5 copied, n2:{remote} (\d) of 5 copied "
+                       rf"\(the others unchanged\)", first.stderr)
+    assert copied and 5 <= int(copied[1]) + int(copied[2]) <= 10, first.stderr
+
+    (project / "pkg" / "helper.py").write_text("VALUE = 2\n")
+    second, _ = _submit(ssh_hosts, tmp_path, project, remote, "sync-2")
+    assert second.returncode == 0, second.stderr
+    copied = re.search(rf"n1:{remote} (\d) of 5 copied, n2:{remote} (\d) of 5 copied", second.stderr)
+    assert copied and 1 <= int(copied[1]) + int(copied[2]) <= 2, second.stderr
+    assert (remote / "pkg" / "helper.py").read_text() == "VALUE = 2\n"
+
+
+def test_a_workdir_that_is_the_source_itself_is_not_copied_onto_itself(ssh_hosts, tmp_path, project):
+    before = {f: os.stat(project / f).st_mtime_ns for f in TRACKED}
+    result, out = _submit(ssh_hosts, tmp_path, project, project, "sync-same")
+    assert result.returncode == 0, result.stderr
+    assert f"n1:{project}, n2:{project} is {project} itself (a shared filesystem): nothing copied there" \
+        in result.stderr
+    assert {f: os.stat(project / f).st_mtime_ns for f in TRACKED} == before
+
+
+def test_include_and_exclude_choose_the_files(ssh_hosts, tmp_path, project):
+    remote = tmp_path / "host-disk"
+    config = cluster(ssh_hosts, tmp_path, workdir=str(remote),
+                     sync={"source": str(project), "include": ["**/*.py", "data/"], "exclude": ["pkg/helper.py"]})
+    dry = kit("submit", "probe.py", "--cluster", config, "--gpus", "0", "--dry-run", cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    head = dry.stdout.split("\nfiles: ", 1)[0]
+    listed = [line.strip() for line in head.split("\nsync: ", 1)[1].splitlines()[1:]]
+    assert listed == ["data/big.bin", "pkg/__init__.py", "probe.py"]
+    assert "(the files matching sync.include, less sync.exclude)" in head
+
+
+def test_sync_is_refused_where_no_host_has_a_disk_of_its_own(tmp_path):
+    config = tmp_path / "local.yaml"
+    config.write_text("name: l\nbackend: local\nsync: {}\n")
+    r = kit("submit", PROBE, "--cluster", str(config), "--dry-run", cwd=tmp_path)
+    assert r.returncode == 2 and "sync: section given but backend is local" in r.stderr

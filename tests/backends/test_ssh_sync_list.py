@@ -1,0 +1,51 @@
+"""What a cluster's `sync:` copies, listed on this machine: globs as users write them, kit's records and caches
+never, and a list too long to be code refused in one line."""
+
+import pytest
+
+from launcher.backends.ssh import sync_list
+from launcher.backends.ssh.sync_list import glob_regex, sync_plan
+from launcher.errors import KitError
+from launcher.spec.cluster import SyncOptions
+
+
+@pytest.mark.parametrize("pattern, path, matches", [
+    ("*.py", "a.py", True), ("*.py", "deep/er/a.py", True), ("*.py", "a.pyc", False),
+    ("src/*.py", "src/a.py", True), ("src/*.py", "src/x/a.py", False), ("src/**/*.py", "src/x/y/a.py", True),
+    ("src/**/*.py", "src/a.py", True), ("data/", "data/x/y.bin", True), ("data/", "mydata/x", False),
+    ("data/**", "data/x", True), ("?.txt", "a.txt", True), ("?.txt", "ab.txt", False),
+    ("a[1].py", "a[1].py", True),
+])
+def test_globs(pattern, path, matches):
+    assert bool(glob_regex(pattern).match(path)) is matches
+
+
+def _tree(root, names):
+    for name in names:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(name)
+
+
+def test_outside_git_every_file_but_records_and_caches(tmp_path):
+    _tree(tmp_path, ["train.py", "lib/util.py", "runs/r1/status.json", "lib/__pycache__/util.cpython-311.pyc",
+                     ".git/HEAD", "notes.md"])
+    plan = sync_plan(SyncOptions(source=str(tmp_path)), "runs", "/")
+    assert plan.files == ("lib/util.py", "notes.md", "train.py")
+    assert plan.chosen_by == "every file (not a git checkout)"
+    plan = sync_plan(SyncOptions(source=str(tmp_path), exclude=["*.md"]), "runs", "/")
+    assert plan.files == ("lib/util.py", "train.py")
+
+
+def test_a_relative_source_is_taken_from_the_directory_kit_runs_in(tmp_path):
+    _tree(tmp_path / "code", ["a.py"])
+    assert sync_plan(SyncOptions(source="code"), "runs", str(tmp_path)).source == str(tmp_path / "code")
+    assert sync_plan(SyncOptions(), "runs", str(tmp_path / "code")).files == ("a.py",)
+
+
+def test_a_missing_source_or_too_many_files_is_one_line(tmp_path, monkeypatch):
+    with pytest.raises(KitError, match=r"^sync.source .*/nope: no such directory"):
+        sync_plan(SyncOptions(source="nope"), "runs", str(tmp_path))
+    _tree(tmp_path, [f"f{i}" for i in range(5)])
+    monkeypatch.setattr(sync_list, "MAX_FILES", 4)
+    with pytest.raises(KitError, match=r"^sync: 5 files under .*narrow it with sync.include / sync.exclude"):
+        sync_plan(SyncOptions(source=str(tmp_path)), "runs", "/")
