@@ -128,9 +128,14 @@ def get_run(run_id: Optional[str] = None, run_root: Optional[str] = None) -> "Ru
     return Run(find_record(run_root, run_id).path)
 
 
-def runs_under(run_root: str = "runs") -> list:
-    """Every run under `run_root`, oldest first."""
-    return [Run(os.path.abspath(os.path.join(run_root, run_id))) for run_id, _ in records.list_records(run_root)]
+def runs_under(run_root: Optional[str] = None) -> list:
+    """Every run under `run_root`, or (None) every run of yours kit's index knows and those under ./runs; oldest
+    first."""
+    from launcher.lookup import all_roots
+    found = [(st.created_at or 0, os.path.abspath(os.path.join(root, run_id)))
+             for root in ([run_root] if run_root is not None else all_roots())
+             for run_id, st in records.list_records(root)]
+    return [Run(path) for _, path in sorted(found)]
 
 
 class Run:

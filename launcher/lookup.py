@@ -35,10 +35,13 @@ def all_roots() -> list[str]:
 
 
 def root_of(run_root: Optional[str], run_id: Optional[str]) -> str:
-    """The run root to look in for `run_id`: the one given (--run-root), else where kit's index says the record
-    is, else ./runs."""
+    """The run root to look in for `run_id`: the one given (--run-root), else ./runs when it holds that run, else
+    where kit's index says the record is (run ids may repeat across directories: the same sweep submitted from
+    two checkouts has one id), else ./runs."""
     if run_root is not None:
         return run_root
+    if run_id and os.path.isdir(os.path.join(DEFAULT_ROOT, run_id)):
+        return DEFAULT_ROOT   # a run of this directory's wins over another of the same id elsewhere
     found = run_index.where(run_id) if run_id else None
     return os.path.dirname(found) if found else DEFAULT_ROOT
 

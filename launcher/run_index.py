@@ -13,7 +13,10 @@ INDEX = "index"
 
 
 def kit_home() -> str:
-    return os.path.abspath(os.path.expanduser(os.environ.get("KIT_HOME") or "~/.kit"))
+    """$KIT_HOME, else ~/.kit. A relative KIT_HOME is taken from your home directory, so that every directory
+    kit runs in sees one index."""
+    home = os.path.expanduser(os.environ.get("KIT_HOME") or "~/.kit")
+    return os.path.normpath(os.path.join(os.path.expanduser("~"), home))
 
 
 def _index_dir() -> str:
@@ -25,7 +28,7 @@ def remember(record_path: str) -> None:
     written (a read-only home) costs only the index, never the run."""
     name = os.path.basename(record_path.rstrip("/"))
     link = os.path.join(_index_dir(), name)
-    tmp = f"{link}.new.{os.getpid()}"
+    tmp = os.path.join(_index_dir(), f".new-{os.getpid()}-{name}")   # a dot name: never a run id
     try:
         os.makedirs(_index_dir(), mode=0o700, exist_ok=True)
         try:
@@ -43,7 +46,7 @@ def remember(record_path: str) -> None:
 
 def where(run_id: str) -> Optional[str]:
     """The record directory of `run_id`, or None when the index has none (or the record is gone)."""
-    if not run_id or "/" in run_id or run_id in (".", ".."):
+    if not run_id or "/" in run_id or run_id.startswith("."):
         return None
     link = os.path.join(_index_dir(), run_id)
     try:
@@ -52,7 +55,8 @@ def where(run_id: str) -> Optional[str]:
         return None
     if os.path.isdir(target):
         return target
-    _forget(link)
+    if os.path.isdir(os.path.dirname(target)):
+        _forget(link)   # the record was deleted; a run root that is not there now (an unmounted disk) is kept
     return None
 
 
@@ -71,7 +75,7 @@ def run_roots() -> list[str]:
         return []
     roots = {}
     for name in names:
-        if ".new." in name:
+        if name.startswith("."):
             continue
         target = where(name)
         if target is not None:

@@ -10,7 +10,7 @@ from launcher.backends import registry
 from launcher.lookup import find_record, root_of, state_now
 from launcher.errors import KitError
 from launcher.status import NOT_OVER
-from launcher.planning.tags import is_tagged, node_tag
+from launcher.planning.tags import PROGRESS_MARK, is_tagged, node_tag
 from launcher.supervise.log_lines import node_logs, of_rank, print_new_lines
 
 FOLLOW_POLL = 0.3
@@ -26,7 +26,7 @@ def _node_logs(record: records.RunRecord, node) -> list[tuple[int, str]]:
 def _lines(node: int, path: str, rank, tail) -> list[str]:
     """A node log's lines (tagged as on the console when a rank is asked for), its last `tail` ones when given."""
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
-        lines = f.read().split("\n")
+        lines = f.read().replace(PROGRESS_MARK, "").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     if rank is not None:
@@ -43,13 +43,15 @@ def _print_whole(paths, rank=None, tail=None) -> None:
         sys.stdout.write(f"==> {os.path.basename(path)} <==\n" + "".join(ln + "\n" for ln in lines))
 
 
-def _procs_per_node(record: records.RunRecord) -> int:
+def _world(record: records.RunRecord) -> dict:
+    """The plan's world (world_size, procs_per_node, ...), or {} when the plan cannot be read."""
     import json
     try:
         with open(record.file("plan.json"), encoding="utf-8") as f:
-            return int(json.load(f)["world"]["procs_per_node"])
+            world = json.load(f)["world"]
+        return world if isinstance(world, dict) else {}
     except (OSError, ValueError, KeyError, TypeError):
-        return 0
+        return {}
 
 
 def fetch(record: records.RunRecord) -> None:
@@ -103,7 +105,10 @@ def logs(args) -> int:
         raise KitError(f"--rank {rank}: give a global rank, 0 or more")
     record = find_record(args.run_root, args.run_id)
     node = args.node
-    if rank is not None and _procs_per_node(record) == 1:
+    world = _world(record)
+    if rank is not None and world.get("world_size") is not None and rank >= world["world_size"]:
+        raise KitError(f"--rank {rank}: run {os.path.basename(record.path)} has ranks 0 to {world['world_size'] - 1}")
+    if rank is not None and world.get("procs_per_node") == 1:
         # One process per node: torchrun does not run, nothing is rank-tagged; rank R is node R's whole log.
         if node is not None and node != rank:
             raise KitError(f"--rank {rank} runs on node {rank} (one process per node), not --node {node}")

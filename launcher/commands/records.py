@@ -59,13 +59,15 @@ def _rows(roots: list[str], now: float) -> list[dict]:
             start = st.started_at or st.submitted_at or st.created_at
             end = st.finished_at if state not in ACTIVE + QUEUED else now
             rows.append({"id": run_id, "backend": st.backend, "state": state, "exit": st.exit_code,
-                         "created": st.created_at or 0, "duration": (end - start) if start and end else None,
+                         "created": st.created_at or 0, "started": start,
+                         "duration": (end - start) if start and end else None,
                          "job_id": st.job_id})
         for sweep_id, data in list_sweeps(root):   # its trials are runs <sweep>-t<N> of their own
             state = sweep_state(data)
             start, end = data.get("created_at"), data.get("finished_at") or (now if state == "running" else None)
             rows.append({"id": sweep_id, "backend": "sweep", "state": state, "exit": data.get("exit_code"),
-                         "created": start or 0, "duration": (end - start) if start and end else None,
+                         "created": start or 0, "started": start,
+                         "duration": (end - start) if start and end else None,
                          "job_id": data.get("array_job_id")})
     return rows
 
@@ -92,7 +94,7 @@ def runs_cmd(args) -> int:
     print(f"{'RUN':<{width}} {'BACKEND':<8} {'STATE':<10} {'EXIT':>4}  {'STARTED':<19}  DURATION")
     for r in rows:
         code = "" if r["exit"] is None else r["exit"]
-        print(f"{r['id']:<{width}} {r['backend']:<8} {r['state']:<10} {code:>4}  {_when(r['created']):<19}  "
+        print(f"{r['id']:<{width}} {r['backend']:<8} {r['state']:<10} {code:>4}  {_when(r['started']):<19}  "
               f"{duration(r['duration'])}")
     return 0
 

@@ -85,13 +85,17 @@ def override_pairs(ov: Overrides) -> list[tuple[str, Any, str]]:
 
 
 def _overlap(a: str, b: str) -> bool:
+    a, b = a.rstrip("+"), b.rstrip("+")
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
 def check_conflicts(pairs: list[tuple[str, Any, str]]) -> None:
-    """Two overrides of one field (or of a field and its section) must agree; the last must not silently win."""
+    """Two overrides of one field (or of a field and its section) must agree; the last must not silently win.
+    Appends (`args+=`) compose, in the order given; an append and a replacement of one field conflict."""
     for i, (key, value, said) in enumerate(pairs):
         for other_key, other_value, other_said in pairs[:i]:
+            if key.endswith("+") and other_key.endswith("+"):
+                continue
             if _overlap(key, other_key) and (key != other_key or value != other_value):
                 raise KitError(f"{key}: {other_said} conflicts with {said}; give one value")
 

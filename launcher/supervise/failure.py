@@ -76,7 +76,7 @@ def last_words(lines: list[str], node: int, rank: Optional[int]) -> str:
     """The last meaningful line the failing rank (or, failing that, the node) wrote."""
     own = f"[node{node}/rank{rank}] " if rank is not None else None
     for line in reversed(lines):
-        if own and line.startswith(own) and line[len(own):].strip() and not is_library_note(line[len(own):]):
+        if own and line.startswith(own) and line[len(own):].strip() and not is_library_note(line[len(own):], False):
             return line[len(own):].strip()
     for line in reversed(_before_launcher_traceback(lines)):
         text = strip_tag(line).strip()

@@ -4,7 +4,7 @@ console (`kit logs --follow`, the SLURM backend's following)."""
 import os
 import sys
 
-from launcher.planning.tags import is_tagged, node_tag
+from launcher.planning.tags import PROGRESS_MARK, is_tagged, node_tag
 from launcher.supervise.noise import NoiseFilter, is_worker_line
 
 
@@ -41,6 +41,7 @@ def print_new_lines(record_path: str, node, offsets: dict, pending: dict, noise=
             line = raw.decode("utf-8", errors="replace")
             ranks += is_worker_line(line)
             line = line if is_tagged(line, rank) else f"{node_tag(rank)} {line}"
+            line = line.replace(PROGRESS_MARK, "", 1)   # a redraw is a line like any other here
             if not of_rank(line, only_rank):
                 continue
             shown = [line] if noise is None else noise.setdefault(path, NoiseFilter()).feed(line)

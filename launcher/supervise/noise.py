@@ -23,17 +23,21 @@ _TABLE = re.compile(r"^(=+|-+|Failures:|Root Cause \(first observed failure\):|\
 # Libraries' notes that every CPU run prints and no user acts on, kept in the logs, off the terminal: DeepSpeed's
 # accelerator detection (at the end of every DDP job, from accelerate's import of it), c10d's reverse lookup of a
 # peer without a DNS name, accelerate's 3-line note about defaults it filled in.
+# (A GPU job whose DeepSpeed fell back to CPU is not hidden by this: its world check fails on the device.)
 _LIBRARY_NOTES = re.compile(
     r"^(\[\d{4}-\d\d-\d\d [\d:,]+\] \[(INFO|WARNING)\] \[real_accelerator\.py:\d+:get_accelerator\] Setting "
-    r"(ds_)?accelerator to|\[[IW]\d{4} [^\]]*\] \[c10d\] The hostname of the client socket cannot be retrieved|"
-    r"The following values were not passed to `accelerate launch` and had defaults used instead:|"
-    r"\s*`--[a-z_]+` was set to `[^`]*`|To avoid this warning pass in values for each of the problematic "
-    r"parameters or run `accelerate config`\.)")
+    r"(ds_)?accelerator to|\[[IW]\d{4} [^\]]*\] \[c10d\] The hostname of the client socket cannot be retrieved)")
+# accelerate's launcher (its own lines: untagged, or [nodeN]), never a rank's.
+_LAUNCHER_NOTES = re.compile(
+    r"^(The following values were not passed to `accelerate launch` and had defaults used instead:|"
+    r"\s*`--[a-z_]+` was set to (a value of )?`[^`]*`|To avoid this warning pass in values for each of the "
+    r"problematic parameters or run `accelerate config`\.)")
 
 
-def is_library_note(text: str) -> bool:
-    """A line (its tag stripped) that a library prints on every run: off the terminal, kept in the log."""
-    return bool(_LIBRARY_NOTES.match(text))
+def is_library_note(text: str, launcher_line: bool = True) -> bool:
+    """A line (its tag stripped) that a library prints on every run: off the terminal, kept in the log.
+    `launcher_line`: the line is the launcher's own (not a rank's), where accelerate's notes come from."""
+    return bool(_LIBRARY_NOTES.match(text) or (launcher_line and _LAUNCHER_NOTES.match(text)))
 
 
 def strip_tag(line: str) -> str:
@@ -77,7 +81,7 @@ class NoiseFilter:
 
     def feed(self, line: str) -> list[str]:
         text = strip_tag(line)
-        if is_library_note(text):
+        if is_library_note(text, launcher_line=not is_worker_line(line)):
             return []
         if is_worker_line(line):
             return [line]

@@ -50,9 +50,18 @@ def _known_hosts(settings: dict, cfg: dict) -> tuple[str, ...]:
     OpenSSH config's UserKnownHostsFile (which, as in OpenSSH, replaces ~/.ssh/known_hosts; `none`: no file)."""
     import shlex
     given = cfg.get("userknownhostsfile")
-    from_config = shlex.split(given) if given else [USER_KNOWN_HOSTS]
-    files = [settings.get("known_hosts"), *(f for f in from_config if f.lower() != "none")]
+    from_config = [_tokens(f) for f in shlex.split(given)] if given else []
+    # `/dev/null` (or `none`) in a config usually goes with StrictHostKeyChecking no, which kit does not follow:
+    # it still checks host keys, against ~/.ssh/known_hosts then.
+    from_config = [f for f in from_config if f.lower() != "none" and f != os.devnull] or [USER_KNOWN_HOSTS]
+    files = [settings.get("known_hosts"), *from_config]
     return tuple(dict.fromkeys(os.path.expanduser(f) for f in files if f))
+
+
+def _tokens(path: str) -> str:
+    """OpenSSH's tokens in a file name that kit can expand: %d (home), %u (local user), %%."""
+    return (path.replace("%%", "\0").replace("%d", os.path.expanduser("~")).replace("%u", getpass.getuser())
+            .replace("\0", "%"))
 
 
 def resolve(name: str, address: Optional[str], settings: dict) -> Endpoint:

@@ -29,10 +29,10 @@ def _tree(root, names):
 def test_outside_git_every_file_but_records_and_caches(tmp_path):
     _tree(tmp_path, ["train.py", "lib/util.py", "runs/r1/status.json", "lib/__pycache__/util.cpython-311.pyc",
                      ".git/HEAD", "notes.md"])
-    plan = sync_plan(SyncOptions(source=str(tmp_path)), "runs", "/")
+    plan = sync_plan(SyncOptions(source=str(tmp_path)), "runs", str(tmp_path))
     assert plan.files == ("lib/util.py", "notes.md", "train.py")
     assert plan.chosen_by == "every file (not a git checkout)"
-    plan = sync_plan(SyncOptions(source=str(tmp_path), exclude=["*.md"]), "runs", "/")
+    plan = sync_plan(SyncOptions(source=str(tmp_path), exclude=["*.md"]), "runs", str(tmp_path))
     assert plan.files == ("lib/util.py", "train.py")
 
 
@@ -49,3 +49,12 @@ def test_a_missing_source_or_too_many_files_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(sync_list, "MAX_FILES", 4)
     with pytest.raises(KitError, match=r"^sync: 5 files under .*narrow it with sync.include / sync.exclude"):
         sync_plan(SyncOptions(source=str(tmp_path)), "runs", "/")
+
+
+def test_only_the_records_own_directory_is_skipped_and_never_a_virtualenv(tmp_path):
+    _tree(tmp_path, ["pkg/runs/__init__.py", "runs/r1/status.json", "records/r2/node0.log", "venv/pyvenv.cfg",
+                     "venv/lib/site.py", "a.py"])
+    assert sync_plan(SyncOptions(source=str(tmp_path)), "runs", str(tmp_path)).files == \
+        ("a.py", "pkg/runs/__init__.py", "records/r2/node0.log")
+    absolute = sync_plan(SyncOptions(source=str(tmp_path), include=["**/*"]), str(tmp_path / "records"), "/")
+    assert absolute.files == ("a.py", "pkg/runs/__init__.py", "runs/r1/status.json")

@@ -102,11 +102,9 @@ def test_a_sweep_keeps_its_swept_values_and_output_dir_under_args_overrides(extr
     result = kit("submit", SWEEP_JOB, "--dry-run", "--format", "json", *extra, cwd=REPO)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert len(data["trials"]) == 6
+    assert len(data["trials"]) == 6 and set(data["trial_plans"]) == {t["run_id"] for t in data["trials"]}
     for trial in data["trials"]:
-        argv = trial["plan"]["nodes"][0]["argv"] if "plan" in trial else None
-        if argv is None:
-            continue
+        argv = data["trial_plans"][trial["run_id"]]["nodes"][0]["argv"]
         tail = argv[argv.index("train") + 1:]
         assert "--max-steps" in tail and "--lr" in tail and "--batch-size" in tail
         assert tail[tail.index("--output-dir") + 1] == trial["output_dir"]
@@ -119,3 +117,17 @@ def test_a_script_runs_in_a_two_process_world_with_its_args(tmp_path):
     assert result.returncode == 0, result.stderr
     ranks = reports(out)
     assert [r["rank"] for r in ranks] == [0, 1] and {r["world_size"] for r in ranks} == {2}
+
+
+@pytest.mark.parametrize("sets, tail_or_error", [
+    (["args+=--a", "args+=--b"], "-m train --a --b"),                     # appends compose, in order
+    (["args+=--a", "args=--b"], "args: --set args+=--a conflicts with --set args=--b"),
+    (["args=--b", "args+=--a"], "conflicts with --set args+=--a"),
+])
+def test_appends_compose_and_a_replacement_never_silently_drops_one(sets, tail_or_error):
+    argv = [word for s in sets for word in ("--set", s)]
+    result = kit("submit", JOB, "--dry-run", "--run-id", "r1", *argv, cwd=REPO)
+    if tail_or_error.startswith("-m"):
+        assert result.returncode == 0 and _train_argv(result.stdout).endswith(tail_or_error)
+    else:
+        assert result.returncode == 2 and tail_or_error in result.stderr

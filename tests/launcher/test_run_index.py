@@ -121,3 +121,30 @@ def test_durations_and_since():
     assert since("2026-12-01", now) == time.mktime(time.strptime("2026-12-01", "%Y-%m-%d"))
     with pytest.raises(KitError):
         since("soon", now)
+
+
+def test_a_run_of_this_directory_wins_over_another_of_the_same_id(home, tmp_path):
+    a, b = _dirs(tmp_path)
+    for where in (a, b):
+        assert kit("submit", _probe_job(where, name=f"job-{where.name}"), "--cluster", LOCAL_CLUSTER, "--run-id",
+                   "dup", cwd=where).returncode == 0
+    assert "job job-project-a " in kit("status", "dup", cwd=a).stdout      # the index points at b's now
+    assert "job job-somewhere-else " in kit("status", "dup", cwd=b).stdout
+    assert "job job-somewhere-else " in kit("status", "dup", cwd=tmp_path).stdout   # elsewhere: the newest
+
+
+def test_logs_show_redraws_without_kits_mark_and_refuse_a_rank_outside_the_world(home, tmp_path):
+    a, _ = _dirs(tmp_path)
+    assert kit("submit", _probe_job(a, args=["--progress", "3"]), "--cluster", LOCAL_CLUSTER, "--run-id", "pm",
+               cwd=a).returncode == 0
+    shown = kit("logs", "pm", cwd=a).stdout
+    assert "step 1/3" in shown and "\x1b" not in shown
+    r = kit("logs", "pm", "--rank", "2", cwd=a)
+    assert r.returncode == 2 and "--rank 2: run pm has ranks 0 to 1" in r.stderr
+
+
+def test_a_relative_kit_home_is_one_index_from_every_directory(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("KIT_HOME", "rel-home")
+    monkeypatch.chdir("/")
+    assert run_index.kit_home() == str(tmp_path / "rel-home")

@@ -17,8 +17,10 @@ NOTES = [
     "[node0] The following values were not passed to `accelerate launch` and had defaults used instead:",
     "[node0] \t`--num_cpu_threads_per_process` was set to `2` to improve out-of-box performance when training on CPUs",
     "[node0] To avoid this warning pass in values for each of the problematic parameters or run `accelerate config`.",
+    "[node0] \t`--dynamo_backend` was set to a value of `'no'`",
 ]
 KEPT = [
+    "[node0/rank0] \t`--lr` was set to `3` by my own script",   # accelerate's shape, but a rank's own line
     "[node0/rank0] step 3/3 epoch 0 loss 0.7018 lr 0.00e+00",
     "[node0/rank0] [2026-12-05 07:27:04,896] [WARNING] [engine.py:10:step] gradient overflow, skipping step",
     "[node0/rank1] [W1205 07:27:04.123 socket.cpp:752] [c10d] Connection to 10.0.0.1:29500 refused",

@@ -55,11 +55,16 @@ def _git_files(source: str) -> Optional[list[str]]:
     return [n for n in names if os.path.isfile(os.path.join(source, n)) and not os.path.islink(os.path.join(source, n))]
 
 
+def _is_virtualenv(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, "pyvenv.cfg"))
+
+
 def _walk(source: str, skip_root: str) -> list[str]:
     found = []
     for top, dirs, files in os.walk(source):
         rel_top = os.path.relpath(top, source)
-        dirs[:] = sorted(d for d in dirs if d not in ALWAYS_SKIPPED_DIRS
+        # Never a virtualenv (the hosts have their own environment), caches or kit's records.
+        dirs[:] = sorted(d for d in dirs if d not in ALWAYS_SKIPPED_DIRS and not _is_virtualenv(os.path.join(top, d))
                          and os.path.normpath(os.path.join(rel_top, d)) != skip_root)
         for name in sorted(files):
             path = os.path.join(top, name)
@@ -76,7 +81,8 @@ def sync_plan(sync, run_root: str, cwd: str) -> Optional[SyncPlan]:
     source = os.path.abspath(os.path.join(cwd, os.path.expanduser(sync.source or ".")))
     if not os.path.isdir(source):
         raise KitError(f"sync.source {source}: no such directory; give the local directory of your code")
-    skip_root = os.path.normpath(run_root)
+    # kit's own run records, when they lie under the source (run_root as the records of this machine see it).
+    skip_root = os.path.relpath(os.path.join(cwd, os.path.expanduser(run_root)), source)
     tracked = None if sync.include else _git_files(source)
     if tracked is not None:
         files, chosen_by = tracked, "the git-tracked files"
@@ -86,8 +92,9 @@ def sync_plan(sync, run_root: str, cwd: str) -> Optional[SyncPlan]:
         if sync.include:
             patterns = [glob_regex(p) for p in sync.include]
             files = [f for f in files if any(p.match(f) for p in patterns)]
-    skipped = [glob_regex(p) for p in [*sync.exclude, *(f"{d}/" for d in ALWAYS_SKIPPED_DIRS), skip_root + "/"]]
-    files = sorted(f for f in files if not any(p.match(f) for p in skipped))
+    skipped = [glob_regex(p) for p in [*sync.exclude, *(f"{d}/" for d in ALWAYS_SKIPPED_DIRS)]]
+    files = sorted(f for f in files if not any(p.match(f) for p in skipped)
+                   and f != skip_root and not f.startswith(skip_root + "/"))
     if sync.exclude:
         chosen_by += ", less sync.exclude"
     if len(files) > MAX_FILES:
