@@ -44,11 +44,6 @@ def project(tmp_path):
 TRACKED = [".gitignore", "pkg/__init__.py", "pkg/helper.py", "probe.py", "run.sh"]
 
 
-def _files(root):
-    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs
-                  if "/runs/" not in os.path.join(d, f) and not os.path.relpath(d, root).startswith("runs"))
-
-
 def _submit(ssh_hosts, tmp_path, src, remote, run_id, *extra):
     out = tmp_path / f"out-{run_id}"
     out.mkdir()
@@ -57,30 +52,38 @@ def _submit(ssh_hosts, tmp_path, src, remote, run_id, *extra):
                *extra, "--", "--out", str(out), cwd=tmp_path, timeout=180), out
 
 
-def test_the_tracked_files_reach_the_hosts_then_only_what_changed(ssh_hosts, tmp_path, project):
-    remote = tmp_path / "host-disk"
+def _on_host(host, remote, *names):
+    """The host's own view of its workdir: each harness host sees $HOME through an overlay of its own, so a
+    workdir there is on a disk no other host (nor this machine) shares."""
+    listed = host.run(["sh", "-c", f"cd {remote} 2>/dev/null && find . -path ./runs -prune -o -type f -print | sort"],
+                      check=False).stdout
+    return [line[2:] for line in listed.splitlines()], [host.run(["cat", f"{remote}/{n}"]).stdout for n in names]
+
+
+def test_the_tracked_files_reach_each_hosts_own_disk_then_only_what_changed(ssh_hosts, tmp_path, project):
+    remote = f"{os.path.expanduser('~')}/kit-sync-{tmp_path.name}"   # under $HOME: each host's own
     dry, _ = _submit(ssh_hosts, tmp_path, project, remote, "sync-dry", "--dry-run", "--format", "json")
     assert dry.returncode == 0, dry.stderr
     planned = json.loads(dry.stdout)["sync"]
     assert planned["files"] == TRACKED and planned["source"] == str(project)
-    assert planned["chosen_by"] == "the git-tracked files" and not remote.exists()   # a dry-run copies nothing
+    assert planned["chosen_by"] == "the git-tracked files"
+    assert all(_on_host(h, remote)[0] == [] for h in ssh_hosts.hosts)   # a dry-run copies nothing
 
     first, out = _submit(ssh_hosts, tmp_path, project, remote, "sync-1")
     assert first.returncode == 0, first.stderr
-    assert [r["world_size"] for r in reports(out)] == [2, 2]   # the script ran from the copy on the hosts
-    assert _files(remote) == TRACKED                          # not the untracked or ignored files
-    assert os.stat(remote / "run.sh").st_mode & 0o777 == 0o755
-    # Both hosts see one directory here: the first to hash copies, the other may find the files in place.
-    copied = re.search(rf"kit: sync from {project}: n1:{remote} (\d) of 5 copied, n2:{remote} (\d) of 5 copied "
-                       rf"\(the others unchanged\)", first.stderr)
-    assert copied and 5 <= int(copied[1]) + int(copied[2]) <= 10, first.stderr
+    assert [r["world_size"] for r in reports(out)] == [2, 2]   # the script ran from each host's copy
+    assert f"kit: sync from {project}: n1:{remote} 5 of 5 copied, n2:{remote} 5 of 5 copied" in first.stderr
+    for host in ssh_hosts.hosts:
+        files, (helper,) = _on_host(host, remote, "pkg/helper.py")
+        assert files == sorted(TRACKED) and helper == "VALUE = 1\n"   # not the untracked or ignored files
+        assert host.run(["stat", "-c", "%a", f"{remote}/run.sh"]).stdout.strip() == "755"
+    assert not os.path.exists(remote)   # this machine's own $HOME never saw them
 
     (project / "pkg" / "helper.py").write_text("VALUE = 2\n")
     second, _ = _submit(ssh_hosts, tmp_path, project, remote, "sync-2")
     assert second.returncode == 0, second.stderr
-    copied = re.search(rf"n1:{remote} (\d) of 5 copied, n2:{remote} (\d) of 5 copied", second.stderr)
-    assert copied and 1 <= int(copied[1]) + int(copied[2]) <= 2, second.stderr
-    assert (remote / "pkg" / "helper.py").read_text() == "VALUE = 2\n"
+    assert f"n1:{remote} 1 of 5 copied, n2:{remote} 1 of 5 copied" in second.stderr
+    assert all(_on_host(h, remote, "pkg/helper.py")[1] == ["VALUE = 2\n"] for h in ssh_hosts.hosts)
 
 
 def test_a_workdir_that_is_the_source_itself_is_not_copied_onto_itself(ssh_hosts, tmp_path, project):
