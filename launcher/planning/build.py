@@ -16,6 +16,7 @@ from launcher.render.accelerate import LaunchSettings, accelerate_config, distri
 from launcher.render.deepspeed import deepspeed_config
 from launcher.render.fsdp import fsdp_config
 from launcher.render.shell import interface_lines, node_command, threads_lines
+from launcher.render.torchrun import torchrun_argv, torchrun_env
 from launcher.render.text import to_json, to_yaml
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
@@ -75,18 +76,25 @@ def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan
     rank_word = placement.rank_word(rank)
     gpu_ids = placement.gpu_ids(cluster, shape.nodes, shape.gpus_per_node, rank) if shape.device == "cuda" else None
     settings = _settings(job, shape, python, config_file, rank_word, master, port, run_dir, gpu_ids)
-    files[config_file] = to_yaml(accelerate_config(settings, section))
-    argv = launch_argv(settings)
-    threads = threads_lines(shape.procs_per_node) if shape.device == "cpu" and shape.cpu_threads is None else ()
+    threads_at_node = shape.device == "cpu" and shape.cpu_threads is None
+    threads = threads_lines(shape.procs_per_node) if threads_at_node else ()
+    if job.launcher == "torchrun":
+        argv = torchrun_argv(settings, shape.procs_per_node)
+        env = {**env, **torchrun_env(settings, section, threads_at_node)}
+        config_file = None
+    else:
+        files[config_file] = to_yaml(accelerate_config(settings, section))
+        argv = launch_argv(settings)
     prelude = placement.prelude + threads + interface_lines(master, runtime_vars, cluster.interface)
     # kit's tag wins over a job's own template; on SLURM its node number is resolved inside each task.
     env = {**env, WORKER_TAG_ENV: worker_tag_template(rank_word)}
     command = node_command(cluster.workdir, tuple(cluster.setup), env, argv, runtime_vars, prelude, secrets,
                            job_args=len(job.args), runtime_env=(WORKER_TAG_ENV,))
     shared = tuple(p for p in files if not p.startswith(f"{run_dir}/accelerate"))
+    own = (config_file,) if config_file is not None else ()
     return NodePlan(
         machine_rank=rank, host=host.name, workdir=cluster.workdir, argv=argv, env=env, secret_env=secrets,
-        setup=tuple(cluster.setup), files=tuple(sorted(shared + (config_file,))), command=command,
+        setup=tuple(cluster.setup), files=tuple(sorted(shared + own)), command=command,
         log=f"{run_dir}/node{rank}.log",
     )
 

@@ -94,6 +94,9 @@ class Timeouts(StrictModel):
 class JobSpec(StrictModel):
     name: Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
     entrypoint: Entrypoint
+    # Each node's launcher: `accelerate launch`, or torchrun with the settings accelerate's launcher would hand the
+    # job in its environment (render/torchrun.py); the training code sees the same either way.
+    launcher: Literal["accelerate", "torchrun"] = "accelerate"
     args: list[str] = []
     nodes: PositiveInt = 1
     # None: take the cluster's gpus_per_node. 0: a CPU job.

@@ -36,12 +36,15 @@ BACKENDS = {
 }
 PRECISIONS = ("bf16", "fp16", "no")
 MATRIX = [(s, b, m) for s in STRATEGIES for b in BACKENDS for m in PRECISIONS]
+# The same plans with torchrun as each node's launcher (job `launcher: torchrun`), in bf16.
+TORCHRUN = [(s, b, "bf16") for s in STRATEGIES for b in BACKENDS]
 
 
-def rendered(strategy: str, backend: str, precision: str) -> str:
+def rendered(strategy: str, backend: str, precision: str, launcher: str = "accelerate") -> str:
     base, overrides = BACKENDS[backend]
     spec = job(name="bert_cls", args=["--epochs", "1", "--out", "out dir"], batch_size_per_device=8,
-               env={"TOKENIZERS_PARALLELISM": "false"}, mixed_precision=precision, **STRATEGIES[strategy])
+               env={"TOKENIZERS_PARALLELISM": "false"}, mixed_precision=precision, launcher=launcher,
+               **STRATEGIES[strategy])
     return render_text(plan(spec, cluster(base), run_id=RUN_ID, nodes=2, **overrides))
 
 
@@ -61,6 +64,13 @@ def test_dry_run_matches_golden(strategy, backend, precision, request):
                  request.config.getoption("--update-golden"))
 
 
+@pytest.mark.parametrize("strategy, backend, precision", TORCHRUN, ids=["-".join(c) for c in TORCHRUN])
+def test_torchrun_dry_run_matches_golden(strategy, backend, precision, request):
+    check_golden(GOLDEN / f"torchrun-{strategy}-{backend}-{precision}.txt",
+                 rendered(strategy, backend, precision, launcher="torchrun"),
+                 request.config.getoption("--update-golden"))
+
+
 def test_missing_or_different_golden_fails_with_the_regenerate_hint(tmp_path):
     path = tmp_path / "x.txt"
     with pytest.raises(pytest.fail.Exception, match="is missing.*--update-golden"):
@@ -73,7 +83,7 @@ def test_missing_or_different_golden_fails_with_the_regenerate_hint(tmp_path):
 
 
 def test_no_stray_golden_files():
-    expected = {f"{s}-{b}-{m}.txt" for s, b, m in MATRIX}
+    expected = {f"{s}-{b}-{m}.txt" for s, b, m in MATRIX} | {f"torchrun-{s}-{b}-{m}.txt" for s, b, m in TORCHRUN}
     assert {p.name for p in GOLDEN.glob("*.txt")} <= expected
 
 
