@@ -225,7 +225,7 @@ def sweep(job, *, sweep=None, cluster=None, nodes: Optional[int] = None, gpus: O
                             default_python=loaded.default_python,
                             user_deepspeed=load_user_deepspeed(loaded.resolved_job))
     from launcher.commands.sweep import at_edge
-    sweep_plan = at_edge(sweep_plan, loaded.resolved_cluster)
+    sweep_plan = at_edge(sweep_plan, loaded.resolved_cluster, loaded.resolved_job)
     check_ssh_files(loaded.resolved_cluster)
     record = run_sweep(sweep_plan, loaded.resolved_job, loaded.resolved_cluster, detach=True, say=_say)
     return Sweep(record.path)

@@ -74,7 +74,8 @@ def plan_for(loaded: Loaded, run_id: Optional[str]) -> LaunchPlan:
                       run_id or new_run_id(loaded.job.name), default_python=loaded.default_python,
                       user_deepspeed=load_user_deepspeed(loaded.resolved_job))
     # What only this machine can tell (an SSH cluster's sync file list), added here at the edge, not by the planner.
-    return registry.placement(loaded.resolved_cluster.backend).at_edge(plan, loaded.resolved_cluster)
+    return registry.placement(loaded.resolved_cluster.backend).at_edge(plan, loaded.resolved_cluster,
+                                                                       loaded.resolved_job)
 
 
 def prepare(loaded: Loaded, plan: LaunchPlan) -> Prepared:

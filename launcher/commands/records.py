@@ -10,7 +10,7 @@ from launcher import records
 from launcher.backends import registry
 from launcher.errors import KitError
 from launcher.lookup import all_roots, find_record, root_of, state_now
-from launcher.status import ACTIVE, QUEUED
+from launcher.status import ACTIVE, FINAL, NOT_OVER, QUEUED
 from launcher.supervise.failure import cause
 from launcher.sweeps.record import find_sweep, is_sweep, list_sweeps, state_now as sweep_state
 
@@ -75,6 +75,9 @@ def _rows(roots: list[str], now: float) -> list[dict]:
 def runs_cmd(args) -> int:
     now = time.time()
     roots = [args.run_root] if args.run_root is not None else all_roots()
+    states = NOT_OVER + FINAL + ("lost", "corrupt", "array")
+    if args.state and args.state not in states:
+        raise KitError(f"--state {args.state}: a run is one of {', '.join(states)}")
     rows = _rows(roots, now)
     if args.state:
         rows = [r for r in rows if r["state"] == args.state]

@@ -7,19 +7,20 @@ from launcher.spec import load_user_deepspeed
 from launcher.sweeps.plan import plan_sweep
 
 
-def at_edge(plan, cluster):
+def at_edge(plan, cluster, job=None):
     """Each trial's plan with what only this machine can tell (an SSH cluster's sync file list) added."""
     import dataclasses
     from launcher.backends import registry
     placement = registry.placement(cluster.backend)
-    trials = tuple(dataclasses.replace(t, plan=placement.at_edge(t.plan, t.cluster or cluster)) for t in plan.trials)
+    trials = tuple(dataclasses.replace(t, plan=placement.at_edge(t.plan, t.cluster or cluster, job))
+                   for t in plan.trials)
     return dataclasses.replace(plan, trials=trials)
 
 
 def submit_sweep(args, loaded) -> int:
     plan = plan_sweep(loaded.job, loaded.sweep, loaded.cluster, loaded.overrides, sweep_id=args.run_id,
                       default_python=loaded.default_python, user_deepspeed=load_user_deepspeed(loaded.resolved_job))
-    plan = at_edge(plan, loaded.resolved_cluster)
+    plan = at_edge(plan, loaded.resolved_cluster, loaded.resolved_job)
     if args.dry_run:
         sys.stdout.write(render_sweep_json(plan) if args.format == "json" else render_sweep_text(plan))
         return 0

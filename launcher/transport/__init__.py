@@ -36,5 +36,18 @@ def load_paramiko():
                 del sys.modules["invoke"]
             if getattr(paramiko.config, "invoke", False) is None:
                 paramiko.config.invoke = _InvokeOnUse()
+            _quiet_paramiko()
         import paramiko
     return paramiko
+
+
+def _quiet_paramiko() -> None:
+    """paramiko logs a transport thread's failure (a host that drops the connection during the banner) with a
+    traceback; with no handler configured, Python's last-resort handler prints it on stderr, above kit's own one
+    line about that host. kit says what went wrong itself: paramiko's log goes nowhere unless the program using
+    kit configured logging for it."""
+    import logging
+    log = logging.getLogger("paramiko")
+    if not log.handlers:
+        log.addHandler(logging.NullHandler())
+        log.propagate = False

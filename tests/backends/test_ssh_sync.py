@@ -112,3 +112,12 @@ def test_sync_is_refused_where_no_host_has_a_disk_of_its_own(tmp_path):
     config.write_text("name: l\nbackend: local\nsync: {}\n")
     r = kit("submit", PROBE, "--cluster", str(config), "--dry-run", cwd=tmp_path)
     assert r.returncode == 2 and "sync: section given but backend is local" in r.stderr
+
+
+def test_a_new_script_git_does_not_track_is_refused_before_any_login(ssh_hosts, tmp_path, project):
+    (project / "new_train.py").write_text("print('new')\n")
+    config = cluster(ssh_hosts, tmp_path, workdir=str(tmp_path / "host-disk"), sync={"source": str(project)})
+    r = kit("submit", "new_train.py", "--cluster", config, "--gpus", "0", cwd=project)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "sync: the job's script new_train.py is not among the files sync copies" in r.stderr
+    assert "git add it" in r.stderr and not (tmp_path / "host-disk").exists()

@@ -58,3 +58,13 @@ def test_only_the_records_own_directory_is_skipped_and_never_a_virtualenv(tmp_pa
         ("a.py", "pkg/runs/__init__.py", "records/r2/node0.log")
     absolute = sync_plan(SyncOptions(source=str(tmp_path), include=["**/*"]), str(tmp_path / "records"), "/")
     assert absolute.files == ("a.py", "pkg/runs/__init__.py", "runs/r1/status.json")
+
+
+def test_a_script_sync_would_leave_behind_is_one_line(tmp_path):
+    from launcher.backends.ssh.sync_list import check_script_synced
+    _tree(tmp_path, ["a.py", "new.py"])
+    plan = sync_plan(SyncOptions(source=str(tmp_path), exclude=["new.py"]), "runs", str(tmp_path))
+    check_script_synced(plan, "a.py", ".")
+    check_script_synced(plan, "/elsewhere/on/the/hosts.py", ".")   # not a file of the source
+    with pytest.raises(KitError, match=r"^sync: the job's script new.py is not among the files sync copies"):
+        check_script_synced(plan, "new.py", ".")

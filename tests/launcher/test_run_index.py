@@ -75,6 +75,8 @@ def test_runs_are_listed_newest_first_and_filtered(home, tmp_path):
     assert kit("runs", "--backend", "slurm", cwd=a).stdout == "no runs match\n"
     assert len(kit("runs", "--since", "1h", cwd=a).stdout.splitlines()) == 3
     assert kit("runs", "--since", "2999-01-01", cwd=a).stdout == "no runs match\n"
+    unknown = kit("runs", "--state", "bogus", cwd=a)
+    assert unknown.returncode == 2 and "--state bogus: a run is one of starting, running" in unknown.stderr
     bad = kit("runs", "--since", "yesterday", cwd=a)
     assert bad.returncode == 2 and "--since yesterday: expected a span like 30m" in bad.stderr
 

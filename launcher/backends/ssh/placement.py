@@ -2,6 +2,7 @@
 host's workdir (the hosts may have disks of their own); the run record stays where kit runs."""
 
 import posixpath
+from typing import Optional
 
 SYNC_LISTED = 40   # the dry-run's text lists this many synced files (its JSON every one)
 
@@ -31,14 +32,17 @@ class SshPlacement(Placement):
     def logs_in(self, cluster: ClusterSpec) -> bool:
         return True
 
-    def at_edge(self, plan: LaunchPlan, cluster: ClusterSpec) -> LaunchPlan:
+    def at_edge(self, plan: LaunchPlan, cluster: ClusterSpec, job: Optional[JobSpec] = None) -> LaunchPlan:
         """The files of the cluster's `sync:`, listed here (this machine's disk) at submit time."""
         if cluster.sync is None:
             return plan
         import dataclasses
         import os
-        from launcher.backends.ssh.sync_list import sync_plan
-        return dataclasses.replace(plan, sync=sync_plan(cluster.sync, cluster.run_root, os.getcwd()))
+        from launcher.backends.ssh.sync_list import check_script_synced, sync_plan
+        sync = sync_plan(cluster.sync, cluster.run_root, os.getcwd())
+        if job is not None and job.entrypoint.script is not None:
+            check_script_synced(sync, job.entrypoint.script, cluster.workdir)
+        return dataclasses.replace(plan, sync=sync)
 
     def binding(self, cluster: ClusterSpec, job: JobSpec) -> dict:
         from launcher.preflight.entrypoint import EntrypointRef

@@ -103,4 +103,17 @@ def sync_plan(sync, run_root: str, cwd: str) -> Optional[SyncPlan]:
     return SyncPlan(source=source, files=tuple(files), chosen_by=chosen_by)
 
 
-__all__ = ["sync_plan", "glob_regex", "MAX_FILES"]
+def check_script_synced(sync: SyncPlan, script: str, workdir: str) -> None:
+    """A job's script that sync would leave behind (a new file git does not track yet, or one excluded) would
+    not be on the hosts: one line saying so, rather than a run that fails there."""
+    rel = script if not os.path.isabs(script) else os.path.relpath(script, sync.source)
+    rel = os.path.normpath(rel).replace(os.sep, "/")
+    if rel.startswith("../") or not os.path.isfile(os.path.join(sync.source, rel)):
+        return   # not a file of the source: it is expected on the hosts already
+    if rel not in sync.files:
+        how = "git add it" if sync.chosen_by.startswith("the git-tracked") else "list it in sync.include"
+        raise KitError(f"sync: the job's script {rel} is not among the files sync copies from {sync.source} "
+                       f"({sync.chosen_by}); {how}, or the hosts will not have it")
+
+
+__all__ = ["sync_plan", "check_script_synced", "glob_regex", "MAX_FILES"]
