@@ -26,12 +26,13 @@ def test_two_node_training_equals_a_local_two_node_run(slurm_cluster, tmp_path, 
                 "--run-id", "train-local", cwd=local_dir, timeout=240)
     assert local.returncode == 0, local.stderr[-3000:]
     remote = kit("submit", _job(tmp_path, "slurm2", tmp_path / "out-slurm", launcher=launcher), "--cluster",
-                 cluster_file(slurm_cluster, tmp_path, cpu_threads_per_process=1), "--gpus", "0", "--run-id", "train-slurm",
+                 cluster_file(slurm_cluster, tmp_path, cpu_threads_per_process=1), "--gpus", "0", "--run-id",
+                 f"train-slurm-{launcher}",
                  cwd=workdir(slurm_cluster), timeout=240)
     assert remote.returncode == 0, remote.stderr[-3000:]
-    hosts = {n["host"] for n in status_of(slurm_cluster, "train-slurm")["nodes"]}
+    hosts = {n["host"] for n in status_of(slurm_cluster, f"train-slurm-{launcher}")["nodes"]}
     assert hosts == {"n1", "n2"}
-    run_dir = os.path.join(workdir(slurm_cluster), "runs", "train-slurm")
+    run_dir = os.path.join(workdir(slurm_cluster), "runs", f"train-slurm-{launcher}")
     for rank in (0, 1):
         assert os.path.getsize(os.path.join(run_dir, f"node{rank}.log")) > 0
     a = json.loads((tmp_path / "out-local" / "metrics.json").read_text())
