@@ -30,7 +30,7 @@ def checkpoints_dir(output_dir: Path) -> Path:
     return Path(output_dir) / "checkpoints"
 
 
-def _file_sizes(root: Path) -> dict[str, int]:
+def file_sizes(root: Path) -> dict[str, int]:
     return {str(p.relative_to(root)): p.stat().st_size for p in sorted(root.rglob("*"))
             if p.is_file() and p.name != MANIFEST}
 
@@ -72,16 +72,16 @@ def save(accelerator, output_dir: Path, step: int, state: dict, keep: int, owner
     accelerator.save_state(str(tmp))
     accelerator.wait_for_everyone()
     if owner:
-        manifest = {"step": step, "state": state, "fingerprint": fingerprint, "files": _file_sizes(tmp)}
+        manifest = {"step": step, "state": state, "fingerprint": fingerprint, "files": file_sizes(tmp)}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
         shutil.rmtree(final, ignore_errors=True)
         os.rename(tmp, final)
-        _prune(root, keep)
+        prune(root, keep)
     accelerator.wait_for_everyone()
     return final
 
 
-def _prune(root: Path, keep: int) -> None:
+def prune(root: Path, keep: int) -> None:
     complete = [p for _, p in _candidates(root)]
     for old in complete[:-keep] if keep > 0 else []:
         shutil.rmtree(old, ignore_errors=True)

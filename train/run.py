@@ -86,6 +86,10 @@ def build_trainer(args, accelerator, splits, tokenizer, encoded) -> Trainer:
 
 
 def run(args) -> int:
+    from train import pipeline_run
+    stages = pipeline_run.stages_from_env()
+    if stages > 1:   # kit's job `pipeline_stages`: the stages of the model across the world's processes
+        return pipeline_run.run(args, stages)
     torch.manual_seed(args.seed)  # same initial weights on every rank, before any model is built
     quiet_library_bars()
     ctx = {"preemption": preempt.Preemption(), "accelerator": None, "trainer": None}

@@ -123,6 +123,7 @@ def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id:
         num_machines=shape.nodes, procs_per_node=shape.procs_per_node, world_size=shape.world_size,
         device=shape.device, strategy=job.strategy, mixed_precision=job.mixed_precision,
         master_addr=master, master_port=port,
+        pipeline_stages=job.pipeline_stages, pipeline_microbatches=shape.pipeline_microbatches,
     )
     return LaunchPlan(
         run_id=run_id, job_name=job.name, backend=cluster.backend, cluster_name=cluster.name,

@@ -34,6 +34,9 @@ def node_env(job: JobSpec, cluster: ClusterSpec, shape: Shape, run_id: str) -> d
         # thins them to one per 30 s in logs and pipes (torchrun tees worker output, so no rank sees a tty).
         "KIT_PROGRESS": "redraw",
     })
+    if job.pipeline_stages > 1:   # the training module cuts its model into stages (train/pipeline_run.py)
+        env["KIT_EXPECTED_PIPELINE_STAGES"] = str(job.pipeline_stages)
+        env["KIT_EXPECTED_PIPELINE_MICROBATCHES"] = str(shape.pipeline_microbatches)
     # torchrun tees every rank's output into files, and Python block-buffers stdout to a file: a script that
     # prints without flushing would reach the console and `kit logs --follow` in 8 KiB lumps or at its exit.
     env.setdefault("PYTHONUNBUFFERED", "1")

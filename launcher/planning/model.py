@@ -26,6 +26,8 @@ class World:
     mixed_precision: str   # no | fp16 | bf16
     master_addr: str       # a literal address, or a ${VAR} resolved inside the job (SLURM)
     master_port: int
+    pipeline_stages: int = 1   # the model's stages across the world (rank r: stage r % N, replica r // N)
+    pipeline_microbatches: int = 0
 
 
 @dataclass(frozen=True)

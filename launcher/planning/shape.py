@@ -20,6 +20,7 @@ class Shape:
     # --num_cpu_threads_per_process on CPU nodes; None on a CPU node: sized on the node at its start from its own
     # cores (render/shell.threads_lines), as no core count is known here.
     cpu_threads: Optional[int] = None
+    pipeline_microbatches: int = 0   # 0: not pipelined
 
     @property
     def world_size(self) -> int:
@@ -72,6 +73,24 @@ def _cpu_threads(cluster: ClusterSpec, nodes: int, procs: int) -> Optional[int]:
     return max(1, cluster.cpus // registry.placement(cluster.backend).cores_shared_by(nodes, procs))
 
 
+def check_pipeline(job: JobSpec, world_size: int) -> int:
+    """Micro-batches per step of a pipelined job (0 when not pipelined); one line for an impossible layout."""
+    stages = job.pipeline_stages
+    if stages == 1:
+        if job.pipeline_microbatches is not None:
+            raise KitError("pipeline_microbatches: needs pipeline_stages of 2 or more")
+        return 0
+    if world_size % stages:
+        raise KitError(f"pipeline_stages: {stages} stages do not divide the world of {world_size} processes; "
+                       f"use a divisor of {world_size}, or change --nodes / --procs-per-node / --gpus")
+    if job.strategy != "ddp":
+        raise KitError(f"pipeline_stages: runs with strategy ddp (the replicas of a stage average gradients), "
+                       f"not {job.strategy}")
+    if job.mixed_precision != "no":
+        raise KitError("pipeline_stages: the pipelined training runs in fp32; set mixed_precision: no")
+    return job.pipeline_microbatches or max(stages, job.gradient_accumulation_steps)
+
+
 def resolve_shape(job: JobSpec, cluster: ClusterSpec) -> Shape:
     placement = registry.placement(cluster.backend)
     hosts = placement.hosts(job, cluster)
@@ -88,4 +107,5 @@ def resolve_shape(job: JobSpec, cluster: ClusterSpec) -> Shape:
         hosts=hosts,
         gradient_accumulation_steps=_accumulation(job, job.nodes * procs),
         cpu_threads=None if gpus else _cpu_threads(cluster, job.nodes, procs),
+        pipeline_microbatches=check_pipeline(job, job.nodes * procs),
     )

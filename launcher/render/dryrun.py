@@ -83,10 +83,21 @@ def _limits_line(plan: LaunchPlan) -> str:
             f"cannot reach the master; {hang}; {restarts}")
 
 
+def pipeline_line(plan: LaunchPlan) -> str:
+    """The stage layout of a pipelined run: rank r is stage r % N of replica r // N."""
+    w = plan.world
+    stages, replicas = w.pipeline_stages, w.world_size // w.pipeline_stages
+    ranks = "; ".join(f"stage {s}: rank{'s' * (replicas > 1)} "
+                      f"{', '.join(str(r * stages + s) for r in range(replicas))}" for s in range(stages))
+    return (f"pipeline: {stages} stages x {replicas} replica(s), {w.pipeline_microbatches} micro-batches per step; "
+            f"{ranks} (stage 0 holds the embeddings, the last the classifier; each rank reports its layers)")
+
+
 def render_text(plan: LaunchPlan) -> str:
     head = [
         f"kit plan: run {plan.run_id}  job {plan.job_name}  cluster {plan.cluster_name} ({plan.backend})",
         _world_line(plan),
+        *([pipeline_line(plan)] if plan.world.pipeline_stages > 1 else []),
         f"run dir: {plan.run_dir}",
         "submission: " + (" ".join(plan.submission.argv) if plan.submission.argv
                           else "one process per node, started by kit under a watchdog"),

@@ -106,6 +106,11 @@ class JobSpec(StrictModel):
     strategy: Strategy = "ddp"
     mixed_precision: MixedPrecision = "no"
     gradient_accumulation_steps: PositiveInt = 1
+    # Pipeline parallelism in the training module: the model cut into this many stages across the world's
+    # processes (data parallelism across the remaining factor); micro-batches per step (default: the larger of
+    # the stages and gradient_accumulation_steps).
+    pipeline_stages: PositiveInt = 1
+    pipeline_microbatches: Optional[PositiveInt] = None
     batch_size_per_device: Optional[PositiveInt] = None
     global_batch_size: Optional[PositiveInt] = None
     deepspeed: DeepSpeedOptions = DeepSpeedOptions()

@@ -49,6 +49,6 @@ def test_explicit_resume_must_be_complete(tmp_path):
 def test_prune_keeps_newest(tmp_path):
     for step in (1, 2, 3):
         fake_checkpoint(tmp_path, step)
-    checkpoint._prune(checkpoint.checkpoints_dir(tmp_path), keep=2)
+    checkpoint.prune(checkpoint.checkpoints_dir(tmp_path), keep=2)
     names = sorted(p.name for p in checkpoint.checkpoints_dir(tmp_path).iterdir())
     assert names == ["step-2", "step-3"]
