@@ -60,8 +60,19 @@ def _on_host(host, remote, *names):
     return [line[2:] for line in listed.splitlines()], [host.run(["cat", f"{remote}/{n}"]).stdout for n in names]
 
 
-def test_the_tracked_files_reach_each_hosts_own_disk_then_only_what_changed(ssh_hosts, tmp_path, project):
-    remote = f"{os.path.expanduser('~')}/kit-sync-{tmp_path.name}"   # under $HOME: each host's own
+@pytest.fixture
+def host_home_dir(ssh_hosts, tmp_path):
+    """A workdir under $HOME, which each harness host sees through an overlay of its own; removed from every
+    host afterwards (later tests compare the hosts' homes with this machine's)."""
+    remote = f"{os.path.expanduser('~')}/kit-sync-{tmp_path.name}"
+    yield remote
+    for host in ssh_hosts.hosts:
+        host.run(["rm", "-rf", remote], check=False)
+
+
+def test_the_tracked_files_reach_each_hosts_own_disk_then_only_what_changed(ssh_hosts, tmp_path, project,
+                                                                             host_home_dir):
+    remote = host_home_dir
     dry, _ = _submit(ssh_hosts, tmp_path, project, remote, "sync-dry", "--dry-run", "--format", "json")
     assert dry.returncode == 0, dry.stderr
     planned = json.loads(dry.stdout)["sync"]
