@@ -228,7 +228,9 @@ def cause(f: Failure) -> str:
         return f"{who} {f.meaning}{tail}"
     if f.meaning == HUNG:
         return f"the run hung{tail}"
-    return f"{who} exited {f.code} ({f.meaning}){tail}"
+    # An unknown code has no meaning to add: "exited 4", not "exited 4".
+    plain = f.meaning == f"exit code {f.code}"
+    return f"{who} exited {f.code}{'' if plain else f' ({f.meaning})'}{tail}"
 
 
 def summary_line(run_id: str, state: str, f: Failure) -> str:

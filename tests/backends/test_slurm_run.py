@@ -54,7 +54,7 @@ def test_failing_rank_is_summarized_from_its_own_tagged_output(slurm_cluster, tm
     r = kit("submit", job, "--cluster", cluster_file(slurm_cluster, tmp_path), "--gpus", "0", "--run-id",
             "slurm-fail", cwd=workdir(slurm_cluster), timeout=240)
     assert r.returncode == 4, r.stdout + r.stderr
-    assert "kit: run slurm-fail failed: node 1 (n2) rank 1 exited 4 (exit code 4): bad data: row 7" in r.stderr
+    assert "kit: run slurm-fail failed: node 1 (n2) rank 1 exited 4: bad data: row 7" in r.stderr
     assert "[node1/rank1] bad data: row 7" in r.stdout.splitlines()
     # torchrun's failure table and traceback stay in the node log, off the console, as on the local backend.
     node_log = open(os.path.join(workdir(slurm_cluster), "runs", "slurm-fail", "node1.log")).read()

@@ -18,7 +18,7 @@ def test_the_failing_ranks_own_stderr_is_fetched_from_its_host(ssh_hosts, tmp_pa
     here.mkdir()
     r = kit("submit", job, "--cluster", cluster(ssh_hosts, tmp_path), "--run-id", "ssh-said", cwd=here, timeout=120)
     assert r.returncode == 4, r.stdout[-2000:] + r.stderr[-2000:]
-    assert ("kit: run ssh-said failed: node 1 (n2) rank 1 exited 4 (exit code 4): bad data: reviews.csv:7: no such "
+    assert ("kit: run ssh-said failed: node 1 (n2) rank 1 exited 4: bad data: reviews.csv:7: no such "
             "column") in r.stderr, r.stderr
     copied = [os.path.join(d, f) for d, _, fs in os.walk(here / "runs" / "ssh-said" / "node1.ranks") for f in fs]
     assert copied and all(p.endswith("stderr.log") for p in copied), copied

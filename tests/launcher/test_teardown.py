@@ -77,7 +77,7 @@ def test_failed_rank_stops_the_others_after_their_save_and_names_the_cause(tmp_p
     console = _finish(proc)
     assert proc.returncode == 4, console
     assert console.strip().splitlines()[-1] == (
-        "kit: run slow-fail failed: node 1 (localhost) rank 1 exited 4 (exit code 4): "
+        "kit: run slow-fail failed: node 1 (localhost) rank 1 exited 4: "
         "bad data: /x.csv:1: missing column 'text'")
     assert _checkpoints_complete(out, ranks=(0,)), console
     assert pids_of_run("slow-fail") == []

@@ -40,7 +40,7 @@ def test_a_failed_rank_under_torchrun_gives_the_same_line_and_leaves_nothing(tmp
     r = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "tr-fail", cwd=tmp_path, timeout=120)
     assert r.returncode == 4, r.stderr
     assert r.stderr.strip().splitlines()[-1] == (
-        "kit: run tr-fail failed: node 1 (localhost) rank 1 exited 4 (exit code 4): "
+        "kit: run tr-fail failed: node 1 (localhost) rank 1 exited 4: "
         "bad data: /x.csv:1: missing column 'text'")
     assert (out / "ckpt0").read_text().count("piece") == SAVE_SECONDS * 10   # rank 0 saved before it stopped
     assert pids_of_run("tr-fail") == []
