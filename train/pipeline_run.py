@@ -8,7 +8,9 @@ plain torch. Its stages exchange fixed shapes: batches are padded to --max-lengt
 
 The same outputs as the ordinary loop: a world report (each rank's stage and layers, checked against the plan),
 step and eval lines, metrics.json, the classification report, checkpoints (each stage's weights, optimizer and
-schedule, sealed by the manifest the ordinary loop uses) that --resume auto continues, and FINISHED."""
+schedule, sealed by the manifest the ordinary loop uses) that --resume auto continues, and FINISHED. Preemption as
+in the ordinary loop: a SIGTERM/SIGUSR1 in the training loop stops every rank at the same step after a checkpoint,
+elsewhere SIGTERM stops at once; either way the PREEMPTED marker and exit 75."""
 
 from __future__ import annotations
 
@@ -22,8 +24,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from train import EXIT_BAD_DATA, EXIT_CONFIG, EXIT_RESUME_REFUSED, EXIT_WORLD_CHECK
-from train import checkpoint, data, fingerprint, model as model_lib, resume, tokenize
+from train import EXIT_BAD_DATA, EXIT_CONFIG, EXIT_PREEMPTED, EXIT_RESUME_REFUSED, EXIT_WORLD_CHECK
+from train import checkpoint, data, fingerprint, model as model_lib, preempt, resume, tokenize
 from train.batching import BucketBatchSampler
 from train.pipeline import LayoutError, StageModule, describe, layer_split, layout
 
@@ -61,8 +63,9 @@ def _pad(rows, length: int, pad_id: int, size: int):
 
 
 class PipelineRun:
-    def __init__(self, args, stages: int, microbatches: int):
-        self.args, self.stages, self.microbatches = args, stages, microbatches
+    def __init__(self, args, stages: int, microbatches: int, preemption: preempt.Preemption):
+        self.args, self.stages, self.microbatches, self.preemption = args, stages, microbatches, preemption
+        self.checkpoint_path: Path | None = None
         self.device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available()
                                    else "cpu")
         dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo")
@@ -186,10 +189,28 @@ class PipelineRun:
         dist.all_reduce(t, group=self.stage_group)
         return t.item() / self.layout.replicas
 
-    def train(self) -> None:
+    def train(self) -> bool:
+        """Train to the last step; False when a stop signal stopped every rank (after a checkpoint)."""
+        started = time.monotonic()
+        with self.preemption.deferred():   # signals only set a flag here; every rank acts on it at one step
+            finished = self._train_steps()
+        self.train_seconds = time.monotonic() - started
+        if not finished:
+            return False
+        self.preemption.raise_if_terminated()
+        self.evaluate_and_record()
+        self.save()
+        return True
+
+    def _stop_agreed(self) -> bool:
+        def sum_over_world(flag):
+            dist.all_reduce(flag)
+            return flag
+        return self.preemption.agree(self.step, self.rank == 0, self.world, self.device, sum_over_world)
+
+    def _train_steps(self) -> bool:
         args = self.args
         self.module.train()
-        started = time.monotonic()
         while self.step < self.total:
             epoch, offset = divmod(self.step, self.per_epoch)
             batches = self.sampler.batches(epoch)[:self.per_epoch * self.layout.replicas]
@@ -210,11 +231,12 @@ class PipelineRun:
                              f"lr {self.scheduler.get_last_lr()[0]:.2e}")
                 if args.eval_every and self.step % args.eval_every == 0 and self.step < self.total:
                     self.evaluate_and_record()
+                if self._stop_agreed():
+                    self.save()
+                    return False
                 if args.save_every and self.step % args.save_every == 0 and self.step < self.total:
                     self.save()
-        self.train_seconds = time.monotonic() - started
-        self.evaluate_and_record()
-        self.save()
+        return True
 
     def evaluate(self, split: str, collect: bool = False) -> dict | None:
         """Forward only, each replica its share of the batches; the last stage's sums, over the replicas."""
@@ -279,6 +301,7 @@ class PipelineRun:
             shutil.rmtree(final, ignore_errors=True)
             os.rename(tmp, final)
             checkpoint.prune(root, self.args.keep_checkpoints)
+        self.checkpoint_path = final
         dist.barrier()
 
     def resume_or_start(self) -> None:
@@ -294,6 +317,8 @@ class PipelineRun:
         if kind == "refused":
             raise Fail(EXIT_RESUME_REFUSED, value if self.rank == 0 else "")
         resume.start(self.out, self.rank == 0, fresh=value is None)
+        if self.rank == 0:
+            preempt.clear_marker(self.out)
         dist.barrier()
         if value is None:
             return
@@ -303,6 +328,7 @@ class PipelineRun:
         self.scheduler.load_state_dict(state["scheduler"])
         self.evals = state.get("evals", [])
         self.step = checkpoint.read_state(Path(value))["step"]
+        self.checkpoint_path = Path(value)
         if self.rank == 0:
             _say(f"resumed from {value} at step {self.step}")
 
@@ -341,7 +367,25 @@ def run(args, stages: int) -> int:
         print(f"config error: --batch-size {args.batch_size} is not a multiple of the {microbatches} pipeline "
               f"micro-batches", file=sys.stderr, flush=True)
         return EXIT_CONFIG
-    run_ = PipelineRun(args, stages, microbatches)
+    preemption = preempt.Preemption()
+    preemption.install()   # from the first moment, as the ordinary loop
+    run_ = None
+    try:
+        run_ = PipelineRun(args, stages, microbatches, preemption)
+        return _run(run_)
+    except preempt.Preempted as exc:
+        return _preempted(args, run_, exc.signal_name)
+    except Exception:
+        if preemption.terminate:   # a collective failed because the other ranks had already stopped
+            return _preempted(args, run_, "SIGTERM")
+        raise
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _run(run_: PipelineRun) -> int:
+    args = run_.args
     try:
         if run_.rank == 0:
             run_.out.mkdir(parents=True, exist_ok=True)
@@ -351,7 +395,12 @@ def run(args, stages: int) -> int:
             raise Fail(EXIT_BAD_DATA, f"bad data: {exc}") from None
         run_.build()
         run_.resume_or_start()
-        run_.train()
+        if not run_.train():
+            if run_.rank == 0:
+                preempt.write_marker(run_.out, run_.step, run_.checkpoint_path, run_.preemption.signal_name)
+                _say(f"preempted at step {run_.step}: checkpoint {run_.checkpoint_path}, exit {EXIT_PREEMPTED}")
+            dist.barrier()
+            return EXIT_PREEMPTED
         run_.report()
         if run_.rank == 0:
             resume.finish(run_.out, run_.step, run_.fingerprint)
@@ -361,9 +410,12 @@ def run(args, stages: int) -> int:
         if str(exc):
             print(str(exc), file=sys.stderr, flush=True)
         return exc.code
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
+
+
+def _preempted(args, run_, signal_name: str) -> int:
+    step, last = (run_.step, run_.checkpoint_path) if run_ is not None else (0, None)
+    return preempt.stopped_outside_loop(args.output_dir, step, last, signal_name, run_ is None or run_.rank == 0,
+                                        EXIT_PREEMPTED)
 
 
 __all__ = ["run", "stages_from_env"]

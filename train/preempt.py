@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -82,12 +83,17 @@ class Preemption:
 
     def should_stop(self, accelerator, step: int) -> bool:
         """Collective when world > 1: call on every rank at every optimizer step."""
-        if self._test_step and step == self._test_step and accelerator.process_index == 0:
+        return self.agree(step, accelerator.process_index == 0, accelerator.num_processes, accelerator.device,
+                          lambda flag: accelerator.reduce(flag, reduction="sum"))
+
+    def agree(self, step: int, first_rank: bool, world: int, device, reduce_sum) -> bool:
+        """Whether any rank saw a stop signal (`reduce_sum`: a sum over the world; collective when world > 1)."""
+        if self._test_step and step == self._test_step and first_rank:
             os.kill(os.getpid(), signal.SIGTERM)
-        if accelerator.num_processes == 1:
+        if world == 1:
             return self.requested
-        flag = torch.tensor([1.0 if self.requested else 0.0], device=accelerator.device)
-        return bool(accelerator.reduce(flag, reduction="sum").item() > 0)
+        flag = torch.tensor([1.0 if self.requested else 0.0], device=device)
+        return bool(reduce_sum(flag).item() > 0)
 
 
 def enter_phase(accelerator, name: str, detail: str, preemption: Preemption | None = None) -> None:
@@ -114,3 +120,16 @@ def clear_marker(output_dir: Path) -> None:
         (Path(output_dir) / MARKER).unlink()
     except FileNotFoundError:
         pass
+
+
+def stopped_outside_loop(output_dir, step: int, last: Path | None, signal_name: str, main: bool, code: int) -> int:
+    """SIGTERM outside the training loop: no new checkpoint; the main process points the launcher at the last one.
+    Returns `code` (the preemption exit code)."""
+    if main:
+        try:
+            write_marker(Path(output_dir), step, last, signal_name)
+        except OSError:
+            pass  # the output directory may not exist yet
+        print(f"preempted by {signal_name} outside the training loop at step {step} (last checkpoint: {last}), "
+              f"exit {code}", file=sys.stderr, flush=True)
+    return code

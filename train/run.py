@@ -179,15 +179,7 @@ def _train_and_report(args, accelerator, trainer, tokenizer, out: Path) -> int:
 
 
 def _preempted(args, ctx, signal_name: str) -> int:
-    """SIGTERM outside the training loop: no new checkpoint; point the launcher at the last one and stop."""
     accelerator, trainer = ctx["accelerator"], ctx["trainer"]
-    step = trainer.state.step if trainer is not None else 0
-    last = trainer.checkpoint_path if trainer is not None else None
-    if accelerator is None or accelerator.is_main_process:
-        try:
-            preempt.write_marker(Path(args.output_dir), step, last, signal_name)
-        except OSError:
-            pass  # the output directory may not exist yet
-        print(f"preempted by {signal_name} outside the training loop at step {step} (last checkpoint: {last}), "
-              f"exit {EXIT_PREEMPTED}", file=sys.stderr, flush=True)
-    return EXIT_PREEMPTED
+    return preempt.stopped_outside_loop(args.output_dir, trainer.state.step if trainer is not None else 0,
+                                        trainer.checkpoint_path if trainer is not None else None, signal_name,
+                                        accelerator is None or accelerator.is_main_process, EXIT_PREEMPTED)

@@ -101,3 +101,26 @@ def test_two_stages_by_two_replicas_across_two_nodes(tmp_path):
     assert "[node1/rank3] pipeline: rank 3 is stage 1/2 of replica 1/2: layers 1-1, classifier" in r.stdout
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["pipeline"]["replicas"] == 2 and metrics["world_size"] == 4 and metrics["steps"] == 40
+
+
+def test_a_preempted_pipeline_checkpoints_at_one_step_and_resumes_from_it(tmp_path):
+    """SIGTERM reaches one rank (the test hook: rank 0 signals itself at step 15): every stage stops at that step,
+    after a checkpoint, with the PREEMPTED marker and exit 75; the next run continues from step 15."""
+    data = write_csv(tmp_path / "d.csv", synthetic_rows(400))
+    args = resumable_args(data, tmp_path / "out", tmp_path / "cache", "--max-steps", "30", "--log-every", "5",
+                          "--no-save-model")
+    job = _job(tmp_path, "preempted", args, pipeline_stages=2)
+    env = {**os.environ, "KIT_TRAIN_TEST_SIGNAL_AT_STEP": "15"}
+    first = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "pt1", cwd=tmp_path, timeout=300, env=env)
+    assert first.returncode != 0, first.stdout[-3000:]
+    assert "preempted at step 15: checkpoint" in first.stdout and "exit 75" in first.stdout, first.stdout[-3000:]
+    marker = json.loads((tmp_path / "out" / "PREEMPTED").read_text())
+    assert marker["step"] == 15 and marker["checkpoint"].endswith("step-15") and marker["signal"] == "SIGTERM"
+    assert sorted(os.listdir(tmp_path / "out" / "checkpoints" / "step-15")) == ["kit_manifest.json", "stage0.pt",
+                                                                              "stage1.pt"]
+    again = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "pt2", cwd=tmp_path, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:] + again.stdout[-2000:]
+    assert re.search(r"resumed from \S+/step-15 at step 15", again.stdout), again.stdout[-2000:]
+    assert "step 10/30" not in again.stdout and "step 20/30" in again.stdout
+    assert not (tmp_path / "out" / "PREEMPTED").exists()
+    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["steps"] == 30
