@@ -11,6 +11,7 @@ so they should be level. Target: torchrun / accelerate <= 1.10 (medians; single 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import subprocess
@@ -63,6 +64,7 @@ def main() -> int:
     args = p.parse_args()
     times = {"accelerate": [], "torchrun": []}
     with tempfile.TemporaryDirectory(prefix="kit-bench-launchers-") as tmp:
+        os.environ["KIT_HOME"] = os.path.join(tmp, "kit-home")  # its runs stay out of your own index of runs
         first_step(Path(tmp), "accelerate", -1)   # warm the tokenizer cache and the page cache for both
         for k in range(args.pairs):
             order = ("accelerate", "torchrun") if k % 2 == 0 else ("torchrun", "accelerate")

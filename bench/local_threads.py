@@ -59,6 +59,7 @@ def main() -> int:
     a = p.parse_args()
     results = {"sized": [], "default": []}
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["KIT_HOME"] = os.path.join(tmp, "kit-home")  # its runs stay out of your own index of runs
         write_specs(Path(tmp), a.steps, a.nodes)
         for i in range(a.rounds):
             for variant in results:

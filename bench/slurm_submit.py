@@ -121,6 +121,7 @@ def main() -> int:
         os.environ["SLURM_CONF"] = h.slurm.conf
         base = Path(h.bed.path("bench"))
         base.mkdir()
+        os.environ["KIT_HOME"] = str(base / "kit-home")  # its runs stay out of your own index of runs
         os.makedirs(h.bed.path("work"), exist_ok=True)
         threads = {"cpu_threads_per_process": args.threads} if args.threads else {}
         cluster = slurm_cluster_config(h.slurm, base / "cluster.yaml", python=sys.executable, **threads)

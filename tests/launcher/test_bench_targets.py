@@ -40,6 +40,7 @@ def test_local_threads_exit_code_follows_the_target(monkeypatch, tmp_path, capsy
     rate = {"sized": sized, "default": 2.0}
     monkeypatch.setattr(bench, "run_once", lambda tmp, variant, i: {"steps_per_s": rate[variant], "threads": 1})
     monkeypatch.setattr(sys, "argv", ["local_threads.py", "--rounds", "1"])
+    monkeypatch.setenv("KIT_HOME", str(tmp_path / "kit-home"))   # main() points it at its own directory: restored
     assert bench.main() == code
     assert f"ratio sized/default: {sized / 2:.2f}x" in capsys.readouterr().out
 
