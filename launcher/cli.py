@@ -4,7 +4,7 @@ import argparse
 import os
 import sys
 
-from launcher.errors import KitError
+from launcher.errors import KitError, one_line
 
 FORMATS = ("text", "json")
 RUN_ROOT_HELP = ("only the records under this directory (default: every run in kit's index, $KIT_HOME or "
@@ -196,8 +196,11 @@ def main(argv=None) -> int:
         from launcher.commands import records
         return {"runs": records.runs_cmd, "status": records.status, "cancel": records.cancel}[args.command](args)
     except KitError as e:
-        print(f"{getattr(e, 'usage', '')}kit: error: {e}", file=sys.stderr)
+        print(f"{getattr(e, 'usage', '')}kit: error: {one_line(str(e))}", file=sys.stderr)
         return e.exit_code
+    except KeyboardInterrupt:   # before a run exists (its checks, the plan): nothing was started
+        print("kit: interrupted; nothing was started", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # `kit submit --dry-run | head` is fine.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -152,6 +152,9 @@ def _checked(default, check):
     return field(default=default, metadata={"check": check})
 
 
+MAX_LAST_LINE = 400
+
+
 @dataclass(frozen=True)
 class Failure:
     """The first failure of a run: node, host, rank, the rank's own exit code, what it means, its last words."""
@@ -161,6 +164,11 @@ class Failure:
     code: int               # the rank's own exit code (or the node's, when no rank is named)
     meaning: str
     last_line: str
+
+    def __post_init__(self):
+        # A rank's last line may be megabytes (a dumped tensor): the record and the one-line failure keep its start.
+        if len(self.last_line or "") > MAX_LAST_LINE:
+            object.__setattr__(self, "last_line", self.last_line[:MAX_LAST_LINE] + " [...]")
 
     @property
     def preempted(self) -> bool:

@@ -91,7 +91,15 @@ def check_pipeline(job: JobSpec, world_size: int) -> int:
     return job.pipeline_microbatches or max(stages, job.gradient_accumulation_steps)
 
 
+MAX_NODES, MAX_PROCS_PER_NODE = 10000, 1024   # beyond any cluster; a plan of 10^8 nodes would exhaust memory
+
+
 def resolve_shape(job: JobSpec, cluster: ClusterSpec) -> Shape:
+    if job.nodes > MAX_NODES:
+        raise KitError(f"nodes: {job.nodes} is more than kit plans for (at most {MAX_NODES}); check --nodes")
+    if (job.procs_per_node or 0) > MAX_PROCS_PER_NODE or (job.gpus_per_node or 0) > MAX_PROCS_PER_NODE:
+        raise KitError(f"procs_per_node/gpus_per_node: more than {MAX_PROCS_PER_NODE} processes per node; "
+                       f"check --procs-per-node/--gpus")
     placement = registry.placement(cluster.backend)
     hosts = placement.hosts(job, cluster)
     gpus = job.gpus_per_node if job.gpus_per_node is not None else cluster.gpus_per_node

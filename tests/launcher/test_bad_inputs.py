@@ -99,6 +99,11 @@ CASES = [
     case("set-unknown-cluster-key", ["job.yaml", "--set", "cluster.gpus=8"], "cluster (after overrides)",
          "unknown key 'gpus'"),
     case("nodes-abc", ["job.yaml", "--nodes", "abc"], "--nodes", "'abc'"),
+    # a plan of 10^8 nodes used to run out of memory
+    case("nodes-huge", ["job.yaml", "--nodes", "99999999"], "nodes: 99999999", "at most 10000"),
+    # a newline in a value the message quotes stays one line
+    case("script-path-newline", ["job.yaml", "--set", "entrypoint={script: \"no_such.py\\nx\"}"],
+         "no_such.py\\nx"),
     case("strategy-flag-zero", ["job.yaml", "--strategy", "zero"], "--strategy zero: ", "'ddp', 'deepspeed' or 'fsdp'"),
     case("gpus-negative", ["job.yaml", "--gpus", "-1"], "--gpus -1: ", "greater than or equal to 0"),
     case("port-privileged", ["job.yaml", "--port", "80"], "--port 80: ", "greater than or equal to 1024"),

@@ -183,3 +183,37 @@ def test_marked_lines_are_read_wherever_the_marker_starts():
     text = "Welcome to n1 kit-probe:python /usr/bin/python3\nnoise\nkit-probe:port free\n"
     assert after_marker(text, "kit-probe:") == ["python /usr/bin/python3", "port free"]
     assert after_marker("nothing marked\n", "kit-probe:") == []
+
+
+def test_ctrl_c_during_the_checks_is_one_line_and_kills_the_setup_lines_processes(tmp_path):
+    """A setup line still running (a slow `module load`) when the user presses Ctrl-C: one line, exit 130, no
+    record, and nothing the setup line started is left (it used to leave `sleep` behind and print a traceback)."""
+    import signal
+    import time
+    (tmp_path / "ok.py").write_text("print('ok')\n")
+    seconds = str(3000 + os.getpid() % 997)   # a sleep of its own length, found by its argv
+    proc = subprocess.Popen([sys.executable, "-m", "launcher", "submit", "ok.py", "--nodes", "2", "--gpus", "0",
+                             "--run-id", "int", "--set", f'cluster.setup=["sleep {seconds}", "true"]'],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def setup_running():
+        return [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) == f"sleep\0{seconds}\0".encode()]
+    deadline = time.monotonic() + 60
+    while not setup_running() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert setup_running(), "the setup line never started"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert err == "kit: interrupted; nothing was started\n", err
+    time.sleep(0.5)
+    assert setup_running() == []
+    assert not (tmp_path / "runs").exists()
+
+
+def _cmdline(pid: str) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""

@@ -164,3 +164,12 @@ def test_a_ranks_exception_outranks_the_chatter_after_it(tmp_path):
                   ranks_dir=str(tmp_path / "node1.ranks"), procs_per_node=1)
     assert (f.code, f.meaning) == (134, "killed by SIGABRT")
     assert f.last_line == "FileNotFoundError: [Errno 2] No such file or directory: 'out/rank1.json'"
+
+
+def test_a_megabyte_last_line_is_cut_in_the_failure_and_the_record():
+    from launcher.status import MAX_LAST_LINE, Failure
+    from launcher.supervise.failure import cause
+    f = summarize(1, "n2", 3, "[node1/rank1] " + "x" * 5_000_000 + "\n", known={})
+    assert len(f.last_line) <= MAX_LAST_LINE + 6 and f.last_line.endswith(" [...]")
+    assert len(cause(f)) < 600
+    assert Failure(0, "h", None, 1, "m", "short").last_line == "short"

@@ -6,6 +6,7 @@ import sys
 import time
 
 from launcher.backends.base import Backend, Result
+from launcher.backends.local.bounded import run_bounded
 from launcher.backends.local.cancel import cancel_local_run, current_state
 from launcher.backends.local.node import LocalNode
 from launcher.backends.local.preflight import preflight
@@ -78,16 +79,17 @@ class LocalBackend(Backend):
     def _reach(self, plan: LaunchPlan, node, base_dir: str, env: dict):
         """The master checked from this node (this machine), as its launcher dials it."""
         try:
-            r = subprocess.run(["bash", "-c", reach_command(plan, node)], cwd=base_dir, env=env, capture_output=True,
-                               text=True, timeout=REACH_TIMEOUT, stdin=subprocess.DEVNULL)
+            r = run_bounded(reach_command(plan, node), base_dir, env, REACH_TIMEOUT)
         except subprocess.TimeoutExpired:
             return f"its check of the route to the master did not finish within {REACH_TIMEOUT:g} s"
         return reach_problem(r.stdout + r.stderr, plan.world.master_addr, plan.world.master_port)
 
     def _stacks(self, plan: LaunchPlan, base_dir: str, env: dict) -> dict:
         """Every rank's stack: the local nodes share this machine, one dump finds them all."""
-        r = subprocess.run(["bash", "-c", dump_command(plan, plan.nodes[0])], cwd=base_dir, env=env,
-                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        try:
+            r = run_bounded(dump_command(plan, plan.nodes[0]), base_dir, env, 120)
+        except subprocess.TimeoutExpired:
+            return {}
         return parse_dumps(r.stdout)
 
     def current_state(self, record: RunRecord, status: RunStatus) -> tuple[str, str]:

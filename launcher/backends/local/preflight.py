@@ -4,6 +4,7 @@ will see it, and the master port is free. One-line KitError (exit 2) on the firs
 import os
 import subprocess
 
+from launcher.backends.local.bounded import run_bounded
 from launcher.environment import node_process_env
 from launcher.errors import KitError
 from launcher.planning.model import LaunchPlan
@@ -15,8 +16,7 @@ CHECK_TIMEOUT = 120.0   # setup lines (module load, activate) may be slow on a b
 
 def _run_local(command: str, base_dir: str, env: dict) -> CheckResult:
     try:
-        r = subprocess.run(["bash", "-c", command], cwd=base_dir, env=env, stdin=subprocess.DEVNULL,
-                           capture_output=True, text=True, timeout=CHECK_TIMEOUT)
+        r = run_bounded(command, base_dir, env, CHECK_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise KitError(f"preflight: the entrypoint check did not finish within {CHECK_TIMEOUT:.0f} s "
                        f"(a slow setup line?)") from None
