@@ -28,14 +28,34 @@ def _with_flag(argv: tuple, flag: str, value: str) -> tuple:
     return tuple(out)
 
 
-def _relaunch(node: NodePlan, argv: tuple, host: str) -> NodePlan:
+RDZV_ID_ENV = "PET_RDZV_ID"   # torchrun's --rdzv-id from the environment (accelerate's launcher reads it too)
+_RDZV_PREFIX = "kit-attempt-"
+
+
+def rdzv_id(attempt: int) -> str:
+    """Attempt k's rendezvous id: torchrun names its log directories `<id>_<random>`, so an attempt's world is seen
+    to form by its own directories, never by the ones an earlier attempt left."""
+    return f"{_RDZV_PREFIX}{attempt}"
+
+
+def _relaunch(node: NodePlan, argv: tuple, host: str, attempt: int) -> NodePlan:
     """The node with its launch line (the command's last line) and host replaced (kit starts these nodes itself:
-    no variable is left to expand in the line)."""
+    no variable is left to expand in the line), and the attempt's rendezvous id exported before it."""
     old = "exec " + join_argv(node.argv) + "\n"
     if not node.command.endswith(old):
         raise KitError(f"node {node.machine_rank}: its command does not end in its launch line; cannot restart it")
-    return dataclasses.replace(node, argv=argv, command=node.command[:-len(old)] + "exec " + join_argv(argv) + "\n",
-                               host=host)
+    line = f"export {RDZV_ID_ENV}={rdzv_id(attempt)}\nexec {join_argv(argv)}\n"
+    return dataclasses.replace(node, argv=argv, command=node.command[:-len(old)] + line, host=host)
+
+
+def attempt_of(node: NodePlan) -> int:
+    """Which attempt a node's command belongs to (1: the planned command)."""
+    marker = f"export {RDZV_ID_ENV}={_RDZV_PREFIX}"
+    at = node.command.rfind(marker)
+    if at < 0:
+        return 1
+    digits = node.command[at + len(marker):].split("\n", 1)[0]
+    return int(digits) if digits.isdigit() else 1
 
 
 def for_attempt(plan: LaunchPlan, attempt: int, lost_hosts: Iterable[str] = ()) -> LaunchPlan:
@@ -60,7 +80,7 @@ def for_attempt(plan: LaunchPlan, attempt: int, lost_hosts: Iterable[str] = ()) 
     for node in plan.nodes:
         argv = _with_flag(_with_flag(node.argv, "--main_process_port", str(port)), "--main_process_ip", master)
         host = moved[node.host][0] if node.host in moved else node.host
-        nodes.append(_relaunch(node, argv, host))
+        nodes.append(_relaunch(node, argv, host, attempt))
     files = {}
     for path, content in plan.files.items():
         if path.endswith(".yaml") and "/accelerate" in "/" + path:

@@ -81,7 +81,7 @@ class Driver:
     def _forward(self, cancel: Cancel, sent: int) -> int:
         if sent == 0 and cancel.count and self.running:
             self._note(f"kit: stopping sweep {self.plan.sweep_id}: every running trial stops as a run does "
-                       f"(Ctrl-C again to shorten)")
+                       f"(a Ctrl-C shortens the wait)")
         for _ in range(cancel.count - sent):
             for run in self.running.values():
                 try:

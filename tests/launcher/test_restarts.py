@@ -71,3 +71,48 @@ def test_a_jobs_own_verdict_is_never_restarted(tmp_path):
     r = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "refused", cwd=tmp_path, timeout=300)
     assert r.returncode == 4, r.stderr[-3000:]   # bad data: the job's own verdict
     assert "attempt 2" not in r.stderr
+
+
+STEPPER = """
+import os, sys, time
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+for step in range(600):
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    print(f"step {step}", flush=True)
+    time.sleep(0.2)
+"""
+
+
+def test_a_restarted_world_that_never_forms_is_bounded_by_the_rendezvous_timeout(tmp_path):
+    """Attempt 2's node 1 never starts its launcher (its setup line stalls): the world of attempt 2 did not form, and
+    the dead world's log directories (attempt 1's) must not count as joined: the run ends at timeouts.rendezvous."""
+    import time
+    (tmp_path / "stepper.py").write_text(STEPPER)
+    stall = tmp_path / "STALL"
+    # Node 1's own command holds `--machine_rank 1`; the pattern is split so that the setup text does not match.
+    setup = f"if [ -e {stall} ] && grep -qa -- '--machine_rank ''1' /proc/$$/cmdline; then sleep 600; fi"
+    import yaml
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump({
+        "name": "stalls", "entrypoint": {"script": "stepper.py"}, "nodes": 2, "procs_per_node": 1, "restarts": 1,
+        "timeouts": {"rendezvous": 15}}))
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump({"name": "l", "backend": "local", "setup": [setup]}))
+    proc = kit_background("submit", "job.yaml", "--cluster", "cluster.yaml", "--run-id", "stalled", cwd=tmp_path)
+    try:
+        assert wait_for(lambda: len(_rank_pids("stalled", 1)) > 0 and (tmp_path / "runs" / "stalled" / "node1.log")
+                        .read_text().count("step ") > 3, timeout=120), "attempt 1 never stepped"
+        stall.write_text("")
+        for pid in _rank_pids("stalled", 1):
+            os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
+        output, _ = proc.communicate(timeout=180)
+        took = time.monotonic() - killed
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "attempt 2/2 after: node 1 (localhost) rank 1 exited 137 (killed by SIGKILL)" in output, output[-3000:]
+    assert proc.returncode != 0
+    assert "node 1 (localhost) never joined" in output.splitlines()[-1], output[-3000:]
+    assert took < 15 + 60, took   # the bound plus the teardown grace, not the stalled setup's 600 s
+    assert pids_of_run("stalled") == []

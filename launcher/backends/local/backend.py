@@ -8,7 +8,7 @@ import time
 from launcher.backends.base import Backend, Result
 from launcher.backends.local.bounded import run_bounded
 from launcher.backends.local.cancel import cancel_local_run, current_state
-from launcher.backends.local.node import LocalNode
+from launcher.backends.local.node import LocalNode, launcher_running
 from launcher.backends.local.preflight import preflight
 from launcher.environment import node_process_env
 from launcher.errors import KitError
@@ -52,12 +52,13 @@ class LocalBackend(Backend):
                                  supervisor_start=tree.same_process(os.getpid(), None).create_time(),
                                  teardown_grace=grace, nodes=[n.record() for n in nodes])
             watch = WorldWatch(plan, lambda n: ranks_started(os.path.join(base_dir, n.workdir), plan.run_dir, n),
-                               lambda n: self._reach(plan, n, base_dir, envs[n.machine_rank]))
+                               lambda n: self._reach(plan, n, base_dir, envs[n.machine_rank]),
+                               launched=lambda n: launcher_running(nodes[n.machine_rank].proc.pid, n.argv))
             hang = HangWatch(plan, watch, lambda: console.rank_output_at,
                              lambda: self._stacks(plan, base_dir, envs[0]), record.path)
             outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
                 f"kit: stopping run {plan.run_id}: SIGTERM to every process, SIGKILL after {grace:.0f} s"
-                " (Ctrl-C again to shorten)"), watches=[watch, hang])
+                " (a Ctrl-C shortens the wait)"), watches=[watch, hang])
             for t in threads:
                 t.join(timeout=10)
             leftovers = tree.live_descendants()

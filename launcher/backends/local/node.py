@@ -57,3 +57,11 @@ class LocalNode:
                 self.code = 128 - rc if rc < 0 else rc
         return self.code
 
+
+def launcher_running(pid: int, argv) -> bool:
+    """Whether the node's launcher (its command's last line, exec'd by the node's shell) runs under `pid`."""
+    import psutil
+    try:
+        return any(tuple(p.cmdline()) == tuple(argv) for p in psutil.Process(pid).children(recursive=True))
+    except psutil.Error:
+        return False

@@ -203,7 +203,7 @@ class SshBackend(Backend):
             hang = HangWatch(plan, watch, lambda: console.rank_output_at, lambda: self._stacks(plan), record.path)
             outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
                 f"kit: stopping run {plan.run_id} on every host: SIGTERM to every process, SIGKILL after "
-                f"{plan.teardown_grace:.0f} s (Ctrl-C again to shorten)"), watches=[watch, hang])
+                f"{plan.teardown_grace:.0f} s (a Ctrl-C shortens the wait)"), watches=[watch, hang])
             pinging.set()
             for node, t in zip(nodes, threads):
                 t.join(timeout=0.2 if node.lost else 10)   # a lost host's stream may never end
