@@ -5,7 +5,7 @@ From Python (launcher/api.py; loaded on first use, so `kit --help` stays fast):
     import launcher as kit
     run = kit.submit("jobs/bert_cls.yaml", nodes=2)     # returns at once; the run goes on
     run.wait(); run.state; run.failure; run.logs(); run.cancel()
-    kit.plan(...); kit.get_run(run_id); kit.runs(); kit.sweep(job, sweep="my_sweep.yaml")
+    kit.plan(...); kit.get_run(run_id); kit.runs(); kit.sweep(job, sweep="other_sweep.yaml")
 """
 
 from launcher.errors import KitError

@@ -220,7 +220,7 @@ def sweep(job, *, sweep=None, cluster=None, nodes: Optional[int] = None, gpus: O
               sweep=sweep)
     loaded = _load(a)
     if loaded.sweep is None:
-        raise KitError(f"{a.job} has no sweep section; pass sweep='my_sweep.yaml'")
+        raise KitError(f"{a.job} has no sweep section; pass sweep='FILE.yaml' (a file with a sweep: section)")
     sweep_plan = plan_sweep(loaded.job, loaded.sweep, loaded.cluster, loaded.overrides, sweep_id=sweep_id,
                             default_python=loaded.default_python,
                             user_deepspeed=load_user_deepspeed(loaded.resolved_job))

@@ -4,7 +4,7 @@ import argparse
 import os
 import sys
 
-from launcher.errors import KitError, one_line
+from launcher.errors import KitError, render
 
 FORMATS = ("text", "json")
 RUN_ROOT_HELP = ("only the records under this directory (default: every run in kit's index, $KIT_HOME or "
@@ -196,7 +196,7 @@ def main(argv=None) -> int:
         from launcher.commands import records
         return {"runs": records.runs_cmd, "status": records.status, "cancel": records.cancel}[args.command](args)
     except KitError as e:
-        print(f"{getattr(e, 'usage', '')}kit: error: {one_line(str(e))}", file=sys.stderr)
+        print(f"{getattr(e, 'usage', '')}kit: error: {render(e)}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:   # before a run exists (its checks, the plan): nothing was started
         print("kit: interrupted; nothing was started", file=sys.stderr)

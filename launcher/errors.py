@@ -9,6 +9,20 @@ class KitError(Exception):
     exit_code = USER_ERROR_EXIT
 
 
+# Several independent errors (one per host) are raised as one KitError whose lines each read like a single error.
+PER_LINE = "\nkit: error: "
+
+
+def per_line(messages: list[str]) -> KitError:
+    """One error per line, each printed as its own `kit: error:` line."""
+    return KitError(PER_LINE.join(messages))
+
+
 def one_line(text: str) -> str:
     """A message that quotes the user's own value stays one line: control characters (a newline in a path) escaped."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def render(error: Exception) -> str:
+    """The text after the first `kit: error: `: each of a per-line error's lines kept, each made one line."""
+    return PER_LINE.join(one_line(part) for part in str(error).split(PER_LINE))

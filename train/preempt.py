@@ -83,7 +83,9 @@ class Preemption:
 
     def should_stop(self, accelerator, step: int) -> bool:
         """Collective when world > 1: call on every rank at every optimizer step."""
-        return self.agree(step, accelerator.process_index == 0, accelerator.num_processes, accelerator.device,
+        world = accelerator.num_processes
+        device = accelerator.device if world > 1 else None   # a world of one needs no tensor
+        return self.agree(step, accelerator.process_index == 0, world, device,
                           lambda flag: accelerator.reduce(flag, reduction="sum"))
 
     def agree(self, step: int, first_rank: bool, world: int, device, reduce_sum) -> bool:

@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from launcher.errors import KitError
+from launcher.errors import KitError, render
 from launcher.planning.model import LaunchPlan
 from launcher.records import RunRecord
 from launcher.supervise import tree
@@ -70,7 +70,7 @@ def main() -> None:
         print(outcome_line(plan.run_id, result.state, result.code, result.failure), file=sys.stderr, flush=True)
         code = result.code
     except KitError as e:
-        print(f"kit: error: {e}", file=sys.stderr, flush=True)
+        print(f"kit: error: {render(e)}", file=sys.stderr, flush=True)
         code = e.exit_code
         _failed(path, code)
     except BaseException:

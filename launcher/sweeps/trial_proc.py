@@ -14,7 +14,7 @@ import time
 import traceback
 
 from launcher.backends import registry
-from launcher.errors import KitError
+from launcher.errors import KitError, render
 from launcher.launch import Prepared, launch
 from launcher.sweeps import forked, metrics
 from launcher.sweeps.context import trial_specs
@@ -77,7 +77,7 @@ def _run(trial, ctx, driver_fd: int) -> int:
         print(f"kit: run {plan.run_id} cancelled before it started", file=sys.stderr, flush=True)
         return 143
     except KitError as e:
-        print(f"kit: error: {e}", file=sys.stderr, flush=True)
+        print(f"kit: error: {render(e)}", file=sys.stderr, flush=True)
         record = stop.record
         if record is not None and record.read_status().state == "starting":
             record.update_status(state="failed", exit_code=e.exit_code, finished_at=time.time())

@@ -6,7 +6,7 @@ import sys
 import threading
 import time
 
-from launcher.errors import KitError
+from launcher.errors import KitError, per_line
 from launcher.transport.endpoint import Endpoint
 from launcher.transport.hostkeys import Accepted, changed_key_message, load_known_hosts, unknown_key_message
 
@@ -308,7 +308,7 @@ def connect_all(endpoints: list[Endpoint], accepted: Accepted) -> dict[str, Conn
         for r in results.values():
             if isinstance(r, Connection):
                 r.close()
-        raise KitError("\nkit: error: ".join(errors))  # one line per host, each like a single error
+        raise per_line(errors)  # one line per host, each like a single error
     return results
 
 

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from launcher.backends.base import Backend, Result
 from launcher.environment import process_env
-from launcher.errors import KitError
+from launcher.errors import KitError, per_line
 from launcher.planning.model import LaunchPlan, NodePlan
 from launcher.records import RunRecord
 from launcher.status import LOST, Failure, RunStatus
@@ -150,7 +150,7 @@ class SshBackend(Backend):
             problems += host_problems
         if problems:
             self._close()
-            raise KitError("\nkit: error: ".join(problems))  # one line per host, each like a single error
+            raise per_line(problems)  # one line per host, each like a single error
         if synced:
             from launcher.backends.ssh.sync import summary
             print(summary(sorted(synced, key=lambda s: s.host), plan.sync.source), file=sys.stderr, flush=True)
@@ -327,7 +327,7 @@ class SshBackend(Backend):
                 if r is not None and hasattr(r, "send"):
                     r.send("kill")
             self._close()
-            raise KitError("\nkit: error: ".join(errors))
+            raise per_line(errors)
         return results
 
     def current_state(self, record: RunRecord, status: RunStatus) -> tuple[str, str]:
