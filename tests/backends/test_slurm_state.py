@@ -98,3 +98,16 @@ def test_the_batch_shell_says_what_the_outcome_looks_for():
     script = sbatch_script(ClusterSpec(name="c", backend="slurm"), run_id="r", job_name="j", nodes=2, gpus=0,
                            run_dir="runs/r", workdir="/w", node_command="true")
     assert TIME_LIMIT_NO_REQUEUE in script and REQUEUES_EXHAUSTED in script
+
+
+def test_an_attempt_no_node_ran_is_said_as_slurms_not_as_the_last_attempts_rank(tmp_path):
+    # CI: a requeued attempt SLURM refused to start ("Job credential revoked") read as the first attempt's rank 1
+    # exiting 137 again, from the exit file and logs that attempt had left. kit clears the exit files before it
+    # requeues; with none written, the end is SLURM's word.
+    status = _ended_job(tmp_path, TRAIN, 137)
+    (tmp_path / "runs" / "r" / "node0.exit").unlink()
+    fields = final_fields(Local(), status, JobInfo("7", "FAILED", reason="NonZeroExitCode", restarts=1, exit_code=1,
+                                                   from_controller=True), RUN(tmp_path))
+    assert fields["state"] == "failed" and fields["failure"] is None and fields["exit_code"] == 1
+    assert fields["node_exit_codes"] == [None]
+    assert "before any node's command ran (reason NonZeroExitCode)" in fields["ended_by"]

@@ -17,6 +17,7 @@ from launcher.environment import process_env
 from launcher.errors import KitError
 from launcher.planning.model import LaunchPlan
 from launcher.records import RunRecord, require_trusted
+from launcher.render.slurm import node_exit_file
 from launcher.status import ACTIVE, FINAL, RunStatus
 from launcher.supervise import liveness
 from launcher.preflight.reach import reach_command, reach_problem
@@ -29,6 +30,7 @@ from launcher.transport.where import CommandError, where_at
 
 POLL = 1.0
 SUBMIT_TIMEOUT = 60.0
+REQUEUE_DELAY = 2   # seconds before a requeued job may start again (see _requeue)
 REACH_TIMEOUT = 60.0
 CANCEL_WAIT = 120.0
 
@@ -136,18 +138,30 @@ class SlurmBackend(Backend):
                 "master_port": plan.world.master_port}])
             attempt += 1
             say(f"kit: run {plan.run_id} attempt {attempt}/{plan.limits.restarts + 1} after: {why}")
-            if not self._requeue(status.job_id):
+            if not self._requeue(status, plan):
                 say(f"kit: run {plan.run_id} not started again: SLURM refused to requeue job {status.job_id}")
                 break
             record.update_status(state="requeued", finished_at=None, exit_code=None, failure=None)
             result = self._follow_result(plan, record, requeues=status.restarts + 1)
         return result
 
-    def _requeue(self, job_id: str) -> bool:
-        """Requeue a finished job and make it eligible at once (a requeued job waits ~2 min by default)."""
+    def _requeue(self, status, plan: LaunchPlan) -> bool:
+        """Requeue a finished job and make it eligible soon (a requeued job waits ~2 min by default). Not at once:
+        each node refuses a credential for the same job id issued within the second its last attempt ended ("Job
+        credential revoked"), and SLURM then fails the new attempt before it runs. The nodes' exit files go first,
+        so that an attempt that never ran reads as such, not as the last attempt's failure."""
+        job_id = status.job_id
+        exits = [os.path.join(status.workdir, node_exit_file(status.run_dir, str(n))) for n in range(len(plan.nodes))]
+        try:
+            self.where.run(["rm", "-f", "--", *exits], timeout=SUBMIT_TIMEOUT)
+        except CommandError:
+            pass   # stale codes are read only if this attempt never writes its own
         r = self.where.run(["scontrol", "requeue", job_id], timeout=SUBMIT_TIMEOUT)
         if r.code != 0:
             return False
+        # Held past that second, then eligible at once (a begin time in the future waits for the scheduler's
+        # next periodic pass, ~15 s on the test cluster).
+        time.sleep(REQUEUE_DELAY)
         self.where.run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], timeout=SUBMIT_TIMEOUT)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:   # until SLURM says it waits again (not the attempt that ended)

@@ -106,6 +106,12 @@ def final_fields(where, status, info: JobInfo, record_path: str) -> dict:
             state, failure, ended_by = spent, None, _ended_by(spent, status)
         elif failure is not None and failure.preempted and state == "failed":
             state = "preempted"
+    if state == "failed" and failure is None and not ended_by and codes and all(c is None for c in codes) \
+            and not info.forgotten:
+        # No node's command ran (a requeued attempt SLURM could not start, a node that failed at launch):
+        # the rank logs are an earlier attempt's, so the only word is SLURM's.
+        ended_by = (f"SLURM ended it before any node's command ran (reason {info.reason or 'none given'}); "
+                    f"its controller's log says why")
     if info.forgotten and not ended_by:
         missing = [str(i) for i, c in enumerate(codes) if c is None]
         ended_by = (f"SLURM no longer knows job {info.job_id} and has no accounting; read from the nodes' exit files"
