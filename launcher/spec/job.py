@@ -85,10 +85,11 @@ class Timeouts(StrictModel):
     """Bounds on a run's waits, in seconds (every wait has one)."""
     # The world must form (every node's launcher past its rendezvous) within this; else kit stops the run and
     # says which node could not reach the master, and why.
-    rendezvous: Annotated[float, Field(gt=0, le=86400)] = 300.0
+    # At least 5 s: python and torch alone take about that to start on a node, so less can only fail.
+    rendezvous: Annotated[float, Field(ge=5, le=86400)] = 300.0
     # No rank makes progress (no output from any rank) for this long: kit records every rank's stack, names the
     # stuck ranks and stops the run. Unset: off.
-    hang: Optional[Annotated[float, Field(gt=0, le=7 * 86400)]] = None
+    hang: Optional[Annotated[float, Field(ge=5, le=7 * 86400)]] = None
 
 
 class JobSpec(StrictModel):

@@ -49,6 +49,10 @@ CASES = [
     # wrong types
     case("nodes-string", ["job_nodes_string.yaml"], "job_nodes_string.yaml: nodes:", "'2'"),
     case("nodes-zero", ["job_nodes_zero.yaml"], "nodes:", "greater than or equal to 1"),
+    # a bound that nothing can meet: python and torch alone take seconds to start
+    case("rendezvous-tiny", ["job_rendezvous_tiny.yaml"], "timeouts.rendezvous:", "greater than or equal to 5",
+         "(got 0.5)"),
+    case("hang-tiny", ["job_hang_tiny.yaml"], "timeouts.hang:", "greater than or equal to 5"),
     case("gpus-negative", ["job.yaml", "--cluster", "cluster_gpus_negative.yaml"], "gpus_per_node:", "-1"),
     case("env-value-int", ["job_env_int.yaml"], "env", "valid string", "(got 4)"),
     case("args-not-list", ["job_args_not_list.yaml"], "args:", "valid list"),
