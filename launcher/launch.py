@@ -10,7 +10,9 @@ from launcher import records, run_index
 from launcher.backends import registry
 from launcher.backends.base import Result
 from launcher.environment import dropped_warning
+from launcher.errors import KitError
 from launcher.planning.model import LaunchPlan
+from launcher.status import NOT_OVER
 from launcher.supervise import tree
 from launcher.supervise.failure import outcome_line
 
@@ -46,6 +48,7 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
         say(warning)
     backend.use(prepared.binding)
     root = backend.record_root(prepared.workdir, base_dir)
+    _refuse_a_live_namesake(plan.run_id, os.path.join(root, plan.run_dir))
     # The record is written before the checks: an SSH run's checks wait for the hosts' logins, and the record
     # is then off the way from the last check's answer to the nodes' start. Checks that fail take it back.
     with records.tentative(root, plan, prepared.job_record, prepared.cluster_record) as record:
@@ -66,3 +69,23 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
     result = backend.run(plan, record, base_dir, console, say)
     say(outcome_line(plan.run_id, result.state, result.code, result.failure))
     return Launched(record, result)
+
+
+def _refuse_a_live_namesake(run_id: str, path: str) -> None:
+    """A run id names one run for `kit status / logs / cancel` from anywhere: while a run of that id in another run
+    root is not over, a second one would take its name and leave it out of reach. A finished one (or one whose
+    supervisor is gone) may be succeeded by a new run of its name, as in one run root once its record is removed."""
+    other = run_index.where(run_id)
+    if other is None or os.path.realpath(other) == os.path.realpath(path):
+        return
+    record = records.RunRecord(other)
+    status = record.read_status()
+    if status.state not in NOT_OVER:
+        return
+    try:   # the file's word may be stale (a supervisor killed): its backend says how the run stands now
+        state, _ = registry.backend(status.backend).current_state(record, status)
+    except KitError:
+        return
+    if state in NOT_OVER:
+        raise KitError(f"run id {run_id} is taken by a run still {state} at {other}; pick another --run-id "
+                       f"(or end that one: kit cancel {run_id})")

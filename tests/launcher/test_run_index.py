@@ -150,3 +150,26 @@ def test_a_relative_kit_home_is_one_index_from_every_directory(tmp_path, monkeyp
     monkeypatch.setenv("KIT_HOME", "rel-home")
     monkeypatch.chdir("/")
     assert run_index.kit_home() == str(tmp_path / "rel-home")
+
+
+def test_a_run_id_still_running_elsewhere_is_not_taken_a_finished_one_is(home, tmp_path):
+    a, b = _dirs(tmp_path)
+    first = kit_background("submit", _probe_job(a, args=("--linger", "60")), "--cluster", LOCAL_CLUSTER,
+                           "--run-id", "twice", cwd=a)
+    try:
+        assert wait_for(lambda: "state running" in kit("status", "twice", cwd=b).stdout, timeout=60)
+        second = kit("submit", _probe_job(b), "--cluster", LOCAL_CLUSTER, "--run-id", "twice", cwd=b)
+        assert second.returncode == 2, second.stdout + second.stderr
+        assert second.stderr.count("\n") == 1 and "run id twice is taken by a run still running at " \
+            f"{a / 'runs' / 'twice'}" in second.stderr and "kit cancel twice" in second.stderr, second.stderr
+        assert not (b / "runs" / "twice").exists() and not os.listdir(b / "out-probe")
+        assert os.readlink(home / "index" / "twice") == str(a / "runs" / "twice")   # still reaches the first
+        assert kit("cancel", "twice", cwd=b).returncode == 0
+        first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    # Over: a new run may take the name (the index then leads to it).
+    again = kit("submit", _probe_job(b), "--cluster", LOCAL_CLUSTER, "--run-id", "twice", cwd=b)
+    assert again.returncode == 0, again.stderr
+    assert os.readlink(home / "index" / "twice") == str(b / "runs" / "twice")
