@@ -105,3 +105,15 @@ def test_a_submit_whose_checks_fail_leaves_no_record(tmp_path):
     result = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "r1", cwd=tmp_path, env=env)
     assert result.returncode == 2 and "KIT_TEST_UNSET_SECRET not set" in result.stderr, result.stderr
     assert sorted(os.listdir(tmp_path)) == ["needs-secret.yaml"]
+
+
+def test_a_restarted_runs_duration_covers_every_attempt(tmp_path):
+    # started_at is the latest attempt's; the run began with the first.
+    _record(tmp_path, "again", state="succeeded", exit_code=0, created_at=1000.0, started_at=1100.0,
+            finished_at=1130.0, restarts=1,
+            attempts=[{"attempt": 1, "started_at": 1000.5, "finished_at": 1090.0, "state": "failed", "cause": "x"}])
+    status = kit("status", "again", "--run-root", "runs", cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert "duration 2m09s" in status.stdout, status.stdout
+    listing = kit("runs", "--run-root", "runs", cwd=tmp_path)
+    assert listing.stdout.rstrip().endswith("2m09s"), listing.stdout
