@@ -125,7 +125,7 @@ def submit(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int
 
 def get_run(run_id: Optional[str] = None, run_root: Optional[str] = None) -> "Run":
     """The run `run_id` (the latest one when None): wherever kit's index of your runs says, or under `run_root`."""
-    return Run(find_record(run_root, run_id).path)
+    return Run(find_record(run_root, run_id, how=("kit.submit()", "see kit.runs(), or pass run_root='DIR'")).path)
 
 
 def runs_under(run_root: Optional[str] = None) -> list:

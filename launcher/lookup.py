@@ -64,14 +64,17 @@ def latest_sweep_root(run_root: Optional[str]) -> str:
     return max(newest)[1] if newest else (run_root or DEFAULT_ROOT)
 
 
-def find_record(run_root: Optional[str], run_id: Optional[str]) -> records.RunRecord:
+def find_record(run_root: Optional[str], run_id: Optional[str], *,
+                how=("`kit submit`", "see `kit runs`, or give --run-root DIR")) -> records.RunRecord:
     """The record of `run_id` (the latest run when None) under `run_root` (None: wherever kit's index says, else
-    ./runs); a one-line KitError when none."""
+    ./runs); a one-line KitError when none. `how`: what the error tells its reader to do (the CLI's words by
+    default; the Python API's are its own)."""
+    start, find = how
     if run_id is None:
         run_root, run_id = latest_run(run_root)
         if run_id is None:
             where = f"under {run_root}/" if run_root != DEFAULT_ROOT else "yet"
-            raise KitError(f"no runs {where}; start one with `kit submit`")
+            raise KitError(f"no runs {where}; start one with {start}")
     given = run_root is not None
     root = root_of(run_root, run_id)
     try:
@@ -80,4 +83,4 @@ def find_record(run_root: Optional[str], run_id: Optional[str]) -> records.RunRe
         if given:
             raise
         raise KitError(f"run {run_id}: no record in kit's index ({run_index.kit_home()}/index) or under "
-                       f"{DEFAULT_ROOT}/; see `kit runs`, or give --run-root DIR") from None
+                       f"{DEFAULT_ROOT}/; {find}") from None

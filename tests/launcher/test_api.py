@@ -46,6 +46,7 @@ def test_submit_wait_fail_cancel_and_bad_input_from_a_fresh_interpreter(tmp_path
         seen["bad_set"] = bad(lambda: kit.plan({job!r}, set={{"strategy": "zero"}}))
         seen["plan_str"] = str(kit.plan({job!r}, cluster={LOCAL_CLUSTER!r}, nodes=2, run_id="api-plan"))
         seen["listed"] = [r.id for r in kit.runs()]
+        seen["no_run"] = bad(lambda: kit.get_run("api-never"))
     """, cwd=tmp_path)
     # submit returned before the run ended (its ranks linger 3 s), which then succeeded on its own.
     assert seen["returned_s"] < 3 + 10 and seen["state_at_once"] in ("starting", "running"), seen
@@ -65,6 +66,9 @@ def test_submit_wait_fail_cancel_and_bad_input_from_a_fresh_interpreter(tmp_path
     assert "nodes" in seen["bad_nodes"] and "strategy" in seen["bad_set"], seen
     assert not any(os.path.exists(tmp_path / "runs" / r) for r in ("api-missing", "api-zero", "api-plan"))
     assert seen["plan_str"].startswith("kit plan: run api-plan")
+    # The API's words, not the CLI's flags.
+    assert seen["no_run"].startswith("run api-never: no record") and \
+        seen["no_run"].endswith("see kit.runs(), or pass run_root='DIR'"), seen["no_run"]
     status = json.loads((tmp_path / "runs" / "api-ok" / "status.json").read_text())
     assert status["state"] == "succeeded" and status["supervisor_pid"]
 
