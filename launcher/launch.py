@@ -10,7 +10,7 @@ from launcher import records, run_index
 from launcher.backends import registry
 from launcher.backends.base import Result
 from launcher.environment import dropped_warning
-from launcher.errors import KitError
+from launcher.errors import KitError, one_line
 from launcher.planning.model import LaunchPlan
 from launcher.status import NOT_OVER
 from launcher.supervise import tree
@@ -74,7 +74,8 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
 def _refuse_a_live_namesake(run_id: str, path: str) -> None:
     """A run id names one run for `kit status / logs / cancel` from anywhere: while a run of that id in another run
     root is not over, a second one would take its name and leave it out of reach. A finished one (or one whose
-    supervisor is gone) may be succeeded by a new run of its name, as in one run root once its record is removed."""
+    supervisor is gone) may be succeeded by a new run of its name, as in one run root once its record is removed.
+    A run whose state its backend cannot tell now (a login host away) keeps its name."""
     other = run_index.where(run_id)
     if other is None or os.path.realpath(other) == os.path.realpath(path):
         return
@@ -82,10 +83,12 @@ def _refuse_a_live_namesake(run_id: str, path: str) -> None:
     status = record.read_status()
     if status.state not in NOT_OVER:
         return
+    where = f"at {other}; pick another --run-id (or end that one: kit cancel {run_id} --run-root " \
+            f"{os.path.dirname(other)})"
     try:   # the file's word may be stale (a supervisor killed): its backend says how the run stands now
         state, _ = registry.backend(status.backend).current_state(record, status)
-    except KitError:
-        return
+    except Exception as e:   # any failure to ask (a raw SSH or SFTP error too): the name stays taken
+        raise KitError(f"run id {run_id} is taken by a run recorded {status.state}, whose state kit cannot ask "
+                       f"now ({one_line(str(e)) or type(e).__name__}), {where}") from None
     if state in NOT_OVER:
-        raise KitError(f"run id {run_id} is taken by a run still {state} at {other}; pick another --run-id "
-                       f"(or end that one: kit cancel {run_id})")
+        raise KitError(f"run id {run_id} is taken by a run still {state} {where}")

@@ -179,6 +179,7 @@ PREEMPTED = 75   # EX_TEMPFAIL: "preempted, requeue me", whatever the program
 LOST = "lost"    # a Failure's meaning when its node's host stopped answering (not the node's own verdict)
 NEVER_JOINED = "never joined"   # ... when the world did not form in time (supervise/world.py)
 HUNG = "hung"    # ... when no rank made progress for timeouts.hang (supervise/hang.py)
+NOT_STARTED = "never started"   # ... when the scheduler ended the job before any node's command ran
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,13 @@ class RunStatus:
     @property
     def over(self) -> bool:
         return self.state not in NOT_OVER
+
+    @property
+    def began(self) -> Optional[float]:
+        """When the run began: its first attempt's start once it was restarted (started_at is the latest
+        attempt's), else its start, submission or creation, so that a duration covers every attempt."""
+        first = self.attempts[0].get("started_at") if self.attempts else None
+        return first or self.started_at or self.submitted_at or self.created_at
 
     def replace(self, **changes) -> "RunStatus":
         """A copy with `changes` applied; a name that is no field is a bug (TypeError), not a new key."""

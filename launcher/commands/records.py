@@ -51,19 +51,12 @@ def since(text: str, now: float) -> float:
                    f"or '2026-12-01 08:00'")
 
 
-def _started(st) -> Optional[float]:
-    """When the run started: its first attempt's start once it was restarted (the record's started_at is the
-    latest attempt's), so a duration covers every attempt."""
-    first = st.attempts[0].get("started_at") if st.attempts else None
-    return first or st.started_at or st.submitted_at or st.created_at
-
-
 def _rows(roots: list[str], now: float) -> list[dict]:
     rows = []
     for root in roots:
         for run_id, st in records.list_records(root):
             state, _ = state_now(records.RunRecord(os.path.join(root, run_id)), st)
-            start = _started(st)
+            start = st.began
             end = st.finished_at if state not in ACTIVE + QUEUED else now
             rows.append({"id": run_id, "backend": st.backend, "state": state, "exit": st.exit_code,
                          "created": st.created_at or 0, "started": start,
@@ -121,7 +114,7 @@ def status(args) -> int:
     st = record.read_status()
     job_id = f"  slurm job {st.job_id}" if st.job_id else ""
     print(f"run {st.run_id}  job {st.job}  backend {st.backend}{job_id}  state {state}")
-    start = _started(st)
+    start = st.began
     end = st.finished_at or (time.time() if state in ACTIVE + QUEUED else None)
     print(f"  started {_when(start)}  duration {duration(end - start if start and end else None)}  "
           f"record {record.path}")

@@ -14,7 +14,7 @@ import signal
 from typing import Optional
 
 from launcher.planning.tags import PROGRESS_MARK
-from launcher.status import HUNG, LOST, NEVER_JOINED, PREEMPTED, Failure
+from launcher.status import HUNG, LOST, NEVER_JOINED, NOT_STARTED, PREEMPTED, Failure
 from launcher.supervise.noise import is_launcher_noise, is_library_note, is_launcher_traceback, strip_tag
 
 # The training module's own exit codes (train/__init__.py: EXIT_*; tests check the two agree). 75 (EX_TEMPFAIL)
@@ -215,7 +215,7 @@ def restartable(state: str, f: Optional[Failure]) -> bool:
     data, resume) or was cancelled is never started again."""
     if state not in ("failed", "preempted") or f is None:
         return False
-    if f.meaning in (LOST, NEVER_JOINED, HUNG) or f.code == PREEMPTED:
+    if f.meaning in (LOST, NEVER_JOINED, HUNG, NOT_STARTED) or f.code == PREEMPTED:
         return True
     return f.code > 128 and f.code - 128 in signal.Signals._value2member_map_
 
@@ -228,6 +228,8 @@ def cause(f: Failure) -> str:
         return f"{who} {f.meaning}{tail}"
     if f.meaning == HUNG:
         return f"the run hung{tail}"
+    if f.meaning == NOT_STARTED:
+        return f"its nodes never started{tail}"
     # An unknown code has no meaning to add: "exited 4", not "exited 4".
     plain = f.meaning == f"exit code {f.code}"
     return f"{who} exited {f.code}{'' if plain else f' ({f.meaning})'}{tail}"

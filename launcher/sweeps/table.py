@@ -25,7 +25,7 @@ def metric_text(value: Optional[float]) -> str:
 
 
 def _duration(status, state: str) -> Optional[float]:
-    start = status.started_at or status.created_at
+    start = status.began
     end = status.finished_at or (time.time() if state in NOT_OVER else None)
     return None if not start or not end else max(0.0, end - start)
 

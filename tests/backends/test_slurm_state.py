@@ -13,6 +13,7 @@ from launcher.transport.where import Local
 from launcher.render.slurm import sbatch_script
 from launcher.spec.cluster import ClusterSpec
 from launcher.status import RunStatus
+from launcher.supervise.failure import cause, restartable
 
 
 @pytest.mark.parametrize("slurm,restarts,kit", [
@@ -101,13 +102,25 @@ def test_the_batch_shell_says_what_the_outcome_looks_for():
 
 
 def test_an_attempt_no_node_ran_is_said_as_slurms_not_as_the_last_attempts_rank(tmp_path):
-    # CI: a requeued attempt SLURM refused to start ("Job credential revoked") read as the first attempt's rank 1
-    # exiting 137 again, from the exit file and logs that attempt had left. kit clears the exit files before it
-    # requeues; with none written, the end is SLURM's word.
-    status = _ended_job(tmp_path, TRAIN, 137)
+    # CI: a requeued attempt SLURM refused to start ("Job credential revoked", in the controller's log only) read as
+    # the first attempt's rank 1 exiting 137 again, from the exit file and logs that attempt had left. kit clears
+    # the exit files before it requeues; with none written and the attempt never seen running, the end is SLURM's.
+    earlier = "srun: error: n2: task 1: Exited with exit code 1\n"   # the first attempt's, in the same output file
+    status = _ended_job(tmp_path, TRAIN, 137, earlier)
     (tmp_path / "runs" / "r" / "node0.exit").unlink()
-    fields = final_fields(Local(), status, JobInfo("7", "FAILED", reason="NonZeroExitCode", restarts=1, exit_code=1,
-                                                   from_controller=True), RUN(tmp_path))
-    assert fields["state"] == "failed" and fields["failure"] is None and fields["exit_code"] == 1
-    assert fields["node_exit_codes"] == [None]
-    assert "before any node's command ran (reason NonZeroExitCode)" in fields["ended_by"]
+    info = JobInfo("7", "FAILED", reason="NonZeroExitCode", restarts=1, exit_code=1, from_controller=True)
+    fields = final_fields(Local(), status, info, RUN(tmp_path), ran=False)
+    f = fields["failure"]
+    assert fields["state"] == "failed" and fields["exit_code"] == 1 and fields["node_exit_codes"] == [None]
+    assert cause(f) == ("its nodes never started: SLURM ended job 7 before any node's command ran: state FAILED, "
+                        "reason NonZeroExitCode; the controller's log says why"), cause(f)
+    assert restartable(fields["state"], f)   # not the job's verdict: a restart may follow
+    # The attempt's own shell ran and srun could not launch the tasks: its words, not the earlier attempt's.
+    (tmp_path / "runs" / "r" / "slurm-7.out").write_text(
+        earlier + "kit: attempt 2 after 1 requeue(s)\nsrun: error: Task launch for StepId=7.0 failed on node n2\n")
+    f = final_fields(Local(), status, info, RUN(tmp_path), ran=False)["failure"]
+    assert f.last_line.endswith("before any node's command ran: srun: error: Task launch for StepId=7.0 failed on "
+                                "node n2 (in runs/r/slurm-7.out)"), f.last_line
+    # Seen running, every node killed before writing its code: not "never started".
+    fields = final_fields(Local(), status, info, RUN(tmp_path), ran=True)
+    assert fields["failure"] is None and fields["state"] == "failed"

@@ -2,6 +2,7 @@
 newest first with durations and filters; `kit logs --rank/--tail/--follow`. Real local runs, each test with a
 KIT_HOME of its own."""
 
+import json
 import os
 import re
 import time
@@ -173,3 +174,16 @@ def test_a_run_id_still_running_elsewhere_is_not_taken_a_finished_one_is(home, t
     again = kit("submit", _probe_job(b), "--cluster", LOCAL_CLUSTER, "--run-id", "twice", cwd=b)
     assert again.returncode == 0, again.stderr
     assert os.readlink(home / "index" / "twice") == str(b / "runs" / "twice")
+
+
+def test_a_run_id_whose_supervisor_is_gone_may_be_taken(home, tmp_path):
+    # The record still says running, but the process that followed it is gone (killed with the machine): lost.
+    a, b = _dirs(tmp_path)
+    ghost = a / "runs" / "ghost"
+    ghost.mkdir(parents=True)
+    (ghost / "status.json").write_text(json.dumps({"run_id": "ghost", "backend": "local", "state": "running",
+                                                   "supervisor_pid": 2 ** 22 + 7, "supervisor_start": 1.0}))
+    run_index.remember(str(ghost))
+    r = kit("submit", _probe_job(b), "--cluster", LOCAL_CLUSTER, "--run-id", "ghost", cwd=b)
+    assert r.returncode == 0, r.stderr
+    assert os.readlink(home / "index" / "ghost") == str(b / "runs" / "ghost")

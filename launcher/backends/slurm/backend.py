@@ -203,7 +203,7 @@ class SlurmBackend(Backend):
                     self.where.cancel(status.job_id)
             if info.finished:
                 flush_held(noise)
-                fields = final_fields(self.where, status, info, record.path)
+                fields = final_fields(self.where, status, info, record.path, ran=seen_running)
                 if stopped_by is not None:
                     fields.update(state="failed", exit_code=stopped_by.code, failure=stopped_by, ended_by="")
                 record.update_status(**fields, finished_at=time.time())

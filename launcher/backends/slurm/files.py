@@ -17,6 +17,16 @@ _NODE_LOG = re.compile(r"^node\d+\.log$")
 # the rendered script still says it.
 TIME_LIMIT_NO_REQUEUE = "kit: time limit near, no requeue left"
 REQUEUES_EXHAUSTED = "more than slurm.max_requeues="
+ATTEMPT_STARTED = "kit: attempt {n} after "   # the batch shell's first words in a requeued attempt
+
+
+def this_attempts_output(batch_text: str, restarts: int) -> Optional[str]:
+    """What the batch shell wrote in the attempt after `restarts` requeues (a requeued job appends to one file), or
+    None when that attempt's shell never ran."""
+    if restarts == 0:
+        return batch_text
+    at = batch_text.rfind(ATTEMPT_STARTED.format(n=restarts + 1))
+    return None if at < 0 else batch_text[at:]
 
 
 def run_dir_on_cluster(status: dict) -> str:

@@ -8,9 +8,9 @@ import os
 from typing import Optional
 
 from launcher.backends.slurm.files import (REQUEUES_EXHAUSTED, TIME_LIMIT_NO_REQUEUE, batch_output,
-                                           exit_file_mtime, node_exit_codes)
+                                           exit_file_mtime, node_exit_codes, this_attempts_output)
 from launcher.backends.slurm.query import JobInfo
-from launcher.status import Failure
+from launcher.status import NOT_STARTED, Failure
 from launcher.supervise.failure import known_codes, read_log, summarize
 
 SIGTERM_EXIT = 143
@@ -88,8 +88,9 @@ def budget_spent(batch_text: str) -> Optional[str]:
     return None
 
 
-def final_fields(where, status, info: JobInfo, record_path: str) -> dict:
-    """The record's fields for a finished job: state, exit code, per-node codes and the first failure."""
+def final_fields(where, status, info: JobInfo, record_path: str, ran: bool = True) -> dict:
+    """The record's fields for a finished job: state, exit code, per-node codes and the first failure. `ran`:
+    whether kit saw this attempt running (False: it may have ended before any node's command started)."""
     codes = node_exit_codes(where, status, len(status.nodes))
     state = info.kit_state
     failure, ended_by = None, ""
@@ -98,20 +99,18 @@ def final_fields(where, status, info: JobInfo, record_path: str) -> dict:
     elif state == "cancelled":
         code = info.exit_code or SIGTERM_EXIT
     else:
-        spent = budget_spent(batch_output(where, status))
+        batch = batch_output(where, status)
+        spent = budget_spent(batch)
         failure = _first_failure(where, status, codes, record_path)
+        if failure is None and not ran and state == "failed" and not info.forgotten and codes \
+                and all(c is None for c in codes):
+            failure = _not_started(status, info, batch)
         code = failure.code if failure is not None else (info.exit_code or 1)
         if spent is not None:
             # Not a failure: the ranks were stopped on purpose. The code stays theirs (75: resumable).
             state, failure, ended_by = spent, None, _ended_by(spent, status)
         elif failure is not None and failure.preempted and state == "failed":
             state = "preempted"
-    if state == "failed" and failure is None and not ended_by and codes and all(c is None for c in codes) \
-            and not info.forgotten:
-        # No node's command ran (a requeued attempt SLURM could not start, a node that failed at launch):
-        # the rank logs are an earlier attempt's, so the only word is SLURM's.
-        ended_by = (f"SLURM ended it before any node's command ran (reason {info.reason or 'none given'}); "
-                    f"its controller's log says why")
     if info.forgotten and not ended_by:
         missing = [str(i) for i, c in enumerate(codes) if c is None]
         ended_by = (f"SLURM no longer knows job {info.job_id} and has no accounting; read from the nodes' exit files"
@@ -119,6 +118,22 @@ def final_fields(where, status, info: JobInfo, record_path: str) -> dict:
     return {"state": state, "exit_code": code, "node_exit_codes": codes, "restarts": info.restarts,
             "slurm_state": info.slurm_state, "failure": failure,
             "ended_by": ended_by}
+
+
+def _not_started(status, info: JobInfo, batch: str) -> Failure:
+    """The job ended before any node's command ran (kit never saw it running, no node wrote its exit code: each
+    node's wrapper removes its file first, and kit removes them before it requeues): SLURM's own words, from this
+    attempt's output (srun's `error:` line, e.g. a task launch refused), else its state and reason (a batch shell that
+    never ran leaves only the controller's log to say why: "Job credential revoked"). Not the job's verdict: a
+    restart may follow."""
+    mine = this_attempts_output(batch, info.restarts)
+    said = [ln.strip() for ln in (mine or "").splitlines() if "error:" in ln]
+    out = os.path.join(status.run_dir or "", f"slurm-{info.job_id}.out")
+    why = f"{said[-1]} (in {out})" if said else \
+        f"state {info.slurm_state}, reason {info.reason or 'none given'}; the controller's log says why"
+    hosts = [n.host for n in status.nodes]
+    return Failure(0, hosts[0] if hosts else "?", None, info.exit_code or 1, NOT_STARTED,
+                   f"SLURM ended job {info.job_id} before any node's command ran: {why}")
 
 
 def _ended_by(state: str, status) -> str:
