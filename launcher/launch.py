@@ -14,6 +14,7 @@ from launcher.errors import KitError, one_line
 from launcher.planning.model import LaunchPlan
 from launcher.status import NOT_OVER
 from launcher.supervise import tree
+from launcher.supervise.disk import with_disk_cause
 from launcher.supervise.failure import outcome_line
 
 
@@ -66,7 +67,7 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
     if detach:
         backend.detach(plan, record, base_dir)
         return Launched(record, None)
-    result = backend.run(plan, record, base_dir, console, say)
+    result = with_disk_cause(backend.run(plan, record, base_dir, console, say), record)
     say(outcome_line(plan.run_id, result.state, result.code, result.failure))
     return Launched(record, result)
 

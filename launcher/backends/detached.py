@@ -58,6 +58,7 @@ def reap_later(proc) -> None:
 
 def main() -> None:
     from launcher.backends import registry
+    from launcher.supervise.disk import with_disk_cause
     from launcher.supervise.failure import outcome_line
     code, path = 1, None
     try:
@@ -66,7 +67,7 @@ def main() -> None:
         os.dup2(null, 0)
         backend = registry.backend(backend_name)
         backend.use(binding)
-        result = backend.run(plan, RunRecord(path), base_dir)
+        result = with_disk_cause(backend.run(plan, RunRecord(path), base_dir), RunRecord(path))
         print(outcome_line(plan.run_id, result.state, result.code, result.failure), file=sys.stderr, flush=True)
         code = result.code
     except KitError as e:

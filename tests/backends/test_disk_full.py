@@ -53,5 +53,7 @@ def test_a_local_run_whose_disk_fills_ends_with_one_line(tmp_path):
     assert "LEFT " not in stderr, stderr[-3000:]
     last = [ln for ln in stderr.splitlines() if ln.startswith("kit: run local-full")]
     assert last and ("succeeded" in last[-1] or "failed" in last[-1]), stderr[-3000:]
+    if "failed" in last[-1]:   # the why, not a bare "exited 1"
+        assert "/full/runs/local-full is full (" in last[-1] or "No space left" in last[-1], last[-1]
     status = stderr.split("STATUS ", 1)[1]
     assert '"state": "succeeded"' in status or '"state": "failed"' in status, status[:500]
