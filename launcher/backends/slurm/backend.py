@@ -138,7 +138,17 @@ class SlurmBackend(Backend):
                 "master_port": plan.world.master_port}])
             attempt += 1
             say(f"kit: run {plan.run_id} attempt {attempt}/{plan.limits.restarts + 1} after: {why}")
-            if not self._requeue(status, plan):
+            try:
+                requeued = self._requeue(status, plan)
+            except KeyboardInterrupt:   # the job may be requeued already: say so, not "nothing was started"
+                if query(self.where, status.job_id).finished:
+                    note(f"\nkit: interrupted; SLURM job {status.job_id} was not requeued")
+                    return result
+                record.update_status(state="requeued", finished_at=None, exit_code=None, failure=None)
+                note(f"\nkit: stopped following; SLURM job {status.job_id} is requeued and will run. "
+                     f"{_how_to(plan.run_id, record)}")
+                return Result(130, "still running", None)
+            if not requeued:
                 say(f"kit: run {plan.run_id} not started again: SLURM refused to requeue job {status.job_id}")
                 break
             record.update_status(state="requeued", finished_at=None, exit_code=None, failure=None)
