@@ -124,7 +124,7 @@ class SlurmBackend(Backend):
         that one budget; kit's only ever follow a failure that is not the job's own verdict."""
         say = say or note
         result = self.execute(plan, record, base_dir, console)
-        attempt = 1
+        attempt, begun = 1, None   # begun: when kit requeued the attempt being followed (None: the first)
         while attempt <= plan.limits.restarts and restartable(result.state, result.failure):
             status = record.read_status()
             if status.restarts >= (status.max_requeues or 0):
@@ -133,7 +133,7 @@ class SlurmBackend(Backend):
                 break
             why = cause(result.failure)
             record.update_status(attempts=[*status.attempts, {
-                "attempt": attempt, "started_at": status.started_at or status.submitted_at,
+                "attempt": attempt, "started_at": begun or status.started_at or status.submitted_at,
                 "finished_at": time.time(), "state": result.state, "cause": why,
                 "master_port": plan.world.master_port}])
             attempt += 1
@@ -151,6 +151,7 @@ class SlurmBackend(Backend):
             if not requeued:
                 say(f"kit: run {plan.run_id} not started again: SLURM refused to requeue job {status.job_id}")
                 break
+            begun = time.time()
             record.update_status(state="requeued", finished_at=None, exit_code=None, failure=None)
             result = self._follow_result(plan, record, requeues=status.restarts + 1)
         return result
