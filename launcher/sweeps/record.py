@@ -45,6 +45,7 @@ class SweepRecord:
 def open_sweep(root: str, plan) -> SweepRecord:
     """Create the sweep record, or take up an existing one of the same sweep (a re-run continues it)."""
     record = SweepRecord(os.path.abspath(os.path.join(root, plan.sweep_id)))
+    _refuse_a_running_namesake(plan.sweep_id, record.path)
     data = plan.to_dict()
     if os.path.exists(record.file(SWEEP_FILE)):
         old = record.read()
@@ -60,6 +61,23 @@ def open_sweep(root: str, plan) -> SweepRecord:
     from launcher import run_index
     run_index.remember(record.path)
     return record
+
+
+def _refuse_a_running_namesake(sweep_id: str, path: str) -> None:
+    """A sweep id names one sweep for `kit sweep status` / `kit cancel` from anywhere (kit's index): while a sweep
+    of that id in another run root still runs, a second one would take its name (and its trials' run ids)."""
+    from launcher import run_index
+    other = run_index.where(sweep_id)
+    if other is None or os.path.realpath(other) == os.path.realpath(path) \
+            or not os.path.isfile(os.path.join(other, SWEEP_FILE)):
+        return   # a run of that id is checked by the launch of the sweep's trials
+    try:
+        state = state_now(SweepRecord(other).read())
+    except KitError:
+        return
+    if state == "running":
+        raise KitError(f"sweep id {sweep_id} is taken by a sweep still running at {other}; pick another --run-id "
+                       f"(or end that one: kit cancel {sweep_id} --run-root {os.path.dirname(other)})")
 
 
 def is_sweep(run_root: str, run_id: str) -> bool:

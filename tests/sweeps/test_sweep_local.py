@@ -145,3 +145,22 @@ def test_ctrl_c_of_a_sweep_stops_every_trial(tmp_path):
     assert trial_leftovers(sweep_id, 3) == {}
     assert "stopping sweep" in err and err.count(" cancelled after ") == 2
     assert "state cancelled" in out.splitlines()[0]
+
+
+def test_a_sweep_id_still_running_in_another_run_root_is_not_taken(tmp_path, monkeypatch):
+    import psutil
+    from launcher import run_index
+    monkeypatch.setenv("KIT_HOME", str(tmp_path / "home"))
+    a, b = tmp_path / "a", tmp_path / "b"
+    running = a / "runs" / "sw"
+    running.mkdir(parents=True)
+    me = psutil.Process()   # its driver: a live process
+    (running / "sweep.json").write_text(json.dumps({"state": "running", "driver_pid": me.pid,
+                                                    "driver_start": me.create_time(), "trials": []}))
+    run_index.remember(str(running))
+    b.mkdir()
+    job = probe_job(b, {"parameters": {"--x": [1]}})
+    r = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "sw", cwd=b)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"sweep id sw is taken by a sweep still running at {running}" in r.stderr, r.stderr
+    assert not (b / "runs").exists()
