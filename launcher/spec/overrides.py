@@ -91,10 +91,11 @@ def _overlap(a: str, b: str) -> bool:
 
 def check_conflicts(pairs: list[tuple[str, Any, str]]) -> None:
     """Two overrides of one field (or of a field and its section) must agree; the last must not silently win.
-    Appends (`args+=`) compose, in the order given; an append and a replacement of one field conflict."""
+    Appends (`args+=`) compose, in the order given, also after a replacement of their field (`args=...` then
+    `args+=...`: replaced, then appended to); a replacement after an append would drop it: a conflict."""
     for i, (key, value, said) in enumerate(pairs):
         for other_key, other_value, other_said in pairs[:i]:
-            if key.endswith("+") and other_key.endswith("+"):
+            if key.endswith("+") and (other_key.endswith("+") or other_key == key[:-1]):
                 continue
             if _overlap(key, other_key) and (key != other_key or value != other_value):
                 raise KitError(f"{key}: {other_said} conflicts with {said}; give one value")
