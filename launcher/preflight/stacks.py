@@ -60,15 +60,20 @@ def parse_dumps(output: str) -> dict:
 
 
 def innermost(dump: str) -> Optional[str]:
-    """The main thread's innermost frame, `function (file:line)` (py-spy lists innermost first), or None."""
-    in_main = False
+    """The main thread's innermost frame, `function (file:line)` (py-spy lists innermost first), or None. py-spy
+    names threads only when it can read their names: an unnamed dump's first thread is the main one."""
+    first, named = None, None
+    thread, in_main = 0, False
     for line in dump.splitlines():
         if line.startswith("Thread "):
-            if in_main:
-                break
+            thread += 1
             in_main = '"MainThread"' in line
             continue
         m = _FRAME.match(line)
-        if in_main and m:
-            return f"{m.group(1)} ({m.group(2).rsplit('/', 1)[-1]})"
-    return None
+        if m and thread:
+            frame = f"{m.group(1)} ({m.group(2).rsplit('/', 1)[-1]})"
+            if in_main and named is None:
+                named = frame
+            if thread == 1 and first is None:
+                first = frame
+    return named or first
