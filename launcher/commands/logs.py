@@ -36,11 +36,15 @@ def _lines(node: int, path: str, rank, tail) -> list[str]:
 
 
 def _print_whole(paths, rank=None, tail=None) -> None:
+    shown = False
     for node, path in paths:
         lines = _lines(node, path, rank, tail)
         if rank is not None and not lines:
             continue   # rank R lives on one node
+        shown = True
         sys.stdout.write(f"==> {os.path.basename(path)} <==\n" + "".join(ln + "\n" for ln in lines))
+    if rank is not None and not shown:   # said, not an empty answer that looks like a broken filter
+        print(f"kit: rank {rank} has written nothing to its node's log (yet)", file=sys.stderr)
 
 
 def _world(record: records.RunRecord) -> dict:

@@ -117,3 +117,14 @@ def test_a_restarted_runs_duration_covers_every_attempt(tmp_path):
     assert "duration 2m09s" in status.stdout, status.stdout
     listing = kit("runs", "--run-root", "runs", cwd=tmp_path)
     assert listing.stdout.rstrip().endswith("2m09s"), listing.stdout
+
+
+def test_logs_of_a_rank_that_wrote_nothing_say_so(tmp_path):
+    d = _record(tmp_path, "quiet", state="succeeded", exit_code=0)
+    (d / "plan.json").write_text(json.dumps({"world": {"world_size": 2, "procs_per_node": 2}}))
+    (d / "node0.log").write_text("[node0/rank0] hello\n")
+    r = kit("logs", "quiet", "--rank", "1", "--run-root", "runs", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout == "", r.stdout
+    assert r.stderr == "kit: rank 1 has written nothing to its node's log (yet)\n", r.stderr
+    assert kit("logs", "quiet", "--rank", "0", "--run-root", "runs", cwd=tmp_path).stdout == \
+        "==> node0.log <==\n[node0/rank0] hello\n"
