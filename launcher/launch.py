@@ -58,6 +58,8 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
         me = tree.same_process(os.getpid(), None)
         record.update_status(supervisor_pid=os.getpid(), supervisor_start=me.create_time() if me else None)
         backend.check(plan, base_dir)
+        # Again, as late as can be: a run of this id from another run root may have started during the checks.
+        _refuse_a_live_namesake(plan.run_id, record.path)
     run_index.remember(record.path)   # `kit status RUN` finds it from any directory
     if on_checked is not None:
         on_checked()
