@@ -79,15 +79,14 @@ def _refuse_a_live_namesake(run_id: str, path: str) -> None:
     root is not over, a second one would take its name and leave it out of reach. A finished one (or one whose
     supervisor is gone) may be succeeded by a new run of its name, as in one run root once its record is removed.
     A run whose state its backend cannot tell now (a login host away) keeps its name."""
-    other = run_index.where(run_id)
-    if other is None or os.path.realpath(other) == os.path.realpath(path):
+    other = run_index.namesake(run_id, path)
+    if other is None:
         return
     record = records.RunRecord(other)
     status = record.read_status()
     if status.state not in NOT_OVER:
         return
-    where = f"at {other}; pick another --run-id (or end that one: kit cancel {run_id} --run-root " \
-            f"{os.path.dirname(other)})"
+    where = run_index.taken(run_id, other)
     try:   # the file's word may be stale (a supervisor killed): its backend says how the run stands now
         state, _ = registry.backend(status.backend).current_state(record, status)
     except Exception as e:   # any failure to ask (a raw SSH or SFTP error too): the name stays taken

@@ -60,6 +60,18 @@ def where(run_id: str) -> Optional[str]:
     return None
 
 
+def namesake(run_id: str, path: str) -> Optional[str]:
+    """The record directory the index gives `run_id` when it is not `path` (another run of that id elsewhere)."""
+    other = where(run_id)
+    return None if other is None or os.path.realpath(other) == os.path.realpath(path) else other
+
+
+def taken(run_id: str, other: str) -> str:
+    """What to do about a live namesake at `other`, for the one-line refusal."""
+    return (f"at {other}; pick another --run-id (or end that one: kit cancel {run_id} --run-root "
+            f"{os.path.dirname(other)})")
+
+
 def _forget(link: str) -> None:
     try:
         os.unlink(link)

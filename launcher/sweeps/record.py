@@ -67,17 +67,15 @@ def _refuse_a_running_namesake(sweep_id: str, path: str) -> None:
     """A sweep id names one sweep for `kit sweep status` / `kit cancel` from anywhere (kit's index): while a sweep
     of that id in another run root still runs, a second one would take its name (and its trials' run ids)."""
     from launcher import run_index
-    other = run_index.where(sweep_id)
-    if other is None or os.path.realpath(other) == os.path.realpath(path) \
-            or not os.path.isfile(os.path.join(other, SWEEP_FILE)):
+    other = run_index.namesake(sweep_id, path)
+    if other is None or not os.path.isfile(os.path.join(other, SWEEP_FILE)):
         return   # a run of that id is checked by the launch of the sweep's trials
     try:
         state = state_now(SweepRecord(other).read())
     except KitError:
         return
     if state == "running":
-        raise KitError(f"sweep id {sweep_id} is taken by a sweep still running at {other}; pick another --run-id "
-                       f"(or end that one: kit cancel {sweep_id} --run-root {os.path.dirname(other)})")
+        raise KitError(f"sweep id {sweep_id} is taken by a sweep still running {run_index.taken(sweep_id, other)}")
 
 
 def is_sweep(run_root: str, run_id: str) -> bool:

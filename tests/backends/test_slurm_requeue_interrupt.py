@@ -35,7 +35,7 @@ def _run(tmp_path, monkeypatch, state, capsys):
     b.where = FakeWhere(state)
     monkeypatch.setattr(b, "execute", lambda *a, **k: killed)
 
-    def interrupted(status, plan):
+    def interrupted(status):
         b.where.run(["scontrol", "requeue", "7"])
         raise KeyboardInterrupt
 

@@ -10,14 +10,13 @@ import os
 import time
 
 from launcher.backends.base import Backend, Result, note
-from launcher.backends.slurm.files import copy_node_logs
+from launcher.backends.slurm.files import clear_node_exit_codes, copy_node_logs
 from launcher.backends.slurm.outcome import describe, failure_of, final_fields, settle
 from launcher.backends.slurm.query import hostnames, query
 from launcher.environment import process_env
 from launcher.errors import KitError
 from launcher.planning.model import LaunchPlan
 from launcher.records import RunRecord, require_trusted
-from launcher.render.slurm import node_exit_file
 from launcher.status import ACTIVE, FINAL, RunStatus
 from launcher.supervise import liveness
 from launcher.preflight.reach import reach_command, reach_problem
@@ -139,7 +138,7 @@ class SlurmBackend(Backend):
             attempt += 1
             say(f"kit: run {plan.run_id} attempt {attempt}/{plan.limits.restarts + 1} after: {why}")
             try:
-                requeued = self._requeue(status, plan)
+                requeued = self._requeue(status)
             except KeyboardInterrupt:   # the job may be requeued already: say so, not "nothing was started"
                 if query(self.where, status.job_id).finished:
                     note(f"\nkit: interrupted; SLURM job {status.job_id} was not requeued")
@@ -156,17 +155,13 @@ class SlurmBackend(Backend):
             result = self._follow_result(plan, record, requeues=status.restarts + 1)
         return result
 
-    def _requeue(self, status, plan: LaunchPlan) -> bool:
+    def _requeue(self, status) -> bool:
         """Requeue a finished job and make it eligible soon (a requeued job waits ~2 min by default). Not at once:
         each node refuses a credential for the same job id issued within the second its last attempt ended ("Job
         credential revoked"), and SLURM then fails the new attempt before it runs. The nodes' exit files go first,
         so that an attempt that never ran reads as such, not as the last attempt's failure."""
         job_id = status.job_id
-        exits = [os.path.join(status.workdir, node_exit_file(status.run_dir, str(n))) for n in range(len(plan.nodes))]
-        try:
-            self.where.run(["rm", "-f", "--", *exits], timeout=SUBMIT_TIMEOUT)
-        except CommandError:
-            pass   # stale codes are read only if this attempt never writes its own
+        clear_node_exit_codes(self.where, status)
         r = self.where.run(["scontrol", "requeue", job_id], timeout=SUBMIT_TIMEOUT)
         if r.code != 0:
             return False

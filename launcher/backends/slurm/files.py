@@ -11,6 +11,7 @@ import re
 from typing import Optional
 
 from launcher.render.slurm import node_exit_file
+from launcher.transport.where import CommandError
 
 _NODE_LOG = re.compile(r"^node\d+\.log$")
 # What the plan's batch shell says (render/slurm.py) when the requeue budget is spent; a pure test checks that
@@ -33,11 +34,15 @@ def run_dir_on_cluster(status: dict) -> str:
     return os.path.join(status.workdir, status.run_dir)
 
 
+def _exit_path(status, rank: int) -> str:
+    return os.path.join(status.workdir, node_exit_file(status.run_dir, str(rank)))
+
+
 def node_exit_codes(where, status: dict, n_nodes: int) -> list[Optional[int]]:
     """Each node's exit code as its command wrote it (None: not written, e.g. killed by SIGKILL)."""
     codes = []
     for rank in range(n_nodes):
-        text = where.read(os.path.join(status.workdir, node_exit_file(status.run_dir, str(rank))))
+        text = where.read(_exit_path(status, rank))
         try:
             codes.append(int(text.decode().strip()) if text is not None else None)
         except ValueError:
@@ -45,8 +50,17 @@ def node_exit_codes(where, status: dict, n_nodes: int) -> list[Optional[int]]:
     return codes
 
 
+def clear_node_exit_codes(where, status) -> None:
+    """Remove the exit codes an attempt left (before kit requeues the job): an attempt whose nodes never ran then
+    reads as such, not as the last one's end. Best effort: stale codes are read only if no node writes its own."""
+    try:
+        where.run(["rm", "-f", "--", *(_exit_path(status, n) for n in range(len(status.nodes)))], timeout=60.0)
+    except CommandError:
+        pass
+
+
 def exit_file_mtime(where, status: dict, rank: int) -> float:
-    t = where.mtime(os.path.join(status.workdir, node_exit_file(status.run_dir, str(rank))))
+    t = where.mtime(_exit_path(status, rank))
     return float("inf") if t is None else t
 
 
