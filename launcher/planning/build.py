@@ -14,6 +14,7 @@ from launcher.planning.shape import Shape, resolve_shape
 from launcher.planning.tags import WORKER_TAG_ENV, worker_tag_template
 from launcher.render.accelerate import LaunchSettings, accelerate_config, distributed_type, launch_argv
 from launcher.render.deepspeed import deepspeed_config
+from launcher.render.direct import direct_argv, direct_env, is_direct
 from launcher.render.fsdp import fsdp_config
 from launcher.render.shell import interface_lines, node_command, threads_lines
 from launcher.render.torchrun import torchrun_argv, torchrun_env
@@ -81,6 +82,10 @@ def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan
     if job.launcher == "torchrun":
         argv = torchrun_argv(settings, shape.procs_per_node)
         env = {**env, **torchrun_env(settings, section, threads_at_node)}
+        config_file = None
+    elif is_direct(settings.distributed_type, shape.world_size):
+        argv = direct_argv(settings)
+        env = {**env, **direct_env(settings, threads_at_node)}
         config_file = None
     else:
         files[config_file] = to_yaml(accelerate_config(settings, section))

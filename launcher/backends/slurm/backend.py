@@ -209,6 +209,7 @@ class SlurmBackend(Backend):
                     self.where.cancel(status.job_id)
             if info.finished:
                 flush_held(noise)
+                status = _note(self.where, record, info)   # the hosts of a job that ended before it was seen running
                 fields = final_fields(self.where, status, info, record.path, ran=seen_running)
                 if stopped_by is not None:
                     fields.update(state="failed", exit_code=stopped_by.code, failure=stopped_by, ended_by="")
@@ -336,7 +337,9 @@ def _note(where, record: RunRecord, info) -> RunStatus:
     fields = {"restarts": info.restarts, "slurm_state": info.slurm_state}
     if not info.finished:
         fields["state"] = info.kit_state
-    hosts = hostnames(where, info.nodes) if info.kit_state == "running" else []
+    # The allocation's hosts while it runs; a job that ended before kit saw it running still names the hosts it ran on.
+    unknown = any(n.host == "?" for n in status.nodes)
+    hosts = hostnames(where, info.nodes) if info.kit_state == "running" or (info.finished and unknown) else []
     if hosts and len(hosts) == len(status.nodes):
         fields["nodes"] = [dataclasses.replace(n, host=h) for n, h in zip(status.nodes, hosts)]
     return record.update_status(**fields)
