@@ -58,6 +58,8 @@ def _submit_args(sub) -> None:
     p.add_argument("--sweep", metavar="FILE", help="run a hyperparameter sweep described in FILE (or in the job's "
                                                    "sweep: section): one run per trial")
     p.add_argument("--dry-run", action="store_true", help="print the plan; start and write nothing")
+    p.add_argument("--attempt", type=int, metavar="K", help="with --dry-run: the plan of attempt K, a restart (the "
+                                                            "job's restarts): its fresh master port and hosts")
     # No default: a --format given without --dry-run is an error, not a real run.
     p.add_argument("--format", choices=FORMATS, help="dry-run output format (default: text); needs --dry-run")
     p.add_argument("--detach", action="store_true",
@@ -158,6 +160,9 @@ def _check_submit(args) -> None:
     if args.module is None and args.job is None:
         raise UsageError("no job given: kit submit JOB.yaml, kit submit SCRIPT.py or kit submit -m MODULE "
                          "(see kit submit --help)")
+    if args.attempt is not None and (not args.dry_run or args.attempt < 1):
+        raise UsageError(f"--attempt {args.attempt} prints the plan of attempt K >= 1 (a restart) and needs "
+                         f"--dry-run: kit submit JOB --dry-run --attempt 2")
     if args.format is not None and not args.dry_run:
         raise UsageError(f"--format {args.format} prints a plan and needs --dry-run; add --dry-run, "
                          f"or drop --format to start the run")

@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from launcher import records, run_index
+from launcher.backends.attempts import run_attempts
 from launcher.backends import registry
 from launcher.backends.base import Result
 from launcher.environment import dropped_warning
 from launcher.errors import KitError, one_line
+from launcher.planning.inputs import PlanInputs, replanner
 from launcher.planning.model import LaunchPlan
 from launcher.status import NOT_OVER
 from launcher.supervise import tree
@@ -27,6 +29,7 @@ class Prepared:
     job_record: dict                   # the resolved specs as the run record keeps them, secrets masked
     cluster_record: dict
     binding: Optional[dict]            # the backend's settings from the specs (its use()), or None
+    inputs: Optional[PlanInputs] = None   # what the planner was given: a restart's plan is built from them
 
 
 @dataclass(frozen=True)
@@ -67,9 +70,10 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
     say(f"kit: run {plan.run_id} ({procs} process{'es' * (procs != 1)} on {nodes} node{'s' * (nodes != 1)}); "
         f"record in {record.path}")
     if detach:
-        backend.detach(plan, record, base_dir)
+        backend.detach(plan, record, base_dir, prepared.inputs)
         return Launched(record, None)
-    result = with_disk_cause(backend.run(plan, record, base_dir, console, say), record)
+    result = with_disk_cause(run_attempts(backend, plan, record, base_dir, console, say,
+                                          replanner(prepared.inputs, plan)), record)
     say(outcome_line(plan.run_id, result.state, result.code, result.failure))
     return Launched(record, result)
 

@@ -91,6 +91,10 @@ class RunRecord:
                                "inspect or remove that directory") from None
             return corrupt(os.path.basename(self.path), f"{STATUS} is unreadable ({e})")
 
+    def keep_attempt_plan(self, plan: LaunchPlan) -> None:
+        """Attempt k's plan beside the first one's plan.json (secret values masked, as there)."""
+        write_atomic(self.file(f"plan.attempt{plan.attempt}.json"), to_json(masked_dict(plan)))
+
     def update_status(self, **fields) -> RunStatus:
         """Apply `fields` (RunStatus's own, type-checked) to the status on disk and write it back. A run goes on
         when its record cannot be written (a full disk): written in place if a temporary file does not fit, else

@@ -66,13 +66,20 @@ def load(args) -> Loaded:
                   sweep_of(job, args.job or f"-m {args.module}", args.sweep), default_python, built)
 
 
-def plan_for(loaded: Loaded, run_id: Optional[str]) -> LaunchPlan:
-    """The plan of the resolved specs (the overrides were applied once, by load)."""
+def plan_for(loaded: Loaded, run_id: Optional[str], attempt: int = 1) -> LaunchPlan:
+    """The plan of the resolved specs (the overrides were applied once, by load); `attempt` k > 1: the plan a
+    restart would run (the dry-run's --attempt)."""
+    from launcher.errors import KitError
+    from launcher.planning.attempt import Attempt
     from launcher.planning.build import build_plan
     from launcher.spec import Overrides, load_user_deepspeed
+    restarts = loaded.resolved_job.restarts
+    if attempt > restarts + 1:
+        raise KitError(f"--attempt {attempt}: the job's restarts is {restarts}, so its last attempt is "
+                       f"{restarts + 1}; raise it (--set restarts={attempt - 1}) or ask for an earlier attempt")
     plan = build_plan(loaded.resolved_job, loaded.resolved_cluster, Overrides(),
                       run_id or new_run_id(loaded.job.name), default_python=loaded.default_python,
-                      user_deepspeed=load_user_deepspeed(loaded.resolved_job))
+                      user_deepspeed=load_user_deepspeed(loaded.resolved_job), attempt=Attempt(attempt))
     # What only this machine can tell (an SSH cluster's sync file list), added here at the edge, not by the planner.
     return registry.placement(loaded.resolved_cluster.backend).at_edge(plan, loaded.resolved_cluster,
                                                                        loaded.resolved_job)
@@ -81,12 +88,14 @@ def plan_for(loaded: Loaded, run_id: Optional[str]) -> LaunchPlan:
 def prepare(loaded: Loaded, plan: LaunchPlan) -> Prepared:
     """The plain data for the launch: the backend's binding (a key file it names that is missing is a one-line
     error here) and the specs as the record keeps them."""
+    from launcher.planning.inputs import PlanInputs
     from launcher.records import spec_record
-    from launcher.spec import check_ssh_files
+    from launcher.spec import check_ssh_files, load_user_deepspeed
     job, cluster = loaded.resolved_job, loaded.resolved_cluster
     check_ssh_files(cluster)   # first: the checks' logins use them
     bound = registry.placement(cluster.backend).binding(cluster, job)
-    return Prepared(plan, cluster.workdir, spec_record(job, plan), spec_record(cluster, plan), bound)
+    inputs = PlanInputs.of(job, cluster, plan.run_id, loaded.default_python, load_user_deepspeed(job))
+    return Prepared(plan, cluster.workdir, spec_record(job, plan), spec_record(cluster, plan), bound, inputs)
 
 
 def prepared_for(args) -> Optional[Prepared]:

@@ -17,7 +17,7 @@ def submit(args) -> int:
             if loaded.sweep is not None:
                 from launcher.commands.sweep import submit_sweep
                 return submit_sweep(args, loaded)
-            plan = plan_for(loaded, args.run_id)
+            plan = plan_for(loaded, args.run_id, args.attempt or 1)
             if args.dry_run:
                 return _print_plan(plan, args.format, loaded)
             prepared = prepare(loaded, plan)

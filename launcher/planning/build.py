@@ -6,6 +6,7 @@ from typing import Optional
 
 from launcher.backends import registry
 from launcher.errors import KitError
+from launcher.planning.attempt import Attempt, attempt_port, rdzv_env, replace_lost
 from launcher.planning.env import INHERIT, node_env, secret_names
 from launcher.planning.model import LaunchPlan, Limits, NodePlan, World
 from launcher.planning.placement import Placement
@@ -105,21 +106,28 @@ def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan
 
 
 def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id: str,
-               default_python: str = "python", user_deepspeed: Optional[dict] = None) -> LaunchPlan:
+               default_python: str = "python", user_deepspeed: Optional[dict] = None,
+               attempt: Attempt = Attempt()) -> LaunchPlan:
+    """`attempt`: which attempt of the run this plan starts (planning/attempt.py: its port, hosts and
+    rendezvous id); attempt 1 is the run as submitted."""
     if not RUN_ID_PATTERN.fullmatch(run_id):
         raise KitError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-' only")
     job, cluster = apply_overrides(job, cluster, overrides)
     placement: Placement = registry.placement(cluster.backend)
     shape = resolve_shape(job, cluster)
+    # A scheduler that requeues the job itself runs the same script again (its ranks and master resolved anew
+    # in the new allocation): its attempt k is attempt 1's plan.
+    changed = Attempt() if placement.restarts_in_place else attempt
+    hosts, spares = replace_lost(shape.hosts, placement.spares(job, cluster), changed.lost_hosts)
     run_dir = posixpath.join(cluster.run_root, run_id)
-    port = master_port(cluster.master_port, run_id)
-    master = placement.master(shape.hosts)
+    port = attempt_port(master_port(cluster.master_port, run_id), changed.number)
+    master = placement.master(hosts)
     section, files = _strategy_section(job, shape, run_dir, user_deepspeed)
-    env = node_env(job, cluster, shape, run_id)
+    env = {**node_env(job, cluster, shape, run_id), **rdzv_env(changed.number)}
     secrets = secret_names(job, env)
     ctx = (cluster.python or default_python, run_dir, master, port, section, placement)
     nodes = tuple(_node(job, cluster, shape, rank, host, env, secrets, files, ctx)
-                  for rank, host in enumerate(shape.hosts))
+                  for rank, host in enumerate(hosts))
     added, submission = placement.submission(cluster, run_id=run_id, job_name=job.name, nodes=shape.nodes,
                                              gpus=shape.gpus_per_node, run_dir=run_dir,
                                              node_command=nodes[0].command)
@@ -137,5 +145,6 @@ def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id:
         teardown_grace=cluster.teardown_grace,
         limits=Limits(rendezvous_timeout=job.timeouts.rendezvous, hang_timeout=job.timeouts.hang,
                       restarts=job.restarts),
-        spare_hosts=tuple((h.name, h.address or h.name) for h in placement.spares(job, cluster)),
+        spare_hosts=tuple((h.name, h.address or h.name) for h in spares),
+        attempt=attempt.number,
     )

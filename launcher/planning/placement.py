@@ -47,6 +47,9 @@ class Placement:
     inherits_submit_env = False
 
     # ---- the cluster config
+    # A restart is the scheduler's requeue of the same job (SLURM): attempt k runs attempt 1's plan.
+    restarts_in_place = False
+
     def check_cluster(self, cluster: ClusterSpec) -> None:
         """Raise ValueError (the schema's message) for a config this backend cannot use."""
         if not cluster.hosts:

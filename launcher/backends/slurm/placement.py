@@ -15,6 +15,7 @@ class SlurmPlacement(Placement):
     runtime_vars = ("SLURM_NODEID", "KIT_MASTER_ADDR")
     prelude = (MASTER_ADDR_PRELUDE,)
     lanes_own_ports = False   # every array task is an allocation of its own
+    restarts_in_place = True  # a restart is a requeue: the same script, resolved again in a new allocation
 
     def check_cluster(self, cluster: ClusterSpec) -> None:
         if cluster.hosts:
