@@ -1,9 +1,12 @@
 """Run records: runs/<run-id>/ holds the resolved specs, the plan, the generated files, logs and status (its
 fields typed in status.py)."""
 
+import errno
+import fcntl
 import json
 import os
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,23 +17,52 @@ from launcher.planning.model import LaunchPlan
 from launcher.render.dryrun import masked_dict
 from launcher.render.text import to_json, to_yaml
 from launcher.secrets import mask_env
+from launcher.states import allowed
 from launcher.status import RunStatus, corrupt
 
 STATUS = "status.json"
+LOCK = ".status.lock"       # flock'd around each read-modify-write of the status
+RESERVE = ".status.reserve"  # room kept for the status on a disk that fills up (write_atomic)
+RESERVE_BYTES = 64 * 1024
+LOCK_WAIT = 30.0
+VERDICT = ("state", "exit_code", "failure", "finished_at", "node_exit_codes", "ended_by")
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write via a temporary file and rename, so readers never see half a file; a write that fails (a full disk)
-    leaves no temporary file behind."""
+def write_atomic(path: str, text: str, reserve: Optional[str] = None) -> None:
+    """Write via a temporary file in the same directory, flushed to disk, and rename: readers see the old file or
+    the new one, never half of one; a write that fails (a full disk) leaves no temporary file behind and the old
+    file as it was. `reserve`: a file of spare bytes given up (deleted) to make room when the disk is full."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = f"{path}.tmp.{os.getpid()}"
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
+        _replace(path, text)
+    except OSError as e:
+        if reserve is None or e.errno != errno.ENOSPC or not os.path.exists(reserve):
+            raise
+        _unlink(reserve)
+        _replace(path, text)
+
+
+def _replace(path: str, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path) or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         _unlink(tmp)
         raise
+
+
+def reserve_room(path: str) -> None:
+    """Keep RESERVE_BYTES at `path` for a status write on a full disk (best effort: no room, no reserve)."""
+    try:
+        with open(path, "wb") as f:
+            f.write(bytes(RESERVE_BYTES))
+    except OSError:
+        _unlink(path)
 
 
 def _unlink(path: str) -> None:
@@ -95,29 +127,61 @@ class RunRecord:
         """Attempt k's plan beside the first one's plan.json (secret values masked, as there)."""
         write_atomic(self.file(f"plan.attempt{plan.attempt}.json"), to_json(masked_dict(plan)))
 
-    def update_status(self, **fields) -> RunStatus:
-        """Apply `fields` (RunStatus's own, type-checked) to the status on disk and write it back. A run goes on
-        when its record cannot be written (a full disk): written in place if a temporary file does not fit, else
-        one warning (once per record) and the status kept in memory only."""
-        current = self.read_status()
-        if current.state == "corrupt":   # never written over: what it held is unknown, and may still matter
-            raise KitError(f"run record {self.path}: {STATUS} is unreadable ({current.note}); kit will not write "
-                           f"over it: inspect or remove that directory")
-        status = current.replace(**fields)
-        text = to_json(status.to_json())
-        try:
-            write_atomic(self.file(STATUS), text)
-        except OSError:
-            try:   # no room for a second copy: the same bytes over the old ones (about the same size)
-                with open(self.file(STATUS), "r+", encoding="utf-8") as f:
-                    f.write(text)
-                    f.truncate()
+    def update_status(self, reopen: bool = False, **fields) -> RunStatus:
+        """Apply `fields` (RunStatus's own, type-checked) to the status on disk, under the record's lock (every
+        writer goes through here: the follower, `kit status`, `kit cancel`, a sweep), and write it back atomically.
+        The state moves only as states.py allows: once the run has ended, a writer that disagrees with its verdict
+        (state, exit code, failure) is written into the record's history, not applied; `reopen`: a restart starts
+        an ended run again. A full disk costs a warning (once per record) and keeps the last good record."""
+        with self._locked():
+            current = self.read_status()
+            if current.state == "corrupt":   # never written over: what it held is unknown, and may still matter
+                raise KitError(f"run record {self.path}: {STATUS} is unreadable ({current.note}); kit will not "
+                               f"write over it: inspect or remove that directory")
+            status = current.replace(**_verdict_kept(current, fields, reopen))
+            try:
+                write_atomic(self.file(STATUS), to_json(status.to_json()), reserve=self.file(RESERVE))
             except OSError as e:
                 if not self.write_failed:
                     self.write_failed = True
                     print(f"kit: warning: cannot write {self.file(STATUS)}: {e.strerror or e}; the run goes on, "
-                          f"its record may lag", file=sys.stderr, flush=True)
-        return status
+                          f"its record keeps its last good state", file=sys.stderr, flush=True)
+            return status
+
+    @contextmanager
+    def _locked(self):
+        """The record's lock (a file of the record's own, flock'd): held only for one read-modify-write."""
+        try:
+            fd = os.open(self.file(LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:   # a record this user cannot lock (read-only, full disk): the write fails after anyway
+            yield
+            return
+        try:
+            deadline = time.monotonic() + LOCK_WAIT
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise KitError(f"run record {self.path}: its lock is held for over {LOCK_WAIT:g} s by "
+                                       f"another process; try again") from None
+                    time.sleep(0.01)
+            yield
+        finally:
+            os.close(fd)   # releases the lock
+
+
+def _verdict_kept(current: RunStatus, fields: dict, reopen: bool) -> dict:
+    """`fields` as the transition table lets them apply to `current`: a state it may not move to is dropped with
+    the verdict that came with it (exit code, failure, end time), and the refused write goes into the history."""
+    new = fields.get("state")
+    if new is None or allowed(current.state, new, reopen):
+        return fields
+    kept = {k: v for k, v in fields.items() if k not in VERDICT}
+    refused = {"at": time.time(), "pid": os.getpid(), "state": new, "exit_code": fields.get("exit_code"),
+               "kept": current.state}
+    return {**kept, "history": [*current.history, refused]}
 
 
 def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
@@ -137,7 +201,8 @@ def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
                        f"another run root (cluster's run_root / workdir)") from None
     if not claimed:
         raise KitError(f"run {plan.run_id} already exists at {path}; pick another --run-id")
-    written = [record.file(STATUS)]
+    reserve_room(record.file(RESERVE))
+    written = [record.file(STATUS), record.file(RESERVE), record.file(LOCK)]
     try:
         for name, text in (("job.yaml", to_yaml(spec_record(job, plan))),
                            ("cluster.yaml", to_yaml(spec_record(cluster, plan))),
@@ -171,7 +236,7 @@ def tentative(workdir: str, plan: LaunchPlan, job, cluster):
         yield record
     except BaseException:
         if record is not None:
-            written = [record.file(n) for n in ("job.yaml", "cluster.yaml", "plan.json", STATUS)]
+            written = [record.file(n) for n in ("job.yaml", "cluster.yaml", "plan.json", STATUS, RESERVE, LOCK)]
             for name in [*written, *(os.path.join(workdir, rel) for rel in plan.files)]:
                 _unlink(name)
         for d in made:

@@ -57,7 +57,7 @@ class Backend(abc.ABC):
             write_atomic(os.path.join(root, rel), content)
         record.keep_attempt_plan(plan)
         self.check(plan, base_dir)
-        record.update_status(state="starting")
+        record.update_status(reopen=True, state="starting")
         return self.execute(plan, record, base_dir, console)
 
     def restart_refused(self, record: RunRecord) -> str:

@@ -134,14 +134,14 @@ class SlurmBackend(Backend):
         except KeyboardInterrupt:   # the job may be requeued already: say so, not "nothing was started"
             if query(self.where, status.job_id).finished:
                 raise KitError(f"interrupted; SLURM job {status.job_id} was not requeued") from None
-            record.update_status(state="requeued", finished_at=None, exit_code=None, failure=None)
+            record.update_status(reopen=True, state="requeued", finished_at=None, exit_code=None, failure=None)
             note(f"\nkit: stopped following; SLURM job {status.job_id} is requeued and will run. "
                  f"{_how_to(plan.run_id, record)}")
             return Result(130, "still running", None)
         if not requeued:
             raise KitError(f"SLURM refused to requeue job {status.job_id}")
         record.keep_attempt_plan(plan)
-        record.update_status(state="requeued", finished_at=None, exit_code=None, failure=None)
+        record.update_status(reopen=True, state="requeued", finished_at=None, exit_code=None, failure=None)
         return self._follow_result(plan, record, requeues=status.restarts + 1)
 
     def _requeue(self, status) -> bool:
