@@ -58,8 +58,7 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
     with records.tentative(root, plan, prepared.job_record, prepared.cluster_record) as record:
         # This process follows the run until a backend says otherwise: if it dies during the checks (kill -9),
         # the record reads "lost", not "starting" for ever.
-        me = tree.same_process(os.getpid(), None)
-        record.update_status(supervisor_pid=os.getpid(), supervisor_start=me.create_time() if me else None)
+        record.update_status(supervisor_pid=os.getpid(), supervisor_start=tree.started_at(os.getpid()))
         backend.check(plan, base_dir)
         # Again, as late as can be: a run of this id from another run root may have started during the checks.
         _refuse_a_live_namesake(plan.run_id, record.path)

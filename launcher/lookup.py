@@ -2,11 +2,13 @@
 record's state is read through its own backend (a dead supervisor reads "lost", a SLURM job is asked about)."""
 
 import os
+import time
 from typing import Optional
 
 from launcher import records, run_index
 from launcher.backends import registry
 from launcher.errors import KitError
+from launcher.states import NOT_OVER, State
 from launcher.status import RunStatus
 
 
@@ -17,9 +19,16 @@ def state_now(record: records.RunRecord, status: Optional[RunStatus] = None) -> 
     if status.state == "corrupt":
         return "corrupt", status.note
     try:
-        return registry.backend(status.backend).current_state(record, status)
+        state, note = registry.backend(status.backend).current_state(record, status)
     except KitError as e:
         return status.state, str(e)
+    if state == State.LOST and status.state in NOT_OVER and records.untrusted(record) is None:
+        # Written back: a run found lost stays lost, and no later listing asks its hosts again.
+        try:
+            record.update_status(state=State.LOST.value, note=note, finished_at=time.time())
+        except (OSError, KitError):
+            pass
+    return state, note
 
 
 DEFAULT_ROOT = "runs"

@@ -39,8 +39,7 @@ def spawn(backend: str, binding, plan: LaunchPlan, record: RunRecord, base_dir: 
         raise KitError(f"could not start the run's supervisor: {e}") from None
     # Recorded before the child gets its inputs: until then it writes nothing, so the two never race on the
     # record, and a `kit status` right after this returns finds the supervisor.
-    started = tree.same_process(proc.pid, None)
-    record.update_status(supervisor_pid=proc.pid, supervisor_start=started.create_time() if started else None)
+    record.update_status(supervisor_pid=proc.pid, supervisor_start=tree.started_at(proc.pid))
     try:
         proc.stdin.write(data)
         proc.stdin.close()

@@ -97,8 +97,7 @@ class Driver:
                 self._ended(run)
 
     def run(self) -> int:
-        me = tree.same_process(os.getpid(), None)
-        self.record.update(state="running", driver_pid=os.getpid(), driver_start=me.create_time(),
+        self.record.update(state="running", driver_pid=os.getpid(), driver_start=tree.started_at(os.getpid()),
                            started_at=time.time(), finished_at=None, exit_code=None)
         with Cancel(on_hangup=self.console.hang_up) as cancel:
             self.queues = {k: deque(t for t in self.todo if t.lane == k) for k in range(self.plan.lanes)}

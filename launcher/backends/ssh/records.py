@@ -16,7 +16,7 @@ from launcher.backends.ssh.node import STARTTIME
 def _nodes_by_host(status: RunStatus) -> dict:
     by_host = {}
     for node in status.nodes:
-        if node.pid:
+        if node.pid and node.start_ticks:   # a pid without its start time could be anyone's by now
             by_host.setdefault(node.host, []).append(node)
     return by_host
 
