@@ -73,6 +73,7 @@ def _record_args(sub) -> None:
         p.add_argument("run_id", nargs="?" if name != "cancel" else None,
                        help="run id (default: the latest run)" if name != "cancel" else "run id")
         p.add_argument("--run-root", help=RUN_ROOT_HELP)
+        _trust_arg(p)
         if name == "logs":
             p.add_argument("--node", type=int, help="only this node's log")
             p.add_argument("--rank", type=int, help="only this rank's lines (its global rank)")
@@ -80,10 +81,17 @@ def _record_args(sub) -> None:
             p.add_argument("--follow", action="store_true", help="keep printing new lines until the run ends")
     p = sub.add_parser("runs", help="list your runs, newest first (any backend, started from any directory)")
     p.add_argument("--run-root", help=RUN_ROOT_HELP)
+    _trust_arg(p)
     p.add_argument("--state", help="only runs in this state (running, succeeded, failed, cancelled, lost, ...)")
     p.add_argument("--backend", help="only runs of this backend (local, ssh, slurm) or sweeps (sweep)")
     p.add_argument("--since", metavar="WHEN", help="only runs started since WHEN: 30m, 6h, 2d, or a date "
                                                    "(2026-12-01 or '2026-12-01 08:00')")
+
+
+def _trust_arg(p) -> None:
+    p.add_argument("--trust-owner", action="append", default=[], metavar="USER",
+                   help="act on this user's records too (log in, copy logs, signal): by default kit acts only on "
+                        "records that are yours and writable by nobody else")
 
 
 def _doctor_args(sub) -> None:
@@ -186,6 +194,9 @@ def parse(argv=None):
 def main(argv=None) -> int:
     try:
         args = parse(argv)
+        if getattr(args, "trust_owner", None):
+            from launcher.records import trust_owners
+            trust_owners(args.trust_owner)
         if args.command == "submit":
             from launcher.commands.submit import submit
             return submit(args)

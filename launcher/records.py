@@ -79,6 +79,7 @@ def publish_new(path: str, text: str) -> bool:
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, 0o644)   # whatever the umask: a group-writable record is not trusted (untrusted())
         os.link(tmp, path)
         return True
     except FileExistsError:
@@ -194,7 +195,8 @@ def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
     first = RunStatus(run_id=plan.run_id, job=plan.job_name, backend=plan.backend, state="starting",
                       created_at=time.time())
     try:
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        os.chmod(path, 0o755)
         claimed = publish_new(record.file(STATUS), to_json(first.to_json()))
     except OSError as e:
         raise KitError(f"cannot write the run record in {path}: {e.strerror or e}; free space or pick "
@@ -247,29 +249,51 @@ def tentative(workdir: str, plan: LaunchPlan, job, cluster):
         raise
 
 
+_TRUSTED_OWNERS: set = set()   # uids the user vouched for (--trust-owner USER), besides themselves and root
+
+
+def trust_owners(names) -> None:
+    """Trust the records of these users (names or uids) as one's own, for this process."""
+    import pwd
+    from launcher.errors import KitError as _KitError
+    for name in names or ():
+        try:
+            _TRUSTED_OWNERS.add(int(name) if str(name).isdigit() else pwd.getpwnam(name).pw_uid)
+        except KeyError:
+            raise _KitError(f"--trust-owner {name}: no such user on this machine") from None
+
+
 def untrusted(record: RunRecord, name: str = STATUS) -> Optional[str]:
-    """Why kit must not act on this record's connection settings (log in where it says, with the SSH options it
-    holds), or None. As OpenSSH treats a config file: the record's file `name` and its directory must belong to
-    you (or root) and be writable by nobody else, since anyone who can write into a shared run root could
-    otherwise make `kit runs` log in anywhere, with any ssh config (ProxyCommand runs a command)."""
+    """Why kit must not act on this record (log in where it says, copy the files it names, signal the processes it
+    lists), or None. As OpenSSH treats a config file: the record's file `name` and its directory must belong to
+    you (or root, or a user you trust with --trust-owner) and be writable by nobody else, since anyone who can
+    write into a shared run root could otherwise make `kit runs` act in the reader's name."""
     me = os.geteuid()
     for path in (record.file(name), record.path):
         try:
             st = os.stat(path)
         except OSError as e:
             return f"{path}: {e.strerror}"
-        if st.st_uid not in (me, 0):
-            return f"{path} belongs to uid {st.st_uid}, not you"
+        if st.st_uid not in (me, 0) and st.st_uid not in _TRUSTED_OWNERS:
+            return f"{path} belongs to {_owner(st.st_uid)}, not you"
         if st.st_mode & 0o022:
             return f"{path} is writable by others (mode {st.st_mode & 0o777:o})"
     return None
 
 
+def _owner(uid: int) -> str:
+    import pwd
+    try:
+        return f"user {pwd.getpwuid(uid).pw_name}"
+    except KeyError:
+        return f"uid {uid}"
+
+
 def require_trusted(record: RunRecord, name: str = STATUS) -> None:
     why = untrusted(record, name)
     if why:
-        raise KitError(f"run record {record.path} is not trusted for remote actions: {why}; kit will not log in "
-                       f"with the settings it holds (chmod go-w, or act on the run from its owner's account)")
+        raise KitError(f"run record {record.path} is not trusted: {why}; kit acts only on records that are yours "
+                       f"and writable by nobody else (chmod go-w, or --trust-owner USER for a user you trust)")
 
 
 def find(run_root: str, run_id: str) -> RunRecord:

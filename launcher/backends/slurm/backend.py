@@ -10,7 +10,7 @@ import os
 import time
 
 from launcher.backends.base import Backend, Result, note
-from launcher.backends.slurm.files import clear_node_exit_codes, copy_node_logs
+from launcher.backends.slurm.files import clear_node_exit_codes, confine, copy_node_logs
 from launcher.backends.slurm.outcome import describe, failure_of, final_fields, settle
 from launcher.backends.slurm.query import hostnames, query
 from launcher.environment import process_env
@@ -43,9 +43,10 @@ def added_env(plan: LaunchPlan) -> dict:
 def where_of(record: RunRecord, status: RunStatus):
     """Where the record's SLURM commands run: here, or its login host, reached with the settings the record holds
     only if it is yours and writable by nobody else, and never accepting a new host key."""
-    if not status.login_host:
-        return where_at(None, None)
     require_trusted(record)
+    if not status.login_host:
+        confine(record, status)
+        return where_at(None, None)
     return where_at(status.login_host, {**(status.login_ssh or {}), "accept_new_host_keys": False})
 
 
@@ -100,8 +101,9 @@ class SlurmBackend(Backend):
         note(f"kit: submitted SLURM job {job_id}{via} (script {plan.run_dir}/job.sbatch)")
         return job_id
 
-    def detach(self, plan: LaunchPlan, record: RunRecord, base_dir: str) -> None:
-        """The queue keeps the job: submitting is all (no supervisor process)."""
+    def detach(self, plan: LaunchPlan, record: RunRecord, base_dir: str, inputs=None) -> None:
+        """The queue keeps the job: submitting is all (no supervisor process, so kit restarts nothing; the batch
+        shell's own requeues still happen)."""
         self._submit(plan, record)
         note(_how_to(plan.run_id, record))
 

@@ -85,6 +85,7 @@ def current_state(record, status: RunStatus) -> tuple[str, str]:
 
 
 def cancel_ssh_run(record, status: RunStatus) -> str:
+    require_trusted(record)   # before its supervisor pid is signalled, not only before the logins
     run_id = status.run_id or "?"
     grace = stop_supervisor(status, " on every host")  # the supervisor stops every node through its channels
     _, errors = _on_hosts(record, status, "kill -TERM {pid}")   # the watchdog stops its node, with the grace
