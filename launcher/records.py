@@ -149,28 +149,33 @@ class RunRecord:
                           f"its record keeps its last good state", file=sys.stderr, flush=True)
             return status
 
-    @contextmanager
     def _locked(self):
-        """The record's lock (a file of the record's own, flock'd): held only for one read-modify-write."""
-        try:
-            fd = os.open(self.file(LOCK), os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError:   # a record this user cannot lock (read-only, full disk): the write fails after anyway
-            yield
-            return
-        try:
-            deadline = time.monotonic() + LOCK_WAIT
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise KitError(f"run record {self.path}: its lock is held for over {LOCK_WAIT:g} s by "
-                                       f"another process; try again") from None
-                    time.sleep(0.01)
-            yield
-        finally:
-            os.close(fd)   # releases the lock
+        return locked(self.file(LOCK))
+
+
+@contextmanager
+def locked(path: str):
+    """An exclusive flock on the file `path` (made if absent), held for one read-modify-write of a record; a
+    lock held by another process for over LOCK_WAIT seconds is one line."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:   # a record this user cannot lock (read-only, full disk): the write fails after anyway
+        yield
+        return
+    try:
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise KitError(f"{os.path.dirname(path)}: its lock is held for over {LOCK_WAIT:g} s by "
+                                   f"another process; try again") from None
+                time.sleep(0.01)
+        yield
+    finally:
+        os.close(fd)   # releases the lock
 
 
 def _verdict_kept(current: RunStatus, fields: dict, reopen: bool) -> dict:

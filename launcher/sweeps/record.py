@@ -3,11 +3,13 @@ ordinary run with its own record (<run root>/<sweep id>-t<N>/), which holds the 
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 
 from launcher.errors import KitError
-from launcher.records import write_atomic
+from launcher.records import LOCK, locked, write_atomic
+from launcher.sweeps.sweep_file import checked
 from launcher.render.text import to_json
 
 SWEEP_FILE = "sweep.json"
@@ -25,16 +27,20 @@ class SweepRecord:
         return os.path.join(self.path, name)
 
     def read(self) -> dict:
+        """sweep.json, every known field type-checked (sweep_file.py); a one-line KitError naming the file and
+        the field when it is not what kit writes (BadSweep is a ValueError)."""
         try:
             with open(self.file(SWEEP_FILE), encoding="utf-8") as f:
-                return json.load(f)
+                return checked(json.load(f))
         except (OSError, ValueError) as e:
             raise KitError(f"sweep record {self.path}: {SWEEP_FILE} is unreadable ({e}); "
                            f"inspect or remove that directory") from None
 
     def update(self, **fields) -> dict:
-        data = {**self.read(), **fields}
-        write_atomic(self.file(SWEEP_FILE), to_json(data))
+        """Read, change, write back, under the record's lock (the driver, a cancel and a status may all write)."""
+        with locked(self.file(LOCK)):
+            data = {**self.read(), **fields}
+            write_atomic(self.file(SWEEP_FILE), to_json(data))
         return data
 
     def trial_dir(self, run_id: str) -> str:
@@ -99,7 +105,8 @@ def state_now(data: dict) -> str:
 
 
 def list_sweeps(run_root: str) -> list[tuple[str, dict]]:
-    """(sweep id, sweep.json) of every sweep under run_root, oldest first; an unreadable one is left out."""
+    """(sweep id, sweep.json) of every sweep under run_root, oldest first; an unreadable one costs one warning line
+    naming its file, never the listing."""
     if not os.path.isdir(run_root):
         return []
     found = []
@@ -107,8 +114,8 @@ def list_sweeps(run_root: str) -> list[tuple[str, dict]]:
         if is_sweep(run_root, name):
             try:
                 found.append((name, SweepRecord(os.path.join(run_root, name)).read()))
-            except KitError:
-                continue
+            except KitError as e:
+                print(f"kit: warning: {e}", file=sys.stderr, flush=True)
     return sorted(found, key=lambda item: item[1].get("created_at", 0))
 
 
