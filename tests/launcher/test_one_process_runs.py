@@ -2,10 +2,16 @@
 timeouts.rendezvous is not killed as "never joined", the hang watch covers it, and its exit code or the signal
 that killed it is its own."""
 
+import json
 import os
+import signal
+import subprocess
+import sys
 import time
 
-from tests.launcher.localrun import LOCAL_CLUSTER, REPO, kit, pids_of_run
+import yaml
+
+from tests.launcher.localrun import LOCAL_CLUSTER, REPO, kit, pids_of_run, wait_for
 
 JOB = os.path.join(REPO, "tests", "launcher", "scripts", "one_process.py")
 
@@ -64,3 +70,34 @@ def test_a_killed_one_process_run_is_restarted(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert "attempt 2/2 after: node 0 (localhost) killed by SIGKILL" in r.stderr, r.stderr
     assert r.stderr.strip().splitlines()[-1] == "kit: run restarted succeeded (exit code 0)"
+
+
+def test_ctrl_c_in_a_restarts_checks_keeps_the_first_attempts_verdict(tmp_path):
+    """Attempt 1 dies by SIGKILL; attempt 2's checks hang in a setup line (it waits once the first attempt left its
+    mark) and kit is interrupted there: attempt 2 never started, and that is what kit says (not 'nothing was
+    started': attempt 1 ran and its outputs exist)."""
+    once = tmp_path / "killed-once"
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text(yaml.safe_dump({"name": "here", "backend": "local", "cpu_threads_per_process": 1,
+                                       "setup": [f"if [ -e {once} ]; then echo checking-again; sleep 300; fi"]}))
+    proc = subprocess.Popen([sys.executable, "-m", "launcher", "submit", JOB, "--cluster", str(cluster),
+                             "--run-id", "interrupted-restart", "--set", "restarts=1", "--", "--signal", "SIGKILL",
+                             "--once", str(once)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert wait_for(lambda: once.exists(), timeout=60)
+        status = tmp_path / "runs" / "interrupted-restart" / "status.json"
+        assert wait_for(lambda: json.loads(status.read_text()).get("attempts"), timeout=60)
+        time.sleep(2)   # in attempt 2's checks, in the setup line's sleep
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "kit: interrupted before attempt 2 started; nothing of it was started, attempt 1 ended failed: node 0 " \
+           "(localhost) killed by SIGKILL" in err, err
+    assert "nothing was started\n" not in err.replace("nothing of it was started", "")
+    final = json.loads(status.read_text())
+    assert final["state"] == "failed" and final["exit_code"] == 137, final
+    assert pids_of_run("interrupted-restart") == []
