@@ -145,6 +145,20 @@ def _unrecognized(parser, command: str, extra: list[str]) -> str:
     return f"unrecognized arguments: {' '.join(extra)}{hint} (see kit {command} --help)"
 
 
+def _set_misread(argv: list[str], extra: list[str]):
+    """`--set nodes 2` (a space for `=`): argparse takes `nodes` as the value and leaves `2` over. The fix, or None."""
+    for i, word in enumerate(argv):
+        if word == "--set" and i + 2 < len(argv):
+            key, value = argv[i + 1], argv[i + 2]
+        elif word.startswith("--set=") and i + 1 < len(argv):
+            key, value = word.removeprefix("--set="), argv[i + 1]
+        else:
+            continue
+        if "=" not in key and value in extra:
+            return f"--set {key} {value}: --set takes KEY=VALUE; did you mean --set {key}={value}? (see kit submit --help)"
+    return None
+
+
 def _command_parser(parser, command: str):
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction) and command in action.choices:
@@ -171,7 +185,7 @@ def parse(argv=None):
     parser = build_parser(command)
     args, extra = parser.parse_known_args(argv)
     if extra:
-        raise UsageError(_unrecognized(parser, args.command, extra))
+        raise UsageError(_set_misread(argv, extra) or _unrecognized(parser, args.command, extra))
     if args.command == "submit":
         _check_submit(args)
         args.args = job_args

@@ -97,6 +97,10 @@ CASES = [
     case("deepspeed-json-precision-mismatch", ["job_ds_precision.yaml"], "ds_bf16.json: bf16.enabled", "'no'"),
     # bad command-line values
     case("set-without-equals", ["job.yaml", "--set", "nodes"], "--set 'nodes'", "key=value"),
+    case("set-with-space", ["job.yaml", "--set", "nodes", "2"],
+         "--set nodes 2: --set takes KEY=VALUE; did you mean --set nodes=2?"),
+    case("set-with-space-after-equals-form", ["job.yaml", "--set=procs_per_node", "1"],
+         "--set procs_per_node 1: --set takes KEY=VALUE; did you mean --set procs_per_node=1?"),
     case("set-unknown-key", ["job.yaml", "--set", "epochs=3"], "unknown key 'epochs'"),
     case("set-wrong-type", ["job.yaml", "--set", "deepspeed.zero_stage=three"],
          "--set deepspeed.zero_stage=three: ", "0, 1, 2 or 3"),
