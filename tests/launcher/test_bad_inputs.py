@@ -76,6 +76,17 @@ CASES = [
          "offload_param needs zero_stage 3"),
     case("module-and-script", ["job_module_and_script.yaml"], "entrypoint:", "exactly one"),
     case("ssh-cluster-without-hosts", ["job.yaml", "--cluster", "cluster_ssh_no_hosts.yaml"], "hosts"),
+    # a job file and a cluster file the wrong way round
+    case("job-and-cluster-swapped", ["cluster_ssh.yaml", "--cluster", "job.yaml"],
+         "cluster_ssh.yaml looks like a cluster file (it has backend:); did you swap JOB and --cluster?"),
+    case("job-given-as-cluster", ["job.yaml", "--cluster", "job.yaml"],
+         "job.yaml looks like a job file (it has entrypoint:); did you swap JOB and --cluster?"),
+    # a path where a module name goes
+    case("module-given-as-path", ["-m", "pkg/file.py"],
+         "-m pkg/file.py: -m takes a module name (pkg.file), not a path; use kit submit pkg/file.py or -m pkg.file"),
+    case("module-given-as-file", ["-m", "start_marker.py"], "-m takes a module name (start_marker), not a path"),
+    case("module-path-in-job", ["job.yaml", "--set", "entrypoint={module: pkg/file.py}"],
+         "'pkg/file.py' is a path, not a module name; use {script: pkg/file.py} or {module: pkg.file}"),
     # missing files
     case("missing-job-file", ["no_such_job.yaml"], "job no_such_job.yaml: no such file"),
     case("missing-cluster-file", ["job.yaml", "--cluster", "no_such_cluster.yaml"],
