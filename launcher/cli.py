@@ -88,7 +88,9 @@ def _doctor_args(sub) -> None:
     p = sub.add_parser("doctor", help="check that a cluster can run jobs: every host of an ssh cluster "
                                              "(reach, python, versions, ports), what sbatch needs on a slurm one")
     p.add_argument("--cluster", required=True, help="cluster config YAML (an ssh or slurm cluster)")
-    p.add_argument("--job", help="job spec YAML: also check that its entrypoint is importable on every host")
+    p.add_argument("--job", help="job spec YAML, or a Python script (train.py) as kit submit takes it: also check "
+                                 "that its entrypoint is there on every host")
+    p.add_argument("-m", "--module", help="or a module (python -m MODULE), as kit submit -m takes it")
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
 
 
