@@ -67,9 +67,13 @@ def load(args) -> Loaded:
 
 
 def plan_for(loaded: Loaded, run_id: Optional[str]) -> LaunchPlan:
-    """The plan of the resolved specs (the overrides were applied once, by load)."""
+    """The plan of the resolved specs (the overrides were applied once, by load). A run id given that names a run
+    kit knows already is refused here, so the dry-run says it too."""
     from launcher.planning.build import build_plan
     from launcher.spec import Overrides, load_user_deepspeed
+    if run_id is not None:
+        from launcher.launch import refuse_a_taken_id
+        refuse_a_taken_id(run_id)
     plan = build_plan(loaded.resolved_job, loaded.resolved_cluster, Overrides(),
                       run_id or new_run_id(loaded.job.name), default_python=loaded.default_python,
                       user_deepspeed=load_user_deepspeed(loaded.resolved_job))

@@ -147,7 +147,7 @@ def test_ctrl_c_of_a_sweep_stops_every_trial(tmp_path):
     assert "state cancelled" in out.splitlines()[0]
 
 
-def test_a_sweep_id_still_running_in_another_run_root_is_not_taken(tmp_path, monkeypatch):
+def test_a_sweep_id_in_another_run_root_is_not_taken_running_or_over(tmp_path, monkeypatch):
     import psutil
     from launcher import run_index
     monkeypatch.setenv("KIT_HOME", str(tmp_path / "home"))
@@ -163,4 +163,11 @@ def test_a_sweep_id_still_running_in_another_run_root_is_not_taken(tmp_path, mon
     r = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "sw", cwd=b)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert f"sweep id sw is taken by a sweep still running at {running}" in r.stderr, r.stderr
+    assert not (b / "runs").exists()
+    # Over, it still names that sweep (and its trials' runs): as a run id does.
+    (running / "sweep.json").write_text(json.dumps({"state": "succeeded", "trials": []}))
+    r = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "sw", cwd=b)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"sweep id sw is taken by a sweep that ended (succeeded) at {running}; pick another --run-id, e.g. " \
+        "sw-2" in r.stderr, r.stderr
     assert not (b / "runs").exists()
