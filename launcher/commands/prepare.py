@@ -78,8 +78,27 @@ def plan_for(loaded: Loaded, run_id: Optional[str]) -> LaunchPlan:
                       run_id or new_run_id(loaded.job.name), default_python=loaded.default_python,
                       user_deepspeed=load_user_deepspeed(loaded.resolved_job))
     # What only this machine can tell (an SSH cluster's sync file list), added here at the edge, not by the planner.
-    return registry.placement(loaded.resolved_cluster.backend).at_edge(plan, loaded.resolved_cluster,
+    plan = registry.placement(loaded.resolved_cluster.backend).at_edge(plan, loaded.resolved_cluster,
                                                                        loaded.resolved_job)
+    check_code(plan, loaded.resolved_job, loaded.resolved_cluster)
+    return plan
+
+
+def check_code(plan: LaunchPlan, job, cluster) -> None:
+    """The checks this machine makes before anything starts, a dry-run's too (preflight/here.py): secrets set; the
+    entrypoint there, compiling, its modules synced, DeepSpeed on CPU asking for gloo, where kit sees the code."""
+    import os
+    from launcher.preflight.here import check_here
+    code_dir = registry.placement(cluster.backend).code_here(plan, cluster, os.getcwd())
+    check_here(plan, job.entrypoint, job.args, code_dir, os.environ)
+
+
+def dry_checks(loaded: Loaded, plan: LaunchPlan) -> None:
+    """What else a run checks before it starts, for a dry-run: the backend's checks that stay on this machine (the
+    hosts are not reached)."""
+    import os
+    cluster = loaded.resolved_cluster
+    registry.placement(cluster.backend).dry_checks(plan, cluster, loaded.resolved_job.entrypoint, os.getcwd())
 
 
 def prepare(loaded: Loaded, plan: LaunchPlan) -> Prepared:
@@ -101,4 +120,5 @@ def prepared_for(args) -> Optional[Prepared]:
     return prepare(loaded, plan_for(loaded, args.run_id))
 
 
-__all__ = ["Loaded", "Prepared", "load", "plan_for", "prepare", "prepared_for", "new_run_id", "overrides_from"]
+__all__ = ["Loaded", "Prepared", "load", "plan_for", "check_code", "dry_checks", "prepare", "prepared_for", "new_run_id",
+           "overrides_from"]

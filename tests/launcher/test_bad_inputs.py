@@ -153,6 +153,19 @@ CASES = [
          "= 1000000000000 trials is above the cap of 10000"),
     case("sweep-id-shaped-like-a-trial", ["job.yaml", "--sweep", "sweep_small.yaml", "--run-id", "mine-t0"],
          "--run-id mine-t0", "may not end in -t<N>"),
+    # what a run checks before it starts, and the dry-run too (DRY_RUN_TOO below)
+    case("script-missing", ["no_such_script.py"],
+         "entrypoint.script no_such_script.py: no such file in the node's workdir <workdir>"),
+    case("module-missing", ["-m", "no_such_module_here"], "entrypoint.module no_such_module_here: not importable"),
+    case("script-syntax-error", ["syntax_error.py"],
+         "kit: error: syntax_error.py:3: SyntaxError: invalid syntax (the job's script); fix it before submitting"),
+    case("secret-env-unset", ["job_secret_env.yaml"],
+         "secret_env: KIT_TEST_UNSET_SECRET not set in your environment; export it first"),
+    case("deepspeed-cpu-without-gloo", ["accelerator_no_gloo.py", "--strategy", "deepspeed", "--procs-per-node", "2"],
+         "strategy deepspeed on CPU nodes: accelerator_no_gloo.py builds an Accelerator but never asks for the gloo "
+         "process group", "InitProcessGroupKwargs(backend=\"gloo\")", "--strategy ddp"),
+    case("deepspeed-cpu-without-gloo-in-helper", ["uses_helper.py", "--strategy", "deepspeed"],
+         "uses_helper.py (through helper_builds_accelerator.py) builds an Accelerator but never asks for the gloo"),
     # reserved environment
     case("reserved-env-kit-run-id", ["job_env_reserved.yaml"], "job_env_reserved.yaml: env:", "KIT_RUN_ID", "set by kit"),
     case("reserved-env-in-cluster", ["job.yaml", "--cluster", "cluster_env_reserved.yaml"],
@@ -171,6 +184,8 @@ def kit(args, cwd) -> subprocess.CompletedProcess:
 def workdir(tmp_path):
     for path in FIXTURES.iterdir():
         shutil.copy(path, tmp_path / path.name)
+    # Written here, not kept as a fixture file: a .py file that does not compile would trip tools over the tree.
+    (tmp_path / "syntax_error.py").write_text("import os\n\ndef main(:\n    pass\n")
     return tmp_path
 
 
@@ -242,6 +257,28 @@ def test_bad_input_through_the_planner_is_the_same_one_line(args, expected, work
     assert _processes_in(workdir) == []
     in_process = kit([*args, "--set", "cluster.name=boxes"], workdir)   # an override: no early logins
     assert in_process.stderr == result.stderr
+
+
+# `--dry-run` checks everything a run checks before it starts, except reaching hosts: the same one line.
+DRY_RUN_TOO = ["script-missing", "module-missing", "script-syntax-error", "secret-env-unset",
+               "deepspeed-cpu-without-gloo", "deepspeed-cpu-without-gloo-in-helper"]
+
+
+@pytest.mark.parametrize("args, expected", [c.values for c in CASES if c.id in DRY_RUN_TOO], ids=DRY_RUN_TOO)
+def test_the_dry_run_refuses_what_the_run_refuses_in_the_same_line(args, expected, workdir):
+    before = listing(workdir)
+    run, dry = kit(args, workdir), kit([*args, "--dry-run"], workdir)
+    assert (dry.returncode, dry.stdout, dry.stderr) == (2, "", run.stderr), dry.stderr
+    assert listing(workdir) == before
+
+
+def test_a_program_that_asks_for_gloo_or_builds_no_accelerator_may_run_deepspeed_on_cpu(workdir):
+    # The word gloo in the arguments counts as asking (a --backend gloo the script reads); no Accelerator at all
+    # (plain torch.distributed picks gloo on CPU itself) is not accelerate's trap.
+    for args in (["accelerator_no_gloo.py", "--", "--backend", "gloo"], ["start_marker.py"]):
+        result = kit([*args[:1], "--strategy", "deepspeed", "--procs-per-node", "2", "--dry-run", *args[1:]],
+                     workdir)
+        assert result.returncode == 0, result.stderr
 
 
 def test_a_dry_run_needs_no_key_file(workdir):
