@@ -39,7 +39,13 @@ def _submit_args(sub) -> None:
     p = sub.add_parser("submit", help="plan a job on a cluster and run it (or print the plan with --dry-run)",
                        usage="kit submit (JOB.yaml | SCRIPT.py | -m MODULE) [options] [-- ARGS...]",
                        epilog="ARGS after -- are appended to the job's arguments, e.g. "
-                              "kit submit train.py --nodes 2 -- --lr 3e-4")
+                              "kit submit train.py --nodes 2 -- --lr 3e-4. A sweep's trial N gets --output-dir "
+                              "outputs/<sweep>-tN (sweep.output_arg, output_root) as its last arguments, and must "
+                              "write metrics.json (sweep.metrics_file) there, from one process on node 0; "
+                              "sweep.metric is a path into it: names index objects, integers lists "
+                              "(evals.-1.accuracy = data['evals'][-1]['accuracy']), leading to a number. A sweep "
+                              "stops launching trials after sweep.max_failures (default 3) in a row fail the "
+                              "same way.")
     p.add_argument("job", nargs="?", help="job spec YAML (jobs/bert_cls.yaml), or a Python script to run as a job "
                                           "built from the flags (train.py)")
     p.set_defaults(args=[])   # the words after `--` (parse() splits them off)
