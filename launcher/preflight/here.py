@@ -65,7 +65,7 @@ def _check_synced(sync: SyncPlan, code_dir: str, entrypoint, imported) -> None:
     excluded), would be missing on the hosts: the run would fail there with an ImportError."""
     entry = entrypoint.script or entrypoint.module
     for module in imported:
-        name, rel = module.module, os.path.relpath(os.path.join(code_dir, module.rel), sync.source).replace(os.sep, "/")
+        rel = os.path.relpath(os.path.join(code_dir, module.rel), sync.source).replace(os.sep, "/")
         if rel.startswith("../") or rel in sync.files:
             continue
         if sync.chosen_by.startswith("the git-tracked"):
@@ -73,9 +73,13 @@ def _check_synced(sync: SyncPlan, code_dir: str, entrypoint, imported) -> None:
         elif sync.chosen_by.startswith("the files matching"):
             how = "list it in sync.include"
         else:
-            how = "drop the sync.exclude or .kitignore rule that leaves it out"
-        raise KitError(f"sync: {rel} (module {name}, imported by {entry}) is not among the files sync copies "
-                       f"from {sync.source} ({sync.chosen_by}); {how}, or the hosts will not have it")
+            how = "drop the sync.exclude rule that leaves it out"
+        if "less .kitignore" in sync.chosen_by:
+            how += " (or the .kitignore rule, if one leaves it out)"
+        elif ".kitignore" in sync.chosen_by:
+            how += " (or, if the defaults leave it out, write a .kitignore)"
+        raise KitError(f"sync: {rel} (module {module.module}, imported by {entry}) is not among the files sync "
+                       f"copies from {sync.source} ({sync.chosen_by}); {how}, or the hosts will not have it")
 
 
 def _check_gloo(entry: Source, imported: Iterable[Source], args) -> None:
