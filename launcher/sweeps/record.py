@@ -72,14 +72,15 @@ def _refuse_a_namesake(sweep_id: str, path: str) -> None:
     if other is None:
         return
     if not os.path.isfile(os.path.join(other, SWEEP_FILE)):
-        raise KitError(f"sweep id {sweep_id} is taken by a run {run_index.taken(sweep_id, other)}")
+        raise KitError(f"sweep id {sweep_id} is taken by a run {run_index.taken(sweep_id, other, live=False)}")
     try:
         state = state_now(SweepRecord(other).read())
     except KitError:
         state = "unreadable"
     if state == "running":
         raise KitError(f"sweep id {sweep_id} is taken by a sweep still running {run_index.taken(sweep_id, other)}")
-    raise KitError(f"sweep id {sweep_id} is taken by a sweep that ended ({state}) {run_index.taken(sweep_id, other)}")
+    raise KitError(f"sweep id {sweep_id} is taken by a sweep that ended ({state}) "
+                   f"{run_index.taken(sweep_id, other, live=False)}")
 
 
 def is_sweep(run_root: str, run_id: str) -> bool:

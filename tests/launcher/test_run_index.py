@@ -133,7 +133,7 @@ def test_a_finished_run_id_from_another_directory_is_refused_with_another_id_to_
     assert kit("submit", _probe_job(a), "--cluster", LOCAL_CLUSTER, "--run-id", "dup", cwd=a).returncode == 0
     run_index.remember(str(tmp_path / "c" / "runs" / "dup-2"))   # indexed, but its record is gone: free again
     expected = (f"kit: error: run id dup is taken by a run that ended (succeeded) at {a / 'runs' / 'dup'}; pick "
-                f"another --run-id, e.g. dup-2 (or end that one: kit cancel dup --run-root {a / 'runs'})\n")
+                f"another --run-id, e.g. dup-2\n")
     for dry in ([], ["--dry-run"]):   # the dry-run checks what the run checks
         again = kit("submit", _probe_job(b), "--cluster", LOCAL_CLUSTER, "--run-id", "dup", *dry, cwd=b)
         assert (again.returncode, again.stdout, again.stderr) == (2, "", expected)
