@@ -49,7 +49,7 @@ def open_sweep(root: str, plan) -> SweepRecord:
     data = plan.to_dict()
     if os.path.exists(record.file(SWEEP_FILE)):
         old = record.read()
-        if old.get("trials") != data["trials"] or old.get("spec") != data["spec"]:
+        if old.get("trials") != data["trials"] or _what_runs(old.get("spec")) != _what_runs(data["spec"]):
             raise KitError(f"sweep {plan.sweep_id} already exists at {record.path} with other trials; "
                            f"pick another --run-id")
         record.update(**data)
@@ -61,6 +61,11 @@ def open_sweep(root: str, plan) -> SweepRecord:
     from launcher import run_index
     run_index.remember(record.path)
     return record
+
+
+def _what_runs(spec) -> dict:
+    """A sweep spec less what only says when to stop launching (a record from before that field has none)."""
+    return {k: v for k, v in (spec or {}).items() if k != "max_failures"}
 
 
 def _refuse_a_namesake(sweep_id: str, path: str) -> None:
