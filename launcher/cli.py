@@ -39,7 +39,13 @@ def _submit_args(sub) -> None:
     p = sub.add_parser("submit", help="plan a job on a cluster and run it (or print the plan with --dry-run)",
                        usage="kit submit (JOB.yaml | SCRIPT.py | -m MODULE) [options] [-- ARGS...]",
                        epilog="ARGS after -- are appended to the job's arguments, e.g. "
-                              "kit submit train.py --nodes 2 -- --lr 3e-4")
+                              "kit submit train.py --nodes 2 -- --lr 3e-4. A sweep's trial N gets --output-dir "
+                              "outputs/<sweep>-tN (sweep.output_arg, output_root) as its last arguments, and must "
+                              "write metrics.json (sweep.metrics_file) there, from one process on node 0; "
+                              "sweep.metric is a path into it: names index objects, integers lists "
+                              "(evals.-1.accuracy = data['evals'][-1]['accuracy']), leading to a number. A sweep "
+                              "stops launching trials after sweep.max_failures (default 3) in a row fail the "
+                              "same way.")
     p.add_argument("job", nargs="?", help="job spec YAML (jobs/bert_cls.yaml), or a Python script to run as a job "
                                           "built from the flags (train.py)")
     p.set_defaults(args=[])   # the words after `--` (parse() splits them off)
@@ -98,7 +104,9 @@ def _doctor_args(sub) -> None:
     p = sub.add_parser("doctor", help="check that a cluster can run jobs: every host of an ssh cluster "
                                              "(reach, python, versions, ports), what sbatch needs on a slurm one")
     p.add_argument("--cluster", required=True, help="cluster config YAML (an ssh or slurm cluster)")
-    p.add_argument("--job", help="job spec YAML: also check that its entrypoint is importable on every host")
+    p.add_argument("--job", help="job spec YAML, or a Python script (train.py) as kit submit takes it: also check "
+                                 "that its entrypoint is there on every host")
+    p.add_argument("-m", "--module", help="or a module (python -m MODULE), as kit submit -m takes it")
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
 
 
@@ -155,6 +163,20 @@ def _unrecognized(parser, command: str, extra: list[str]) -> str:
     return f"unrecognized arguments: {' '.join(extra)}{hint} (see kit {command} --help)"
 
 
+def _set_misread(argv: list[str], extra: list[str]):
+    """`--set nodes 2` (a space for `=`): argparse takes `nodes` as the value and leaves `2` over. The fix, or None."""
+    for i, word in enumerate(argv):
+        if word == "--set" and i + 2 < len(argv):
+            key, value = argv[i + 1], argv[i + 2]
+        elif word.startswith("--set=") and i + 1 < len(argv):
+            key, value = word.removeprefix("--set="), argv[i + 1]
+        else:
+            continue
+        if "=" not in key and value in extra:
+            return f"--set {key} {value}: --set takes KEY=VALUE; did you mean --set {key}={value}? (see kit submit --help)"
+    return None
+
+
 def _command_parser(parser, command: str):
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction) and command in action.choices:
@@ -184,7 +206,7 @@ def parse(argv=None):
     parser = build_parser(command)
     args, extra = parser.parse_known_args(argv)
     if extra:
-        raise UsageError(_unrecognized(parser, args.command, extra))
+        raise UsageError(_set_misread(argv, extra) or _unrecognized(parser, args.command, extra))
     if args.command == "submit":
         _check_submit(args)
         args.args = job_args

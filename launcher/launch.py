@@ -52,7 +52,7 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
         say(warning)
     backend.use(prepared.binding)
     root = backend.record_root(prepared.workdir, base_dir)
-    _refuse_a_live_namesake(plan.run_id, os.path.join(root, plan.run_dir))
+    refuse_a_taken_id(plan.run_id, os.path.join(root, plan.run_dir))
     # The record is written before the checks: an SSH run's checks wait for the hosts' logins, and the record
     # is then off the way from the last check's answer to the nodes' start. Checks that fail take it back.
     with records.tentative(root, plan, prepared.job_record, prepared.cluster_record) as record:
@@ -61,7 +61,7 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
         record.update_status(supervisor_pid=os.getpid(), supervisor_start=tree.started_at(os.getpid()))
         backend.check(plan, base_dir)
         # Again, as late as can be: a run of this id from another run root may have started during the checks.
-        _refuse_a_live_namesake(plan.run_id, record.path)
+        refuse_a_taken_id(plan.run_id, record.path)
     run_index.remember(record.path)   # `kit status RUN` finds it from any directory
     if on_checked is not None:
         on_checked()
@@ -77,18 +77,21 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
     return Launched(record, result)
 
 
-def _refuse_a_live_namesake(run_id: str, path: str) -> None:
-    """A run id names one run for `kit status / logs / cancel` from anywhere: while a run of that id in another run
-    root is not over, a second one would take its name and leave it out of reach. A finished one (or one whose
-    supervisor is gone) may be succeeded by a new run of its name, as in one run root once its record is removed.
-    A run whose state its backend cannot tell now (a login host away) keeps its name."""
-    other = run_index.namesake(run_id, path)
+def refuse_a_taken_id(run_id: str, path: Optional[str] = None) -> None:
+    """A run id names one run wherever it is: `kit status / logs / cancel RUN` and `kit runs` find it from any
+    directory through kit's index. A run id the index holds already, for a run in any run root and in any state, is
+    refused (else two runs answer to one name, and which one `kit status` shows depends on the directory); a
+    record deleted since no longer holds its name. `path`: this run's own record, which is not a namesake (the
+    check made again after the checks); without it (at plan time, a dry-run too) any indexed run of the id is.
+    A live namesake's state is asked of its backend; one it cannot tell now (a login host away) still holds."""
+    other = run_index.where(run_id) if path is None else run_index.namesake(run_id, path)
     if other is None:
         return
     record = records.RunRecord(other)
     status = record.read_status()
     if status.state not in NOT_OVER:
-        return
+        raise KitError(f"run id {run_id} is taken by a run that ended ({status.state or 'no state recorded'}) "
+                       f"{run_index.taken(run_id, other, live=False)}")
     where = run_index.taken(run_id, other)
     try:   # the file's word may be stale (a supervisor killed): its backend says how the run stands now
         state, _ = registry.backend(status.backend).current_state(record, status)
@@ -97,3 +100,4 @@ def _refuse_a_live_namesake(run_id: str, path: str) -> None:
                        f"now ({one_line(str(e)) or type(e).__name__}), {where}") from None
     if state in NOT_OVER:
         raise KitError(f"run id {run_id} is taken by a run still {state} {where}")
+    raise KitError(f"run id {run_id} is taken by a run that ended ({state}) {run_index.taken(run_id, other, False)}")

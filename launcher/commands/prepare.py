@@ -68,7 +68,8 @@ def load(args) -> Loaded:
 
 def plan_for(loaded: Loaded, run_id: Optional[str], attempt: int = 1) -> LaunchPlan:
     """The plan of the resolved specs (the overrides were applied once, by load); `attempt` k > 1: the plan a
-    restart would run (the dry-run's --attempt)."""
+    restart would run (the dry-run's --attempt). A run id given that names a run kit knows already is refused
+    here, so the dry-run says it too."""
     from launcher.errors import KitError
     from launcher.planning.attempt import Attempt
     from launcher.planning.build import build_plan
@@ -77,12 +78,34 @@ def plan_for(loaded: Loaded, run_id: Optional[str], attempt: int = 1) -> LaunchP
     if attempt > restarts + 1:
         raise KitError(f"--attempt {attempt}: the job's restarts is {restarts}, so its last attempt is "
                        f"{restarts + 1}; raise it (--set restarts={attempt - 1}) or ask for an earlier attempt")
+    if run_id is not None:
+        from launcher.launch import refuse_a_taken_id
+        refuse_a_taken_id(run_id)
     plan = build_plan(loaded.resolved_job, loaded.resolved_cluster, Overrides(),
                       run_id or new_run_id(loaded.job.name), default_python=loaded.default_python,
                       user_deepspeed=load_user_deepspeed(loaded.resolved_job), attempt=Attempt(attempt))
     # What only this machine can tell (an SSH cluster's sync file list), added here at the edge, not by the planner.
-    return registry.placement(loaded.resolved_cluster.backend).at_edge(plan, loaded.resolved_cluster,
+    plan = registry.placement(loaded.resolved_cluster.backend).at_edge(plan, loaded.resolved_cluster,
                                                                        loaded.resolved_job)
+    check_code(plan, loaded.resolved_job, loaded.resolved_cluster)
+    return plan
+
+
+def check_code(plan: LaunchPlan, job, cluster) -> None:
+    """The checks this machine makes before anything starts, a dry-run's too (preflight/here.py): secrets set; the
+    entrypoint there, compiling, its modules synced, DeepSpeed on CPU asking for gloo, where kit sees the code."""
+    import os
+    from launcher.preflight.here import check_here
+    code_dir = registry.placement(cluster.backend).code_here(plan, cluster, os.getcwd())
+    check_here(plan, job.entrypoint, job.args, code_dir, os.environ)
+
+
+def dry_checks(loaded: Loaded, plan: LaunchPlan) -> None:
+    """What else a run checks before it starts, for a dry-run: the backend's checks that stay on this machine (the
+    hosts are not reached)."""
+    import os
+    cluster = loaded.resolved_cluster
+    registry.placement(cluster.backend).dry_checks(plan, cluster, loaded.resolved_job.entrypoint, os.getcwd())
 
 
 def prepare(loaded: Loaded, plan: LaunchPlan) -> Prepared:
@@ -106,4 +129,5 @@ def prepared_for(args) -> Optional[Prepared]:
     return prepare(loaded, plan_for(loaded, args.run_id))
 
 
-__all__ = ["Loaded", "Prepared", "load", "plan_for", "prepare", "prepared_for", "new_run_id", "overrides_from"]
+__all__ = ["Loaded", "Prepared", "load", "plan_for", "check_code", "dry_checks", "prepare", "prepared_for", "new_run_id",
+           "overrides_from"]

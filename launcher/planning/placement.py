@@ -68,6 +68,16 @@ class Placement:
         list), by the caller of the planner (commands/prepare.py), never by it. The dry-run shows the result."""
         return plan
 
+    def code_here(self, plan, cluster: ClusterSpec, cwd: str) -> Optional[str]:
+        """The directory on this machine whose files the nodes see in their workdir, for the checks of the job's
+        code made before anything starts, a dry-run too (preflight/here.py): by default the sync source the
+        plan copies to the hosts; None when kit cannot read the nodes' code from here. A path: no I/O."""
+        return plan.sync.source if plan.sync is not None else None
+
+    def dry_checks(self, plan, cluster: ClusterSpec, entrypoint, base_dir: str) -> None:
+        """For a dry-run, what this backend's own checks (Backend.check) can tell without reaching beyond this
+        machine (a local node's interpreter finding the module). Nothing by default."""
+
     def logs_in(self, cluster: ClusterSpec) -> bool:
         """Whether a real run logs in over SSH with the cluster's `ssh:` settings (their files must exist)."""
         return False

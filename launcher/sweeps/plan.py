@@ -66,7 +66,9 @@ class SweepPlan:
 def sweep_id_for(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: Overrides) -> str:
     """The same sweep (job, spec, cluster, overrides) always gets the same id, so running it again continues it
     (trials that already succeeded are skipped) instead of starting over under a new name."""
-    material = json.dumps([job.model_dump(mode="json", exclude={"sweep"}), spec.model_dump(mode="json"),
+    # max_failures says when to stop, not what a trial runs: the same sweep with another one continues it.
+    material = json.dumps([job.model_dump(mode="json", exclude={"sweep"}),
+                           spec.model_dump(mode="json", exclude={"max_failures"}),
                            cluster.model_dump(mode="json"), dataclasses.asdict(overrides)], sort_keys=True)
     return f"{job.name}-sweep-{hashlib.sha256(material.encode()).hexdigest()[:8]}"
 

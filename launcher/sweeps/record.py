@@ -51,11 +51,11 @@ class SweepRecord:
 def open_sweep(root: str, plan) -> SweepRecord:
     """Create the sweep record, or take up an existing one of the same sweep (a re-run continues it)."""
     record = SweepRecord(os.path.abspath(os.path.join(root, plan.sweep_id)))
-    _refuse_a_running_namesake(plan.sweep_id, record.path)
+    _refuse_a_namesake(plan.sweep_id, record.path)
     data = plan.to_dict()
     if os.path.exists(record.file(SWEEP_FILE)):
         old = record.read()
-        if old.get("trials") != data["trials"] or old.get("spec") != data["spec"]:
+        if old.get("trials") != data["trials"] or _what_runs(old.get("spec")) != _what_runs(data["spec"]):
             raise KitError(f"sweep {plan.sweep_id} already exists at {record.path} with other trials; "
                            f"pick another --run-id")
         record.update(**data)
@@ -69,19 +69,29 @@ def open_sweep(root: str, plan) -> SweepRecord:
     return record
 
 
-def _refuse_a_running_namesake(sweep_id: str, path: str) -> None:
-    """A sweep id names one sweep for `kit sweep status` / `kit cancel` from anywhere (kit's index): while a sweep
-    of that id in another run root still runs, a second one would take its name (and its trials' run ids)."""
+def _what_runs(spec) -> dict:
+    """A sweep spec less what only says when to stop launching (a record from before that field has none)."""
+    return {k: v for k, v in (spec or {}).items() if k != "max_failures"}
+
+
+def _refuse_a_namesake(sweep_id: str, path: str) -> None:
+    """A sweep id names one sweep for `kit sweep status` / `kit cancel` from anywhere (kit's index), as a run id
+    names one run (launch.py): an id the index holds for a sweep or run in another run root, in any state, is
+    refused (its trials' run ids would be another's too). The same sweep run again in its own run root continues."""
     from launcher import run_index
     other = run_index.namesake(sweep_id, path)
-    if other is None or not os.path.isfile(os.path.join(other, SWEEP_FILE)):
-        return   # a run of that id is checked by the launch of the sweep's trials
+    if other is None:
+        return
+    if not os.path.isfile(os.path.join(other, SWEEP_FILE)):
+        raise KitError(f"sweep id {sweep_id} is taken by a run {run_index.taken(sweep_id, other, live=False)}")
     try:
         state = state_now(SweepRecord(other).read())
     except KitError:
-        return
+        state = "unreadable"
     if state == "running":
         raise KitError(f"sweep id {sweep_id} is taken by a sweep still running {run_index.taken(sweep_id, other)}")
+    raise KitError(f"sweep id {sweep_id} is taken by a sweep that ended ({state}) "
+                   f"{run_index.taken(sweep_id, other, live=False)}")
 
 
 def is_sweep(run_root: str, run_id: str) -> bool:

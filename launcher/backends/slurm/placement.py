@@ -26,6 +26,13 @@ class SlurmPlacement(Placement):
         if cluster.gpu_ids is not None:
             raise ValueError(f"gpu_ids: only a local cluster picks GPU ids, not a {self.name} cluster; remove it")
 
+    def code_here(self, plan, cluster: ClusterSpec, cwd: str):
+        """Without a login host the SLURM commands run here, on the filesystem the nodes share: their workdir."""
+        if self.logs_in(cluster):
+            return None
+        import os
+        return os.path.normpath(os.path.join(cwd, cluster.workdir))
+
     def logs_in(self, cluster: ClusterSpec) -> bool:
         return cluster.slurm is not None and cluster.slurm.login_host is not None
 
