@@ -18,8 +18,13 @@ FLAG = "--num_cpu_threads_per_process"
 
 
 def threads(p) -> list:
-    """Each node's --num_cpu_threads_per_process, None where it is not passed."""
-    return [int(n.argv[n.argv.index(FLAG) + 1]) if FLAG in n.argv else None for n in p.nodes]
+    """Each node's --num_cpu_threads_per_process (a one-process node, which has no launcher: its OMP_NUM_THREADS,
+    as accelerate's launcher would set it), None where it is not passed."""
+    def one(n):
+        if FLAG in n.argv:
+            return int(n.argv[n.argv.index(FLAG) + 1])
+        return int(n.env["OMP_NUM_THREADS"]) if "OMP_NUM_THREADS" in n.env else None
+    return [one(n) for n in p.nodes]
 
 
 @pytest.fixture
