@@ -74,7 +74,7 @@ class Backend(abc.ABC):
                 lost.add(result.failure.host)
             done = record.read_status().attempts
             record.update_status(attempts=[*done, {"attempt": attempt, "started_at": started, "finished_at": time.time(),
-                                                   "state": result.state, "cause": why,
+                                                   "state": result.state, "exit_code": result.code, "cause": why,
                                                    "master_port": current.world.master_port}])
             attempt += 1
             say(f"kit: run {plan.run_id} attempt {attempt}/{plan.limits.restarts + 1} after: {why}")

@@ -133,7 +133,7 @@ class SlurmBackend(Backend):
             why = cause(result.failure)
             record.update_status(attempts=[*status.attempts, {
                 "attempt": attempt, "started_at": begun or status.started_at or status.submitted_at,
-                "finished_at": time.time(), "state": result.state, "cause": why,
+                "finished_at": time.time(), "state": result.state, "exit_code": result.code, "cause": why,
                 "master_port": plan.world.master_port}])
             attempt += 1
             say(f"kit: run {plan.run_id} attempt {attempt}/{plan.limits.restarts + 1} after: {why}")
