@@ -90,7 +90,10 @@ def _record_args(sub) -> None:
 
 
 def _wait_args(sub) -> None:
-    p = sub.add_parser("wait", help="block until a run ends; exit with its exit code (a signal N as 128+N)")
+    p = sub.add_parser("wait", help="block until a run ends; exit with its exit code (a signal N as 128+N)",
+                       epilog="exit codes: the run's (its failing rank's own code, a signal N as 128+N, 0 when it "
+                              "succeeded); 255 when it was lost (its supervising kit died); 254 when --timeout ran "
+                              "out; 2 with a kit: error line for kit's own errors")
     p.add_argument("run_id", nargs="?", help=f"run id (default: the latest run); {PREFIX_HELP}")
     p.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds: exit code 254, the run "
                                                                "goes on")
