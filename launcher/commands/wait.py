@@ -25,6 +25,9 @@ def wait(args) -> int:
         print(f"kit: run {name} still {e.state} after {args.timeout:g} s (--timeout); exit code {TIMEOUT_CODE}, "
               f"the run goes on", file=sys.stderr)
         return TIMEOUT_CODE
+    except KeyboardInterrupt:   # not kit's "nothing was started": the run was never ours to stop
+        print(f"\nkit: stopped waiting; run {name} goes on", file=sys.stderr)
+        return 130
     status = record.read_status()
     code = end_code(state, status)
     if state == "lost":

@@ -1,7 +1,7 @@
 """`kit wait RUN` on real local runs: it blocks until the run ends and exits with the run's exit code (a rank's own
 code, a signal N as 128+N), for a detached run and for one that another kit follows; a run already over answers at
-once; a timeout is its own code and one line, and leaves the run alone; a run whose supervisor died reads lost.
-`kit status` and `kit logs --follow` end with the same code."""
+once; a timeout is its own code and one line, and leaves the run alone (as a Ctrl-C does); a run whose supervisor
+died reads lost. `kit status` and `kit logs --follow` end with the same code."""
 
 import json
 import os
@@ -88,6 +88,12 @@ def test_a_timeout_is_its_own_code_and_leaves_the_run_alone(tmp_path):
     assert len(r.stderr.splitlines()) == 1
     assert wait_for(lambda: len(reports(out)) == 2, timeout=120) and pids_of_run("slow")
     assert "state running" in kit("status", "slow", cwd=tmp_path).stdout
+    interrupted = kit_background("wait", "slow", cwd=tmp_path)
+    time.sleep(2)
+    interrupted.send_signal(signal.SIGINT)   # Ctrl-C stops the waiting, never the run
+    said, _ = interrupted.communicate(timeout=30)
+    assert interrupted.returncode == 130 and said.strip() == "kit: stopped waiting; run slow goes on", said
+    assert pids_of_run("slow") and "state running" in kit("status", "slow", cwd=tmp_path).stdout
     waiter = kit_background("wait", "slow", cwd=tmp_path)
     assert kit("cancel", "slow", cwd=tmp_path, timeout=120).returncode == 0
     said, _ = waiter.communicate(timeout=120)
