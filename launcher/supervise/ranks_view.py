@@ -57,9 +57,9 @@ class RanksView:
         return notes
 
     def _noted(self, lines: list) -> list:
-        if self._gate.kept and not self._told:
+        if self._gate.first_kept and not self._told:
             self._told = True
-            self._notes.append(self._kept_note(*self._gate.kept[0]))
+            self._notes.append(self._kept_note(*self._gate.first_kept))
         return lines
 
     def _kept_note(self, stream, exception: str) -> str:

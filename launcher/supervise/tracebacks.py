@@ -5,8 +5,8 @@ logs, which keep every line.
 Per output stream (a rank, or a one-process node), a traceback is held from its first line until its exception
 line, so that it can be judged by what it raised; at most HOLD_SECONDS and HOLD_LINES, after which it is judged
 as it stands. Meanwhile every other stream goes on live, and so does this one once the block is judged. After a
-kept-back traceback, what its rank says within TRAIL_SECONDS (the rest of a long message, C++ frames, teardown
-chatter) is kept back with it."""
+kept-back traceback, what its rank says next (the rest of a long message, C++ frames, teardown chatter) is kept
+back with it while each line comes within TRAIL_SECONDS of the one before, at most TRAIL_LINES."""
 
 import re
 import time
@@ -53,7 +53,7 @@ class TracebackGate:
         self._held: dict = {}       # stream -> _Block
         self._trailing: dict = {}   # stream -> [time of its last kept-back line, lines kept since]
         self._first = None          # (stream, time) of the first failure shown
-        self.kept: list = []        # (stream, exception line) of each traceback kept back, in order
+        self.first_kept = None      # (stream, exception line) of the first traceback kept back
 
     @property
     def holding(self) -> bool:
@@ -110,7 +110,7 @@ class TracebackGate:
         soon_after = first is not None and first[0] != stream and now - first[1] < WINDOW
         if block.kept or soon_after or (is_consequence(exception) and (first is None or first[0] != stream)):
             self._trailing[stream] = [now, 0]
-            self.kept.append((stream, exception))
+            self.first_kept = self.first_kept or (stream, exception)
             return []
         if first is None or now - first[1] >= WINDOW:
             self._first = (stream, now)
