@@ -101,12 +101,14 @@ def plan(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] 
          port: Optional[int] = None, set: Optional[dict] = None, args: Sequence[str] = (),
          run_id: Optional[str] = None) -> Plan:
     """The dry-run of `kit submit` as data: nothing is written or started."""
-    from launcher.commands.prepare import plan_for
+    from launcher.commands.prepare import dry_checks, plan_for
     a = _Args(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, run_id)
     loaded = _load(a)
     if loaded.sweep is not None:
         raise KitError(f"{a.job} has a sweep section; kit.sweep() runs it (kit.plan plans one run)")
-    return Plan(plan_for(loaded, run_id))
+    planned = plan_for(loaded, run_id)
+    dry_checks(loaded, planned)
+    return Plan(planned)
 
 
 def submit(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,

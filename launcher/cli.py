@@ -41,7 +41,13 @@ def _submit_args(sub) -> None:
     p = sub.add_parser("submit", help="plan a job on a cluster and run it (or print the plan with --dry-run)",
                        usage="kit submit (JOB.yaml | SCRIPT.py | -m MODULE) [options] [-- ARGS...]",
                        epilog="ARGS after -- are appended to the job's arguments, e.g. "
-                              "kit submit train.py --nodes 2 -- --lr 3e-4")
+                              "kit submit train.py --nodes 2 -- --lr 3e-4. A sweep's trial N gets --output-dir "
+                              "outputs/<sweep>-tN (sweep.output_arg, output_root) as its last arguments, and must "
+                              "write metrics.json (sweep.metrics_file) there, from one process on node 0; "
+                              "sweep.metric is a path into it: names index objects, integers lists "
+                              "(evals.-1.accuracy = data['evals'][-1]['accuracy']), leading to a number. A sweep "
+                              "stops launching trials after sweep.max_failures (default 3) in a row fail the "
+                              "same way.")
     p.add_argument("job", nargs="?", help="job spec YAML (jobs/bert_cls.yaml), or a Python script to run as a job "
                                           "built from the flags (train.py)")
     p.set_defaults(args=[])   # the words after `--` (parse() splits them off)
@@ -60,6 +66,8 @@ def _submit_args(sub) -> None:
     p.add_argument("--sweep", metavar="FILE", help="run a hyperparameter sweep described in FILE (or in the job's "
                                                    "sweep: section): one run per trial")
     p.add_argument("--dry-run", action="store_true", help="print the plan; start and write nothing")
+    p.add_argument("--attempt", type=int, metavar="K", help="with --dry-run: the plan of attempt K, a restart (the "
+                                                            "job's restarts): its fresh master port and hosts")
     # No default: a --format given without --dry-run is an error, not a real run.
     p.add_argument("--format", choices=FORMATS, help="dry-run output format (default: text); needs --dry-run")
     p.add_argument("--detach", action="store_true",
@@ -73,6 +81,7 @@ def _record_args(sub) -> None:
         p.add_argument("run_id", nargs="?" if name != "cancel" else None,
                        help=f"run id{' (default: the latest run)' * (name != 'cancel')}; {PREFIX_HELP}")
         p.add_argument("--run-root", help=RUN_ROOT_HELP)
+        _trust_arg(p)
         if name == "status":
             p.add_argument("--json", action="store_true", help="the same as data: state, exit_code, failure, "
                                                                "attempts, nodes, hosts, times")
@@ -83,10 +92,17 @@ def _record_args(sub) -> None:
             p.add_argument("--follow", action="store_true", help="keep printing new lines until the run ends")
     p = sub.add_parser("runs", help="list your runs, newest first (any backend, started from any directory)")
     p.add_argument("--run-root", help=RUN_ROOT_HELP)
+    _trust_arg(p)
     p.add_argument("--state", help="only runs in this state (running, succeeded, failed, cancelled, lost, ...)")
     p.add_argument("--backend", help="only runs of this backend (local, ssh, slurm) or sweeps (sweep)")
     p.add_argument("--since", metavar="WHEN", help="only runs started since WHEN: 30m, 6h, 2d, or a date "
                                                    "(2026-12-01 or '2026-12-01 08:00')")
+
+
+def _trust_arg(p) -> None:
+    p.add_argument("--trust-owner", action="append", default=[], metavar="USER",
+                   help="act on this user's records too (log in, copy logs, signal): by default kit acts only on "
+                        "records that are yours and writable by nobody else")
 
 
 def _wait_args(sub) -> None:
@@ -98,13 +114,16 @@ def _wait_args(sub) -> None:
     p.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds: exit code 254, the run "
                                                                "goes on")
     p.add_argument("--run-root", help=RUN_ROOT_HELP)
+    _trust_arg(p)
 
 
 def _doctor_args(sub) -> None:
     p = sub.add_parser("doctor", help="check that a cluster can run jobs: every host of an ssh cluster "
                                              "(reach, python, versions, ports), what sbatch needs on a slurm one")
     p.add_argument("--cluster", required=True, help="cluster config YAML (an ssh or slurm cluster)")
-    p.add_argument("--job", help="job spec YAML: also check that its entrypoint is importable on every host")
+    p.add_argument("--job", help="job spec YAML, or a Python script (train.py) as kit submit takes it: also check "
+                                 "that its entrypoint is there on every host")
+    p.add_argument("-m", "--module", help="or a module (python -m MODULE), as kit submit -m takes it")
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
 
 
@@ -161,6 +180,20 @@ def _unrecognized(parser, command: str, extra: list[str]) -> str:
     return f"unrecognized arguments: {' '.join(extra)}{hint} (see kit {command} --help)"
 
 
+def _set_misread(argv: list[str], extra: list[str]):
+    """`--set nodes 2` (a space for `=`): argparse takes `nodes` as the value and leaves `2` over. The fix, or None."""
+    for i, word in enumerate(argv):
+        if word == "--set" and i + 2 < len(argv):
+            key, value = argv[i + 1], argv[i + 2]
+        elif word.startswith("--set=") and i + 1 < len(argv):
+            key, value = word.removeprefix("--set="), argv[i + 1]
+        else:
+            continue
+        if "=" not in key and value in extra:
+            return f"--set {key} {value}: --set takes KEY=VALUE; did you mean --set {key}={value}? (see kit submit --help)"
+    return None
+
+
 def _command_parser(parser, command: str):
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction) and command in action.choices:
@@ -174,6 +207,9 @@ def _check_submit(args) -> None:
     if args.module is None and args.job is None:
         raise UsageError("no job given: kit submit JOB.yaml, kit submit SCRIPT.py or kit submit -m MODULE "
                          "(see kit submit --help)")
+    if args.attempt is not None and (not args.dry_run or args.attempt < 1):
+        raise UsageError(f"--attempt {args.attempt} prints the plan of attempt K >= 1 (a restart) and needs "
+                         f"--dry-run: kit submit JOB --dry-run --attempt 2")
     if args.format is not None and not args.dry_run:
         raise UsageError(f"--format {args.format} prints a plan and needs --dry-run; add --dry-run, "
                          f"or drop --format to start the run")
@@ -187,7 +223,7 @@ def parse(argv=None):
     parser = build_parser(command)
     args, extra = parser.parse_known_args(argv)
     if extra:
-        raise UsageError(_unrecognized(parser, args.command, extra))
+        raise UsageError(_set_misread(argv, extra) or _unrecognized(parser, args.command, extra))
     if args.command == "submit":
         _check_submit(args)
         args.args = job_args
@@ -197,6 +233,9 @@ def parse(argv=None):
 def main(argv=None) -> int:
     try:
         args = parse(argv)
+        if getattr(args, "trust_owner", None):
+            from launcher.records import trust_owners
+            trust_owners(args.trust_owner)
         if args.command == "submit":
             from launcher.commands.submit import submit
             return submit(args)

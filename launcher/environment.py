@@ -12,11 +12,16 @@ def dropped_vars(plan: LaunchPlan, environ) -> list[str]:
     return sorted(name for name in environ if plan.inherit.drops(name))
 
 
+def missing_secrets(node: NodePlan, environ) -> list[str]:
+    """The node's `secret_env` names that neither the plan nor `environ` gives a value."""
+    return [n for n in node.secret_env if n not in node.env and n not in environ]
+
+
 def process_env(plan: LaunchPlan, node: NodePlan, environ, inherit: bool = True) -> dict[str, str]:
     """`environ` filtered by the plan's policy (with `inherit`; a remote process keeps its login's environment and
     gets only what is added), + the node's env + its secrets: values kept in the plan (job/cluster env) and
     `secret_env` pass-throughs taken from `environ`, even where the policy drops that name otherwise."""
-    missing = [n for n in node.secret_env if n not in node.env and n not in environ]
+    missing = missing_secrets(node, environ)
     if missing:
         raise KitError(f"secret_env: {', '.join(missing)} not set in your environment; export it first")
     env = {k: v for k, v in environ.items() if not plan.inherit.drops(k)} if inherit else {}

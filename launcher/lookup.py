@@ -3,11 +3,13 @@
 reads "lost", a SLURM job is asked about)."""
 
 import os
+import time
 from typing import Optional
 
 from launcher import records, run_index
 from launcher.backends import registry
 from launcher.errors import KitError
+from launcher.states import NOT_OVER, State
 from launcher.status import RunStatus
 
 
@@ -17,13 +19,24 @@ def state_now(record: records.RunRecord, status: Optional[RunStatus] = None) -> 
     status = record.read_status() if status is None else status
     if status.state == "corrupt":
         return "corrupt", status.note
+    why = records.untrusted(record)
+    if why is not None:   # read, never acted on: no login, no copy, no signal, nothing written back
+        return UNTRUSTED, f"not checked: {why} (--trust-owner USER to act on it)"
     try:
-        return registry.backend(status.backend).current_state(record, status)
+        state, note = registry.backend(status.backend).current_state(record, status)
     except KitError as e:
         return status.state, str(e)
+    if state == State.LOST and status.state in NOT_OVER:
+        # Written back: a run found lost stays lost, and no later listing asks its hosts again.
+        try:
+            record.update_status(state=State.LOST.value, note=note, finished_at=time.time())
+        except (OSError, KitError):
+            pass
+    return state, note
 
 
 DEFAULT_ROOT = "runs"
+UNTRUSTED = "untrusted"   # how a listing shows a record kit will not act on (records.untrusted)
 
 
 def all_roots() -> list[str]:

@@ -1,9 +1,12 @@
 """Run records: runs/<run-id>/ holds the resolved specs, the plan, the generated files, logs and status (its
 fields typed in status.py)."""
 
+import errno
+import fcntl
 import json
 import os
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,23 +17,52 @@ from launcher.planning.model import LaunchPlan
 from launcher.render.dryrun import masked_dict
 from launcher.render.text import to_json, to_yaml
 from launcher.secrets import mask_env
+from launcher.states import allowed
 from launcher.status import RunStatus, corrupt
 
 STATUS = "status.json"
+LOCK = ".status.lock"       # flock'd around each read-modify-write of the status
+RESERVE = ".status.reserve"  # room kept for the status on a disk that fills up (write_atomic)
+RESERVE_BYTES = 64 * 1024
+LOCK_WAIT = 30.0
+VERDICT = ("state", "exit_code", "failure", "finished_at", "node_exit_codes", "ended_by")
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write via a temporary file and rename, so readers never see half a file; a write that fails (a full disk)
-    leaves no temporary file behind."""
+def write_atomic(path: str, text: str, reserve: Optional[str] = None) -> None:
+    """Write via a temporary file in the same directory, flushed to disk, and rename: readers see the old file or
+    the new one, never half of one; a write that fails (a full disk) leaves no temporary file behind and the old
+    file as it was. `reserve`: a file of spare bytes given up (deleted) to make room when the disk is full."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = f"{path}.tmp.{os.getpid()}"
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
+        _replace(path, text)
+    except OSError as e:
+        if reserve is None or e.errno != errno.ENOSPC or not os.path.exists(reserve):
+            raise
+        _unlink(reserve)
+        _replace(path, text)
+
+
+def _replace(path: str, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path) or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         _unlink(tmp)
         raise
+
+
+def reserve_room(path: str) -> None:
+    """Keep RESERVE_BYTES at `path` for a status write on a full disk (best effort: no room, no reserve)."""
+    try:
+        with open(path, "wb") as f:
+            f.write(bytes(RESERVE_BYTES))
+    except OSError:
+        _unlink(path)
 
 
 def _unlink(path: str) -> None:
@@ -47,6 +79,7 @@ def publish_new(path: str, text: str) -> bool:
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, 0o644)   # whatever the umask: a group-writable record is not trusted (untrusted())
         os.link(tmp, path)
         return True
     except FileExistsError:
@@ -91,29 +124,70 @@ class RunRecord:
                                "inspect or remove that directory") from None
             return corrupt(os.path.basename(self.path), f"{STATUS} is unreadable ({e})")
 
-    def update_status(self, **fields) -> RunStatus:
-        """Apply `fields` (RunStatus's own, type-checked) to the status on disk and write it back. A run goes on
-        when its record cannot be written (a full disk): written in place if a temporary file does not fit, else
-        one warning (once per record) and the status kept in memory only."""
-        current = self.read_status()
-        if current.state == "corrupt":   # never written over: what it held is unknown, and may still matter
-            raise KitError(f"run record {self.path}: {STATUS} is unreadable ({current.note}); kit will not write "
-                           f"over it: inspect or remove that directory")
-        status = current.replace(**fields)
-        text = to_json(status.to_json())
-        try:
-            write_atomic(self.file(STATUS), text)
-        except OSError:
-            try:   # no room for a second copy: the same bytes over the old ones (about the same size)
-                with open(self.file(STATUS), "r+", encoding="utf-8") as f:
-                    f.write(text)
-                    f.truncate()
+    def keep_attempt_plan(self, plan: LaunchPlan) -> None:
+        """Attempt k's plan beside the first one's plan.json (secret values masked, as there)."""
+        write_atomic(self.file(f"plan.attempt{plan.attempt}.json"), to_json(masked_dict(plan)))
+
+    def update_status(self, reopen: bool = False, **fields) -> RunStatus:
+        """Apply `fields` (RunStatus's own, type-checked) to the status on disk, under the record's lock (every
+        writer goes through here: the follower, `kit status`, `kit cancel`, a sweep), and write it back atomically.
+        The state moves only as states.py allows: once the run has ended, a writer that disagrees with its verdict
+        (state, exit code, failure) is written into the record's history, not applied; `reopen`: a restart starts
+        an ended run again. A full disk costs a warning (once per record) and keeps the last good record."""
+        with self._locked():
+            current = self.read_status()
+            if current.state == "corrupt":   # never written over: what it held is unknown, and may still matter
+                raise KitError(f"run record {self.path}: {STATUS} is unreadable ({current.note}); kit will not "
+                               f"write over it: inspect or remove that directory")
+            status = current.replace(**_verdict_kept(current, fields, reopen))
+            try:
+                write_atomic(self.file(STATUS), to_json(status.to_json()), reserve=self.file(RESERVE))
             except OSError as e:
                 if not self.write_failed:
                     self.write_failed = True
                     print(f"kit: warning: cannot write {self.file(STATUS)}: {e.strerror or e}; the run goes on, "
-                          f"its record may lag", file=sys.stderr, flush=True)
-        return status
+                          f"its record keeps its last good state", file=sys.stderr, flush=True)
+            return status
+
+    def _locked(self):
+        return locked(self.file(LOCK))
+
+
+@contextmanager
+def locked(path: str):
+    """An exclusive flock on the file `path` (made if absent), held for one read-modify-write of a record; a
+    lock held by another process for over LOCK_WAIT seconds is one line."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:   # a record this user cannot lock (read-only, full disk): the write fails after anyway
+        yield
+        return
+    try:
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise KitError(f"{os.path.dirname(path)}: its lock is held for over {LOCK_WAIT:g} s by "
+                                   f"another process; try again") from None
+                time.sleep(0.01)
+        yield
+    finally:
+        os.close(fd)   # releases the lock
+
+
+def _verdict_kept(current: RunStatus, fields: dict, reopen: bool) -> dict:
+    """`fields` as the transition table lets them apply to `current`: a state it may not move to is dropped with
+    the verdict that came with it (exit code, failure, end time), and the refused write goes into the history."""
+    new = fields.get("state")
+    if new is None or allowed(current.state, new, reopen):
+        return fields
+    kept = {k: v for k, v in fields.items() if k not in VERDICT}
+    refused = {"at": time.time(), "pid": os.getpid(), "state": new, "exit_code": fields.get("exit_code"),
+               "kept": current.state}
+    return {**kept, "history": [*current.history, refused]}
 
 
 def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
@@ -126,14 +200,16 @@ def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
     first = RunStatus(run_id=plan.run_id, job=plan.job_name, backend=plan.backend, state="starting",
                       created_at=time.time())
     try:
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        os.chmod(path, 0o755)
         claimed = publish_new(record.file(STATUS), to_json(first.to_json()))
     except OSError as e:
         raise KitError(f"cannot write the run record in {path}: {e.strerror or e}; free space or pick "
                        f"another run root (cluster's run_root / workdir)") from None
     if not claimed:
         raise KitError(f"run {plan.run_id} already exists at {path}; pick another --run-id")
-    written = [record.file(STATUS)]
+    reserve_room(record.file(RESERVE))
+    written = [record.file(STATUS), record.file(RESERVE), record.file(LOCK)]
     try:
         for name, text in (("job.yaml", to_yaml(spec_record(job, plan))),
                            ("cluster.yaml", to_yaml(spec_record(cluster, plan))),
@@ -167,7 +243,7 @@ def tentative(workdir: str, plan: LaunchPlan, job, cluster):
         yield record
     except BaseException:
         if record is not None:
-            written = [record.file(n) for n in ("job.yaml", "cluster.yaml", "plan.json", STATUS)]
+            written = [record.file(n) for n in ("job.yaml", "cluster.yaml", "plan.json", STATUS, RESERVE, LOCK)]
             for name in [*written, *(os.path.join(workdir, rel) for rel in plan.files)]:
                 _unlink(name)
         for d in made:
@@ -178,29 +254,51 @@ def tentative(workdir: str, plan: LaunchPlan, job, cluster):
         raise
 
 
+_TRUSTED_OWNERS: set = set()   # uids the user vouched for (--trust-owner USER), besides themselves and root
+
+
+def trust_owners(names) -> None:
+    """Trust the records of these users (names or uids) as one's own, for this process."""
+    import pwd
+    from launcher.errors import KitError as _KitError
+    for name in names or ():
+        try:
+            _TRUSTED_OWNERS.add(int(name) if str(name).isdigit() else pwd.getpwnam(name).pw_uid)
+        except KeyError:
+            raise _KitError(f"--trust-owner {name}: no such user on this machine") from None
+
+
 def untrusted(record: RunRecord, name: str = STATUS) -> Optional[str]:
-    """Why kit must not act on this record's connection settings (log in where it says, with the SSH options it
-    holds), or None. As OpenSSH treats a config file: the record's file `name` and its directory must belong to
-    you (or root) and be writable by nobody else, since anyone who can write into a shared run root could
-    otherwise make `kit runs` log in anywhere, with any ssh config (ProxyCommand runs a command)."""
+    """Why kit must not act on this record (log in where it says, copy the files it names, signal the processes it
+    lists), or None. As OpenSSH treats a config file: the record's file `name` and its directory must belong to
+    you (or root, or a user you trust with --trust-owner) and be writable by nobody else, since anyone who can
+    write into a shared run root could otherwise make `kit runs` act in the reader's name."""
     me = os.geteuid()
     for path in (record.file(name), record.path):
         try:
             st = os.stat(path)
         except OSError as e:
             return f"{path}: {e.strerror}"
-        if st.st_uid not in (me, 0):
-            return f"{path} belongs to uid {st.st_uid}, not you"
+        if st.st_uid not in (me, 0) and st.st_uid not in _TRUSTED_OWNERS:
+            return f"{path} belongs to {_owner(st.st_uid)}, not you"
         if st.st_mode & 0o022:
             return f"{path} is writable by others (mode {st.st_mode & 0o777:o})"
     return None
 
 
+def _owner(uid: int) -> str:
+    import pwd
+    try:
+        return f"user {pwd.getpwuid(uid).pw_name}"
+    except KeyError:
+        return f"uid {uid}"
+
+
 def require_trusted(record: RunRecord, name: str = STATUS) -> None:
     why = untrusted(record, name)
     if why:
-        raise KitError(f"run record {record.path} is not trusted for remote actions: {why}; kit will not log in "
-                       f"with the settings it holds (chmod go-w, or act on the run from its owner's account)")
+        raise KitError(f"run record {record.path} is not trusted: {why}; kit acts only on records that are yours "
+                       f"and writable by nobody else (chmod go-w, or --trust-owner USER for a user you trust)")
 
 
 def find(run_root: str, run_id: str) -> RunRecord:

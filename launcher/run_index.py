@@ -66,10 +66,19 @@ def namesake(run_id: str, path: str) -> Optional[str]:
     return None if other is None or os.path.realpath(other) == os.path.realpath(path) else other
 
 
-def taken(run_id: str, other: str) -> str:
-    """What to do about a live namesake at `other`, for the one-line refusal."""
-    return (f"at {other}; pick another --run-id (or end that one: kit cancel {run_id} --run-root "
-            f"{os.path.dirname(other)})")
+def taken(run_id: str, other: str, live: bool = True) -> str:
+    """Where the namesake of `run_id` is and what to do, for the one-line refusal: another id (one the index does
+    not hold), or, while it is `live`, ending that run."""
+    end = f" (or end that one: kit cancel {run_id} --run-root {os.path.dirname(other)})" if live else ""
+    return f"at {other}; pick another --run-id, e.g. {free_id(run_id)}{end}"
+
+
+def free_id(run_id: str) -> str:
+    """`<run id>-N` for the first N from 2 that no indexed run holds."""
+    n = 2
+    while where(f"{run_id}-{n}") is not None:
+        n += 1
+    return f"{run_id}-{n}"
 
 
 def _forget(link: str) -> None:

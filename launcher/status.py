@@ -14,12 +14,8 @@ from typing import Any, Optional
 
 from launcher.backends import registry
 
-# Run states. Not over yet: ACTIVE (kit or the nodes run) and QUEUED (a SLURM job waiting, first time or after a
-# requeue). Over: every other state.
-ACTIVE = ("starting", "running")
-QUEUED = ("pending", "requeued")
-NOT_OVER = ACTIVE + QUEUED
-FINAL = ("succeeded", "failed", "cancelled", "timeout", "preempted")
+# Run states and their transitions: states.py.
+from launcher.states import ACTIVE, FINAL, NOT_OVER, QUEUED  # noqa: E402  (re-exported: status.ACTIVE, ...)
 
 HOST_NAME = re.compile(r"^[A-Za-z0-9?][A-Za-z0-9_.:%-]*$")   # "?": a SLURM node not known yet; %: IPv6 zone
 JOB_ID = re.compile(r"^\d+(_\d+)?$")                        # SLURM job id, or <array id>_<task>
@@ -140,6 +136,13 @@ def _attempt(v) -> dict:
             "exit_code": _int(v.get("exit_code")), "master_port": _int(v.get("master_port"))}
 
 
+def _history(v) -> dict:
+    if not isinstance(v, dict):
+        raise BadStatus(f"expected a history mapping, got {v!r}")
+    return {"at": _float(v.get("at")), "pid": _pid(v.get("pid")), "state": _str(v.get("state")),
+            "exit_code": _int(v.get("exit_code")), "kept": _str(v.get("kept"))}
+
+
 def _backend(v) -> str:
     v = _str(v) or registry.DEFAULT
     if not registry.known(v):
@@ -232,6 +235,8 @@ class RunStatus:
     attempts: tuple = _checked((), lambda v: tuple(_attempt(a) for a in (_list(v) or [])))
     # Why the state is what it is, when kit knows more than the state.
     note: str = _checked("", lambda v: _str(v) or "")
+    # Writes the record refused: a verdict another writer disagreed with once the run had ended (records.py).
+    history: tuple = _checked((), lambda v: tuple(_history(h) for h in (_list(v) or [])))
 
     @property
     def over(self) -> bool:

@@ -5,6 +5,7 @@ Modelled on TorchX's `Scheduler` (submit = dry-run + schedule, describe, cancel,
 it; kit's one launch pipeline (launcher/launch.py) calls it in this order:
 
     use(binding) -> check(plan, base_dir) -> [record written] -> execute(...) or detach(...)
+    [-> restart_refused(record) -> execute_again(plan of attempt k, ...)]   (launcher/attempts.py)
 
 and `kit status / logs / cancel` (and the Python API's Run handle) call current_state, fetch_logs, cancel on a
 record. Planning (where the nodes go, what each node runs) is the backend's Placement (planning/placement.py)."""
@@ -13,23 +14,12 @@ import abc
 import os
 import sys
 import time
-from dataclasses import dataclass
 from typing import Optional
 
-from launcher.errors import KitError
-from launcher.planning.attempt import for_attempt
+from launcher.backends.result import Result
 from launcher.planning.model import LaunchPlan
 from launcher.records import RunRecord, write_atomic
-from launcher.status import LOST, Failure, RunStatus
-from launcher.supervise.failure import cause, restartable
-
-
-@dataclass(frozen=True)
-class Result:
-    """How a run the backend followed ended: kit's exit code, the run's state, the first failure if any."""
-    code: int
-    state: str
-    failure: Optional[Failure] = None
+from launcher.status import RunStatus
 
 
 class Backend(abc.ABC):
@@ -58,36 +48,22 @@ class Backend(abc.ABC):
     def cancel(self, record: RunRecord, status: RunStatus) -> str:
         """Stop every process of the run, wherever it is; return once none is left, with the line to print."""
 
-    def run(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None, say=None) -> Result:
-        """execute(), and again (the plan's `restarts`) after a failure that is not the job's own verdict: the same
-        world on a fresh port, a lost host replaced by a spare (planning/attempt.py), checked like the first; the
-        job resumes from its checkpoint. Each attempt is kept in the record."""
-        say = say or note
-        current, attempt, lost = plan, 1, set()
-        while True:
-            started = time.time()
-            result = self.execute(current, record, base_dir, console)
-            if attempt > plan.limits.restarts or plan.runtime_vars or not restartable(result.state, result.failure):
-                return result
-            why = cause(result.failure)
-            if result.failure.meaning == LOST:
-                lost.add(result.failure.host)
-            done = record.read_status().attempts
-            record.update_status(attempts=[*done, {"attempt": attempt, "started_at": started, "finished_at": time.time(),
-                                                   "state": result.state, "exit_code": result.code, "cause": why,
-                                                   "master_port": current.world.master_port}])
-            attempt += 1
-            say(f"kit: run {plan.run_id} attempt {attempt}/{plan.limits.restarts + 1} after: {why}")
-            try:
-                current = for_attempt(plan, attempt, lost)
-                root = self.record_root(plan.nodes[0].workdir, base_dir)
-                for rel, content in current.files.items():
-                    write_atomic(os.path.join(root, rel), content)
-                self.check(current, base_dir)
-            except (KitError, OSError) as e:
-                say(f"kit: run {plan.run_id} not started again: {e}")
-                return result
-            record.update_status(state="starting")
+    def execute_again(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
+        """Attempt k > 1 of the run (launcher/attempts.py builds its plan): its generated files written over the
+        last attempt's, the checks run as for the first, then execute(). The plan goes into the record beside the
+        first (plan.attempt<k>.json), as `kit submit --dry-run --attempt k` prints it."""
+        root = self.record_root(plan.nodes[0].workdir, base_dir)
+        for rel, content in plan.files.items():
+            write_atomic(os.path.join(root, rel), content)
+        record.keep_attempt_plan(plan)
+        self.check(plan, base_dir)
+        record.update_status(reopen=True, state="starting")
+        return self.execute(plan, record, base_dir, console)
+
+    def restart_refused(self, record: RunRecord) -> str:
+        """Why the run may not start again though the job's `restarts` allow it ("" if it may): a budget of the
+        backend's own."""
+        return ""
 
     # ---- defaults
     binding = None
@@ -108,12 +84,13 @@ class Backend(abc.ABC):
         """The workdir as this machine sees it, or None when the nodes' files are elsewhere."""
         return None if self.record_stays_here else os.path.normpath(os.path.join(base_dir, workdir))
 
-    def detach(self, plan: LaunchPlan, record: RunRecord, base_dir: str) -> None:
+    def detach(self, plan: LaunchPlan, record: RunRecord, base_dir: str, inputs=None) -> None:
         """Start the run and return at once. By default a supervisor process of its own, spawned in a session of
-        its own, runs execute() (detached.py); a backend whose scheduler keeps the run going overrides this."""
+        its own, runs the attempts (detached.py; `inputs`: the planner's, for a restart's plan); a backend whose
+        scheduler keeps the run going overrides this."""
         from launcher.backends.detached import spawn
         self.release()
-        spawn(self.name, self.binding, plan, record, base_dir)
+        spawn(self.name, self.binding, plan, record, base_dir, inputs)
 
     def release(self) -> None:
         """Before kit forks or spawns the supervisor: close connections and threads (SSH). Nothing by default."""

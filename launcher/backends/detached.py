@@ -24,9 +24,9 @@ CHILD = f"import sys; sys.path.insert(0, {ROOT!r}); from launcher.backends.detac
 CONSOLE = "console.log"
 
 
-def spawn(backend: str, binding, plan: LaunchPlan, record: RunRecord, base_dir: str) -> int:
+def spawn(backend: str, binding, plan: LaunchPlan, record: RunRecord, base_dir: str, inputs=None) -> int:
     """Start the supervisor; record its pid (so `kit status` tells a dead one from a live one) and return it."""
-    data = pickle.dumps((backend, binding, plan, record.path, base_dir))
+    data = pickle.dumps((backend, binding, plan, record.path, base_dir, inputs))
     try:
         console = os.open(record.file(CONSOLE), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
@@ -39,8 +39,7 @@ def spawn(backend: str, binding, plan: LaunchPlan, record: RunRecord, base_dir: 
         raise KitError(f"could not start the run's supervisor: {e}") from None
     # Recorded before the child gets its inputs: until then it writes nothing, so the two never race on the
     # record, and a `kit status` right after this returns finds the supervisor.
-    started = tree.same_process(proc.pid, None)
-    record.update_status(supervisor_pid=proc.pid, supervisor_start=started.create_time() if started else None)
+    record.update_status(supervisor_pid=proc.pid, supervisor_start=tree.started_at(proc.pid))
     try:
         proc.stdin.write(data)
         proc.stdin.close()
@@ -57,17 +56,20 @@ def reap_later(proc) -> None:
 
 
 def main() -> None:
+    from launcher.backends.attempts import run_attempts
     from launcher.backends import registry
+    from launcher.planning.inputs import replanner
     from launcher.supervise.disk import with_disk_cause
     from launcher.supervise.failure import outcome_line
     code, path = 1, None
     try:
-        backend_name, binding, plan, path, base_dir = pickle.load(sys.stdin.buffer)
+        backend_name, binding, plan, path, base_dir, inputs = pickle.load(sys.stdin.buffer)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         backend = registry.backend(backend_name)
         backend.use(binding)
-        result = with_disk_cause(backend.run(plan, RunRecord(path), base_dir), RunRecord(path))
+        result = with_disk_cause(run_attempts(backend, plan, RunRecord(path), base_dir,
+                                              replan=replanner(inputs, plan)), RunRecord(path))
         print(outcome_line(plan.run_id, result.state, result.code, result.failure), file=sys.stderr, flush=True)
         code = result.code
     except KitError as e:

@@ -1,5 +1,5 @@
-"""`kit doctor --cluster C [--job J]`: can this cluster run jobs? One verdict per check and host; exit 1 on any
-FAIL. What is checked is the cluster's backend's (an SSH cluster: every host; a SLURM cluster: what sbatch needs)."""
+"""`kit doctor --cluster C [--job J | -m MODULE]`: can this cluster run jobs? One verdict per check and host; exit 1
+on any FAIL. What is checked is the cluster's backend's (an SSH cluster: every host; a SLURM cluster: what sbatch needs)."""
 
 import json
 import sys
@@ -7,15 +7,18 @@ import sys
 
 def doctor(args) -> int:
     from launcher.backends import registry
-    from launcher.spec import (Overrides, apply_overrides, check_ssh_files, load_cluster, load_job,
-                               load_user_deepspeed)
+    from launcher.spec import Overrides, apply_overrides, check_ssh_files, load_cluster, load_user_deepspeed
+    if args.job and args.module:
+        from launcher.errors import KitError
+        raise KitError(f"give --job {args.job} or -m {args.module}, not both")
     cluster = load_cluster(args.cluster)
     backend = registry.backend(cluster.backend)
     check_ssh_files(cluster)
     job = plan = None
-    if args.job:
+    if args.job or args.module:
+        from launcher.commands.prepare import job_of
         from launcher.planning.build import build_plan
-        job = load_job(args.job)
+        job = job_of(args)   # a job file, a script or a module, as kit submit reads them
         plan = build_plan(job, cluster, Overrides(), "kit-doctor", user_deepspeed=load_user_deepspeed(job))
         job, cluster = apply_overrides(job, cluster, Overrides())
     rows = backend.doctor_rows(cluster, job, plan)

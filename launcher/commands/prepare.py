@@ -66,27 +66,59 @@ def load(args) -> Loaded:
                   sweep_of(job, args.job or f"-m {args.module}", args.sweep), default_python, built)
 
 
-def plan_for(loaded: Loaded, run_id: Optional[str]) -> LaunchPlan:
-    """The plan of the resolved specs (the overrides were applied once, by load)."""
+def plan_for(loaded: Loaded, run_id: Optional[str], attempt: int = 1) -> LaunchPlan:
+    """The plan of the resolved specs (the overrides were applied once, by load); `attempt` k > 1: the plan a
+    restart would run (the dry-run's --attempt). A run id given that names a run kit knows already is refused
+    here, so the dry-run says it too."""
+    from launcher.errors import KitError
+    from launcher.planning.attempt import Attempt
     from launcher.planning.build import build_plan
     from launcher.spec import Overrides, load_user_deepspeed
+    restarts = loaded.resolved_job.restarts
+    if attempt > restarts + 1:
+        raise KitError(f"--attempt {attempt}: the job's restarts is {restarts}, so its last attempt is "
+                       f"{restarts + 1}; raise it (--set restarts={attempt - 1}) or ask for an earlier attempt")
+    if run_id is not None:
+        from launcher.launch import refuse_a_taken_id
+        refuse_a_taken_id(run_id)
     plan = build_plan(loaded.resolved_job, loaded.resolved_cluster, Overrides(),
                       run_id or new_run_id(loaded.job.name), default_python=loaded.default_python,
-                      user_deepspeed=load_user_deepspeed(loaded.resolved_job))
+                      user_deepspeed=load_user_deepspeed(loaded.resolved_job), attempt=Attempt(attempt))
     # What only this machine can tell (an SSH cluster's sync file list), added here at the edge, not by the planner.
-    return registry.placement(loaded.resolved_cluster.backend).at_edge(plan, loaded.resolved_cluster,
+    plan = registry.placement(loaded.resolved_cluster.backend).at_edge(plan, loaded.resolved_cluster,
                                                                        loaded.resolved_job)
+    check_code(plan, loaded.resolved_job, loaded.resolved_cluster)
+    return plan
+
+
+def check_code(plan: LaunchPlan, job, cluster) -> None:
+    """The checks this machine makes before anything starts, a dry-run's too (preflight/here.py): secrets set; the
+    entrypoint there, compiling, its modules synced, DeepSpeed on CPU asking for gloo, where kit sees the code."""
+    import os
+    from launcher.preflight.here import check_here
+    code_dir = registry.placement(cluster.backend).code_here(plan, cluster, os.getcwd())
+    check_here(plan, job.entrypoint, job.args, code_dir, os.environ)
+
+
+def dry_checks(loaded: Loaded, plan: LaunchPlan) -> None:
+    """What else a run checks before it starts, for a dry-run: the backend's checks that stay on this machine (the
+    hosts are not reached)."""
+    import os
+    cluster = loaded.resolved_cluster
+    registry.placement(cluster.backend).dry_checks(plan, cluster, loaded.resolved_job.entrypoint, os.getcwd())
 
 
 def prepare(loaded: Loaded, plan: LaunchPlan) -> Prepared:
     """The plain data for the launch: the backend's binding (a key file it names that is missing is a one-line
     error here) and the specs as the record keeps them."""
+    from launcher.planning.inputs import PlanInputs
     from launcher.records import spec_record
-    from launcher.spec import check_ssh_files
+    from launcher.spec import check_ssh_files, load_user_deepspeed
     job, cluster = loaded.resolved_job, loaded.resolved_cluster
     check_ssh_files(cluster)   # first: the checks' logins use them
     bound = registry.placement(cluster.backend).binding(cluster, job)
-    return Prepared(plan, cluster.workdir, spec_record(job, plan), spec_record(cluster, plan), bound)
+    inputs = PlanInputs.of(job, cluster, plan.run_id, loaded.default_python, load_user_deepspeed(job))
+    return Prepared(plan, cluster.workdir, spec_record(job, plan), spec_record(cluster, plan), bound, inputs)
 
 
 def prepared_for(args) -> Optional[Prepared]:
@@ -97,4 +129,5 @@ def prepared_for(args) -> Optional[Prepared]:
     return prepare(loaded, plan_for(loaded, args.run_id))
 
 
-__all__ = ["Loaded", "Prepared", "load", "plan_for", "prepare", "prepared_for", "new_run_id", "overrides_from"]
+__all__ = ["Loaded", "Prepared", "load", "plan_for", "check_code", "dry_checks", "prepare", "prepared_for", "new_run_id",
+           "overrides_from"]

@@ -12,13 +12,14 @@ def submit(args) -> int:
     with FastStart(args) as fast:
         prepared = fast.prepared()
         if prepared is None:
-            from launcher.commands.prepare import load, plan_for, prepare
+            from launcher.commands.prepare import dry_checks, load, plan_for, prepare
             loaded = load(args)
             if loaded.sweep is not None:
                 from launcher.commands.sweep import submit_sweep
                 return submit_sweep(args, loaded)
-            plan = plan_for(loaded, args.run_id)
+            plan = plan_for(loaded, args.run_id, args.attempt or 1)
             if args.dry_run:
+                dry_checks(loaded, plan)
                 return _print_plan(plan, args.format, loaded)
             prepared = prepare(loaded, plan)
         from launcher.launch import launch

@@ -8,12 +8,21 @@ from launcher.sweeps.plan import plan_sweep
 
 
 def at_edge(plan, cluster, job=None):
-    """Each trial's plan with what only this machine can tell (an SSH cluster's sync file list) added."""
+    """Each trial's plan with what only this machine can tell (an SSH cluster's sync file list) added, and checked
+    here as a run's plan is (commands/prepare.py), once per kind of trial (strategy, device) when the trials vary
+    those."""
     import dataclasses
     from launcher.backends import registry
+    from launcher.commands.prepare import check_code
     placement = registry.placement(cluster.backend)
     trials = tuple(dataclasses.replace(t, plan=placement.at_edge(t.plan, t.cluster or cluster, job))
                    for t in plan.trials)
+    checked = set()
+    for trial in trials if job is not None else ():
+        kind = (trial.plan.world.strategy, trial.plan.world.device)
+        if kind not in checked:
+            checked.add(kind)
+            check_code(trial.plan, job, trial.cluster or cluster)
     return dataclasses.replace(plan, trials=trials)
 
 
@@ -22,6 +31,8 @@ def submit_sweep(args, loaded) -> int:
                       default_python=loaded.default_python, user_deepspeed=load_user_deepspeed(loaded.resolved_job))
     plan = at_edge(plan, loaded.resolved_cluster, loaded.resolved_job)
     if args.dry_run:
+        from launcher.commands.prepare import dry_checks
+        dry_checks(loaded, plan.trials[0].plan)
         sys.stdout.write(render_sweep_json(plan) if args.format == "json" else render_sweep_text(plan))
         return 0
     from launcher.spec import check_ssh_files

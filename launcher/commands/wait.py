@@ -5,6 +5,7 @@ import sys
 
 from launcher.errors import KitError
 from launcher.lookup import find_record, resolve_id, root_of
+from launcher.records import require_trusted
 from launcher.supervise.failure import outcome_line
 from launcher.sweeps.record import is_sweep
 from launcher.waiting import TIMEOUT_CODE, StillGoing, end_code, wait_end
@@ -18,7 +19,10 @@ def wait(args) -> int:
         raise KitError(f"{run_id} is a sweep; kit wait takes one run (a trial: {run_id}-t0, ...); "
                        f"kit sweep status {run_id} shows them all")
     record = find_record(args.run_root, run_id)
-    name = record.read_status(strict=True).run_id or run_id
+    recorded = record.read_status(strict=True)
+    name = recorded.run_id or run_id
+    if not recorded.over:
+        require_trusted(record)   # waiting asks its backend (hosts, a login host): never for a stranger's record
     try:
         state, note = wait_end(record, args.timeout)
     except StillGoing as e:

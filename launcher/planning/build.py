@@ -6,6 +6,7 @@ from typing import Optional
 
 from launcher.backends import registry
 from launcher.errors import KitError
+from launcher.planning.attempt import Attempt, attempt_port, rdzv_env, replace_lost
 from launcher.planning.env import INHERIT, node_env, secret_names
 from launcher.planning.model import LaunchPlan, Limits, NodePlan, World
 from launcher.planning.placement import Placement
@@ -14,6 +15,7 @@ from launcher.planning.shape import Shape, resolve_shape
 from launcher.planning.tags import WORKER_TAG_ENV, worker_tag_template
 from launcher.render.accelerate import LaunchSettings, accelerate_config, distributed_type, launch_argv
 from launcher.render.deepspeed import deepspeed_config
+from launcher.render.direct import direct_argv, direct_env, is_direct
 from launcher.render.fsdp import fsdp_config
 from launcher.render.shell import interface_lines, node_command, threads_lines
 from launcher.render.torchrun import torchrun_argv, torchrun_env
@@ -82,6 +84,10 @@ def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan
         argv = torchrun_argv(settings, shape.procs_per_node)
         env = {**env, **torchrun_env(settings, section, threads_at_node)}
         config_file = None
+    elif is_direct(settings.distributed_type, shape.world_size):
+        argv = direct_argv(settings)
+        env = {**env, **direct_env(settings, threads_at_node)}
+        config_file = None
     else:
         files[config_file] = to_yaml(accelerate_config(settings, section))
         argv = launch_argv(settings)
@@ -100,21 +106,28 @@ def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan
 
 
 def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id: str,
-               default_python: str = "python", user_deepspeed: Optional[dict] = None) -> LaunchPlan:
+               default_python: str = "python", user_deepspeed: Optional[dict] = None,
+               attempt: Attempt = Attempt()) -> LaunchPlan:
+    """`attempt`: which attempt of the run this plan starts (planning/attempt.py: its port, hosts and
+    rendezvous id); attempt 1 is the run as submitted."""
     if not RUN_ID_PATTERN.fullmatch(run_id):
         raise KitError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-' only")
     job, cluster = apply_overrides(job, cluster, overrides)
     placement: Placement = registry.placement(cluster.backend)
     shape = resolve_shape(job, cluster)
+    # A scheduler that requeues the job itself runs the same script again (its ranks and master resolved anew
+    # in the new allocation): its attempt k is attempt 1's plan.
+    changed = Attempt() if placement.restarts_in_place else attempt
+    hosts, spares = replace_lost(shape.hosts, placement.spares(job, cluster), changed.lost_hosts)
     run_dir = posixpath.join(cluster.run_root, run_id)
-    port = master_port(cluster.master_port, run_id)
-    master = placement.master(shape.hosts)
+    port = attempt_port(master_port(cluster.master_port, run_id), changed.number)
+    master = placement.master(hosts)
     section, files = _strategy_section(job, shape, run_dir, user_deepspeed)
-    env = node_env(job, cluster, shape, run_id)
+    env = {**node_env(job, cluster, shape, run_id), **rdzv_env(changed.number)}
     secrets = secret_names(job, env)
     ctx = (cluster.python or default_python, run_dir, master, port, section, placement)
     nodes = tuple(_node(job, cluster, shape, rank, host, env, secrets, files, ctx)
-                  for rank, host in enumerate(shape.hosts))
+                  for rank, host in enumerate(hosts))
     added, submission = placement.submission(cluster, run_id=run_id, job_name=job.name, nodes=shape.nodes,
                                              gpus=shape.gpus_per_node, run_dir=run_dir,
                                              node_command=nodes[0].command)
@@ -132,5 +145,6 @@ def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id:
         teardown_grace=cluster.teardown_grace,
         limits=Limits(rendezvous_timeout=job.timeouts.rendezvous, hang_timeout=job.timeouts.hang,
                       restarts=job.restarts),
-        spare_hosts=tuple((h.name, h.address or h.name) for h in placement.spares(job, cluster)),
+        spare_hosts=tuple((h.name, h.address or h.name) for h in spares),
+        attempt=attempt.number,
     )

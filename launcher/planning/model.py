@@ -91,6 +91,7 @@ class LaunchPlan:
     # Hosts the cluster has beyond the plan's nodes, (name, address): a restart moves a lost host's node there.
     spare_hosts: tuple[tuple[str, str], ...] = ()
     sync: Optional[SyncPlan] = None
+    attempt: int = 1                # which attempt of the run this plan starts (planning/attempt.py)
 
     def to_dict(self) -> dict:
         return asdict(self)

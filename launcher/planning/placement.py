@@ -47,6 +47,9 @@ class Placement:
     inherits_submit_env = False
 
     # ---- the cluster config
+    # A restart is the scheduler's requeue of the same job (SLURM): attempt k runs attempt 1's plan.
+    restarts_in_place = False
+
     def check_cluster(self, cluster: ClusterSpec) -> None:
         """Raise ValueError (the schema's message) for a config this backend cannot use."""
         if not cluster.hosts:
@@ -64,6 +67,16 @@ class Placement:
         """The plan with what only this machine can tell added at submit time (an SSH cluster's `sync:` file
         list), by the caller of the planner (commands/prepare.py), never by it. The dry-run shows the result."""
         return plan
+
+    def code_here(self, plan, cluster: ClusterSpec, cwd: str) -> Optional[str]:
+        """The directory on this machine whose files the nodes see in their workdir, for the checks of the job's
+        code made before anything starts, a dry-run too (preflight/here.py): by default the sync source the
+        plan copies to the hosts; None when kit cannot read the nodes' code from here. A path: no I/O."""
+        return plan.sync.source if plan.sync is not None else None
+
+    def dry_checks(self, plan, cluster: ClusterSpec, entrypoint, base_dir: str) -> None:
+        """For a dry-run, what this backend's own checks (Backend.check) can tell without reaching beyond this
+        machine (a local node's interpreter finding the module). Nothing by default."""
 
     def logs_in(self, cluster: ClusterSpec) -> bool:
         """Whether a real run logs in over SSH with the cluster's `ssh:` settings (their files must exist)."""

@@ -9,11 +9,13 @@ from launcher.render.shell import join_argv
 
 BEGIN, END = "kit-stack:begin", "kit-stack:end"
 
-# argv: run id. For each process of the run that is a rank (RANK in its environment): BEGIN <rank> <pid>, py-spy's
-# dump of it (or why there is none), END.
+# argv: run id, then (a one-process world's) the rank's own argv. For each process of the run that is a rank (RANK in
+# its environment, set by its launcher; a one-process node's rank has none: it is the process running that argv):
+# BEGIN <rank> <pid>, py-spy's dump of it (or why there is none), END.
 DUMP_SOURCE = f"""\
 import os, shutil, subprocess, sys
 run = ("KIT_RUN_ID=" + sys.argv[1]).encode()
+alone = [os.fsencode(w) for w in sys.argv[2:]]
 spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
 for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
     try:
@@ -22,6 +24,12 @@ for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
     except OSError:
         continue
     rank = [v[5:].decode() for v in env if v.startswith(b"RANK=")]
+    if alone and not rank:
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                rank = ["0"] if f.read().split(b"\\0")[:-1] == alone else []
+        except OSError:
+            continue
     if run not in env or not rank:
         continue
     print("{BEGIN}", rank[0], pid, flush=True)
@@ -42,7 +50,9 @@ _FRAME = re.compile(r"^\s+(\S.*?) \((.+)\)$")
 def dump_command(plan: LaunchPlan, node: NodePlan) -> str:
     """The node's preamble, then the dump under the node's interpreter."""
     launch = "exec " + join_argv(node.argv, plan.runtime_vars) + "\n"
-    return node.command[:-len(launch)] + join_argv((node.argv[0], "-c", DUMP_SOURCE, plan.run_id)) + " </dev/null\n"
+    alone = node.argv if plan.world.world_size == 1 else ()
+    return (node.command[:-len(launch)] + join_argv((node.argv[0], "-c", DUMP_SOURCE, plan.run_id, *alone))
+            + " </dev/null\n")
 
 
 def parse_dumps(output: str) -> dict:

@@ -76,11 +76,21 @@ def _limits_line(plan: LaunchPlan) -> str:
         restarts += " (after a failure that is not the job's own verdict: a requeue, within slurm.max_requeues)"
     if lim.restarts and not plan.runtime_vars:
         restarts += (f" (after a lost node, a rank killed by a signal, a world not formed or a hang; attempt k on "
-                     f"master port {plan.world.master_port}+k-1")
+                     f"master port {plan.world.master_port - plan.attempt + 1}+k-1")
         restarts += (f", a lost host replaced by a spare: {', '.join(h for h, _ in plan.spare_hosts)})"
                      if plan.spare_hosts else ")")
     return (f"limits: the world forms within {lim.rendezvous_timeout:g} s or the run stops naming the node that "
             f"cannot reach the master; {hang}; {restarts}")
+
+
+def _attempt_line(plan: LaunchPlan) -> str:
+    """What makes this plan a restart's (attempt k > 1)."""
+    k = plan.attempt
+    if plan.runtime_vars:
+        return (f"attempt: {k}, a requeue of the same job: the same script, its ranks and master resolved again in "
+                f"the new allocation")
+    return (f"attempt: {k}, a restart: master port {plan.world.master_port} (the planned one + {k - 1}), "
+            f"rendezvous id {plan.nodes[0].env.get('PET_RDZV_ID', '?')}, on hosts {', '.join(dict.fromkeys(n.host for n in plan.nodes))}")
 
 
 def pipeline_line(plan: LaunchPlan) -> str:
@@ -106,6 +116,8 @@ def render_text(plan: LaunchPlan) -> str:
     if plan.submission.kind == "processes":
         head.append(f"teardown: SIGTERM to every process of every node, SIGKILL after {plan.teardown_grace:g} s")
     head.append(_limits_line(plan))
+    if plan.attempt > 1:
+        head.append(_attempt_line(plan))
     head.append("network: " + _network_text(plan))
     head += registry.placement(plan.backend).dryrun_head(plan)
     if plan.runtime_vars:

@@ -23,6 +23,15 @@ def _at_once(plan) -> str:
     return f"{plan.lanes} at a time (parallel {s.parallel}: no two trials share a GPU)"
 
 
+def _stops(plan) -> str:
+    n = plan.spec.max_failures
+    if plan.array is not None:
+        return "every trial is submitted at once (one job array): max_failures does not apply"
+    if n is None:
+        return "failed trials never stop the sweep (max_failures: null)"
+    return f"no more trials start once {n} in a row failed the same way (max_failures: {n})"
+
+
 def render_sweep_text(plan) -> str:
     s = plan.spec
     method = f"grid, {len(plan.trials)} combinations" if s.method == "grid" else \
@@ -30,7 +39,8 @@ def render_sweep_text(plan) -> str:
     head = (f"sweep {plan.sweep_id}: {method}; metric {s.metric} ({s.goal}), {_at_once(plan)}, "
             f"backend {plan.backend}\n"
             f"each trial is a run <sweep>-t<N>, writing to {s.output_root}/<run id> ({s.output_arg}); "
-            f"its metric is read from <that dir>/{s.metrics_file}\n\n")
+            f"its metric is read from <that dir>/{s.metrics_file}\n"
+            f"{_stops(plan)}\n\n")
     first = plan.trials[0]
     return (head + trial_table(plan) + array_section(plan) + f"\nplan of trial {first.index} ({first.run_id}); "
             f"the other trials differ only in their run id, port, swept values and lane placement:\n\n"

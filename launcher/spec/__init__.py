@@ -6,7 +6,7 @@ from launcher.backends import registry
 from launcher.errors import KitError
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
-from launcher.spec.load import load_json, load_model
+from launcher.spec.load import load_json, parse_yaml, read_text, validate
 from launcher.spec.overrides import Overrides, apply_overrides
 
 
@@ -23,9 +23,23 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# A key each kind of file must have, that the other kind never has: a file given in the other's place is told so.
+_OWN_KEY = {"job": "entrypoint", "cluster": "backend"}
+
+
+def _read_spec(model, path: str, what: str):
+    """Load and validate the job or cluster file `path` (`what`); one that is the other kind is told as a swap."""
+    data = parse_yaml(read_text(path, what), path)
+    other = "cluster" if what == "job" else "job"
+    if _OWN_KEY[other] in data and _OWN_KEY[what] not in data:
+        raise KitError(f"{path} looks like a {other} file (it has {_OWN_KEY[other]}:); did you swap JOB and "
+                       f"--cluster? (kit submit JOB.yaml --cluster CLUSTER.yaml)")
+    return validate(model, data, path)
+
+
 def load_job(path: str) -> JobSpec:
     """The job file; a relative `deepspeed.config_file` is taken from the job file's own directory."""
-    spec = load_model(JobSpec, path, "job")
+    spec = _read_spec(JobSpec, path, "job")
     ds_file = spec.deepspeed.config_file
     if ds_file is None or os.path.isabs(ds_file):
         return spec
@@ -41,7 +55,7 @@ def load_cluster(path) -> ClusterSpec:
     if path is None:
         default = default_cluster()
         return registry.placement(default.backend).at_submit(default, embedded=True)
-    spec = load_model(ClusterSpec, path, "cluster")
+    spec = _read_spec(ClusterSpec, path, "cluster")
     return registry.placement(spec.backend).at_submit(spec)
 
 

@@ -22,8 +22,16 @@ def _name(stem: str) -> str:
     return name or "job"
 
 
+def module_for(path: str) -> str:
+    """The module name a file path means: `pkg/file.py` -> `pkg.file`."""
+    return os.path.normpath(path).removesuffix(".py").replace(os.sep, ".").strip(".")
+
+
 def command_line_job(script: Optional[str] = None, module: Optional[str] = None) -> JobSpec:
     """The job of `kit submit SCRIPT.py` / `kit submit -m MODULE`, before the flags are applied."""
+    if module is not None and ("/" in module or module.endswith(".py")):
+        raise KitError(f"-m {module}: -m takes a module name ({module_for(module)}), not a path; use kit submit "
+                       f"{module if module.endswith('.py') else module + '.py'} or -m {module_for(module)}")
     if module is not None:
         data = {"name": _name(module.removesuffix(".__main__").rsplit(".", 1)[-1]), "entrypoint": {"module": module}}
         return validate(JobSpec, data, f"-m {module}")

@@ -64,11 +64,11 @@ class SshOptions(Section):
     port: Annotated[int, Field(ge=1, le=65535)] = 22
     identity_file: Optional[str] = None
     known_hosts: Optional[str] = None
-    # Seconds; bounded: every wait kit makes on a host derives from it.
-    connect_timeout: Annotated[float, Field(gt=0, le=600)] = 10.0
+    # Seconds, finite (a socket takes no .inf or .nan); bounded: every wait kit makes on a host derives from it.
+    connect_timeout: Annotated[float, Field(gt=0, le=600, allow_inf_nan=False)] = 10.0
     # A host that answers nothing (not even SSH's keepalive requests) for this long is lost: kit tears the run
     # down on the other hosts; the lost host's watchdog stops the node by itself after twice as long without kit.
-    host_timeout: Annotated[float, Field(ge=2, le=3600)] = 30.0
+    host_timeout: Annotated[float, Field(ge=2, le=3600, allow_inf_nan=False)] = 30.0
     # An OpenSSH client config read for HostName, User, Port, IdentityFile, ProxyJump (default ~/.ssh/config).
     config_file: Optional[str] = None
     # Explicit opt-in: connect to hosts whose key is not in known_hosts; the keys accepted go into the run record.

@@ -23,6 +23,16 @@ class Entrypoint(StrictModel):
     module: Optional[Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][\w.]*$")]] = None
     script: Optional[str] = None
 
+    @field_validator("module", mode="before")
+    @classmethod
+    def not_a_path(cls, value):
+        """`module: pkg/train.py` is a path: say which key takes it (the pattern alone would only quote a regex)."""
+        if isinstance(value, str) and ("/" in value or value.endswith(".py")):
+            name = value.removesuffix(".py").replace("/", ".").strip(".")
+            raise ValueError(f"{value!r} is a path, not a module name; use {{script: {value}}} or "
+                             f"{{module: {name}}}")
+        return value
+
     @model_validator(mode="after")
     def exactly_one(self):
         if (self.module is None) == (self.script is None):

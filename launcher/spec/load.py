@@ -65,13 +65,6 @@ def validate(model, data: dict, source: str, said=None):
         raise KitError(one_line(e, model, source, said)) from None
 
 
-def load_model(model, path: str, what: str):
-    """Load and validate one YAML file into `model`."""
-    return validate(model, parse_yaml(read_text(path, what), path), path)
-
-
-
-
 def load_json(path: str, what: str):
     text = read_text(path, what)
     try:

@@ -77,6 +77,9 @@ class SweepSpec(StrictModel):
     output_arg: Annotated[str, StringConstraints(pattern=ARG_PATTERN.pattern)] = "--output-dir"
     output_root: Annotated[str, StringConstraints(min_length=1)] = "outputs"
     metrics_file: Annotated[str, StringConstraints(min_length=1)] = "metrics.json"
+    # Stop launching trials once this many in a row failed the same way (the trials running then finish); null:
+    # never. A sweep whose trials all fail the same way (a typo in the script) stops after a few, not after all.
+    max_failures: Optional[Annotated[int, Field(ge=1)]] = 3
 
     @field_validator("parameters", mode="before")
     @classmethod

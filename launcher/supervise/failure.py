@@ -29,6 +29,7 @@ TRAIN_EXIT_CODES = {
     5: "resume refused",
 }
 SETUP_FAILED = "kit: node setup failed"
+OOM_HINT = "; out of memory? the kernel's OOM killer sends SIGKILL: see dmesg on the node"
 
 _ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):")
 _RANK = re.compile(r"^\s*rank\s*:\s*(\d+)")
@@ -237,9 +238,11 @@ def read_log(path: str) -> str:
 
 
 def known_codes(argv) -> dict:
-    """The training module's exit codes mean something; another program's are just numbers."""
+    """The training module's exit codes mean something; another program's are just numbers. The entrypoint is the
+    last `-m` of the launch words (after `-m accelerate.commands.launch` / `torch.distributed.run`, or alone in a
+    one-process node's `python -m train`)."""
     modules = [argv[i + 1] for i, w in enumerate(argv[:-1]) if w == "-m"]
-    return TRAIN_EXIT_CODES if modules[-1:] == [TRAIN_MODULE] and len(modules) > 1 else {}
+    return TRAIN_EXIT_CODES if modules[-1:] == [TRAIN_MODULE] else {}
 
 
 def restartable(state: str, f: Optional[Failure]) -> bool:
@@ -263,6 +266,10 @@ def cause(f: Failure) -> str:
         return f"the run hung{tail}"
     if f.meaning == NOT_STARTED:
         return f"its nodes never started{tail}"
+    if f.meaning.startswith("killed by "):
+        # Not "exited 137": the rank did not exit, something killed it; SIGKILL is what the OOM killer sends.
+        hint = OOM_HINT if f.meaning == "killed by SIGKILL" else ""
+        return f"{who} {f.meaning} (exit code {f.code}{hint}){tail}"
     # An unknown code has no meaning to add: "exited 4", not "exited 4".
     plain = f.meaning == f"exit code {f.code}"
     return f"{who} exited {f.code}{'' if plain else f' ({f.meaning})'}{tail}"

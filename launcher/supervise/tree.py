@@ -14,14 +14,23 @@ from launcher.supervise import watchdog
 
 
 def same_process(pid: Optional[int], created: Optional[float]) -> Optional[psutil.Process]:
-    """The process `pid` if it is still the one created at `created`, else None."""
-    if not pid:
+    """The process `pid` if it is still the one created at `created`, else None. Without a start time there is
+    no telling it from a process that took the pid over since: None (a record's pid is never acted on alone)."""
+    if not pid or created is None:
         return None
     try:
         proc = psutil.Process(pid)
-        if created is not None and abs(proc.create_time() - created) > 0.01:
+        if abs(proc.create_time() - created) > 0.01:
             return None
         return None if proc.status() == psutil.STATUS_ZOMBIE else proc
+    except psutil.Error:
+        return None
+
+
+def started_at(pid: int) -> Optional[float]:
+    """When process `pid` started (psutil's create_time), to be kept with its pid; None if it is gone."""
+    try:
+        return psutil.Process(pid).create_time()
     except psutil.Error:
         return None
 

@@ -46,8 +46,11 @@ class WorldWatch:
         self.launched = launched
         self.named_host = named_host or (lambda node: node.host)
         self.deadline = clock() + plan.limits.rendezvous_timeout
-        self.formed = False
-        self.formed_at = None
+        # A world of one process has no rendezvous and no peer to wait for (a one-process node runs its rank
+        # directly, with no launcher that would log a join): it formed when its node started, which is also when
+        # the hang watch's clock starts.
+        self.formed = plan.world.world_size == 1
+        self.formed_at = clock() if self.formed else None
         self._seen: set = set()
         self._next = 0.0
 

@@ -1,7 +1,8 @@
 """The sweep driver on local and SSH clusters: runs the trials lane by lane (lanes.py), one forked supervisor per
 running trial (trial_proc.py), prints a line as each trial starts and ends, and the table at the end.
 
-A failed trial does not stop the others. Ctrl-C or SIGTERM (`kit cancel <sweep>`) stops starting trials and
+A failed trial does not stop the others, unless `sweep.max_failures` trials in a row failed the same way: then no
+more start (streak.py). Ctrl-C or SIGTERM (`kit cancel <sweep>`) stops starting trials and
 forwards the request to every running trial's supervisor, which tears its run down as for a single run (a
 second Ctrl-C shortens the grace period, a third kills); the driver returns once every trial has ended."""
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from launcher.supervise import tree
 from launcher.supervise.supervisor import Cancel
 from launcher.sweeps.rerun import trial_state
+from launcher.sweeps.streak import Streak, failure_key
 from launcher.sweeps.table import collect, duration_text, metric_text, render_text, trial_row
 from launcher.sweeps.trial_proc import start_trial
 from launcher.sweeps.trials import describe
@@ -47,6 +49,7 @@ class Driver:
         self.plan, self.record, self.ctx, self.todo, self.console = plan, record, ctx, todo, console
         self.running: dict[int, _Running] = {}
         self.queues: dict[int, deque] = {}
+        self.streak = Streak(plan.spec.max_failures)
 
     def _note(self, text: str) -> None:
         self.console.note(text)
@@ -77,6 +80,22 @@ class Driver:
             detail = last or f"exit code {'?' if status.exit_code is None else status.exit_code}"
         self._note(f"kit: sweep {self.plan.sweep_id}: trial {trial.index} ({describe(trial.params)}) {state} "
                    f"after {took}: {detail}")
+        if self.streak.ended(state, failure_key(status, last, trial.run_id)):
+            self._stop(detail)
+
+    def _stop(self, detail: str) -> None:
+        """`max_failures` trials in a row failed the same way: start no more (those running finish)."""
+        left = sum(len(q) for q in self.queues.values())
+        if not left:
+            return
+        for queue in self.queues.values():
+            queue.clear()
+        n = self.plan.spec.max_failures
+        line = (f"kit: sweep {self.plan.sweep_id}: stopped launching trials: {n} in a row failed the same way "
+                f"({detail.removeprefix('kit: ')}); {left} trial(s) not started (sweep.max_failures: {n}); fix the "
+                f"cause and run the same command again to run them")
+        self.record.update(stopped=line.removeprefix("kit: "))
+        self._note(line)
 
     def _forward(self, cancel: Cancel, sent: int) -> int:
         if sent == 0 and cancel.count and self.running:
@@ -97,9 +116,8 @@ class Driver:
                 self._ended(run)
 
     def run(self) -> int:
-        me = tree.same_process(os.getpid(), None)
-        self.record.update(state="running", driver_pid=os.getpid(), driver_start=me.create_time(),
-                           started_at=time.time(), finished_at=None, exit_code=None)
+        self.record.update(state="running", driver_pid=os.getpid(), driver_start=tree.started_at(os.getpid()),
+                           started_at=time.time(), finished_at=None, exit_code=None, stopped=None)
         with Cancel(on_hangup=self.console.hang_up) as cancel:
             self.queues = {k: deque(t for t in self.todo if t.lane == k) for k in range(self.plan.lanes)}
             sent = 0

@@ -54,8 +54,7 @@ def _detach(plan, record, ctx: SweepContext, todo) -> None:
         raise KitError(f"could not start the sweep's driver: {e}") from None
     # Recorded before the driver gets its inputs (it writes nothing until then), so a `kit cancel` right after
     # finds it and the two never race on the record.
-    started = tree.same_process(proc.pid, None)
-    record.update(state="running", driver_pid=proc.pid, driver_start=started.create_time() if started else None)
+    record.update(state="running", driver_pid=proc.pid, driver_start=tree.started_at(proc.pid))
     try:
         proc.stdin.write(pickle.dumps((plan, record.path, ctx, todo)))
         proc.stdin.close()

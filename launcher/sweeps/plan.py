@@ -11,6 +11,7 @@ from typing import Any, Optional
 from launcher.backends import registry
 from launcher.errors import KitError
 from launcher.planning.build import build_plan
+from launcher.planning.inputs import PlanInputs
 from launcher.planning.model import LaunchPlan
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
@@ -33,6 +34,7 @@ class TrialPlan:
     lane: int = 0              # trials of one lane run one after another (lanes.py)
     placement: str = ""        # the lane's own GPUs or hosts, when lanes do not share them
     cluster: Optional[ClusterSpec] = None   # the lane's cluster the plan was built on (for the run record)
+    inputs: Optional[PlanInputs] = None     # the planner's inputs: a restart's plan is built from them
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,9 @@ class SweepPlan:
 def sweep_id_for(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: Overrides) -> str:
     """The same sweep (job, spec, cluster, overrides) always gets the same id, so running it again continues it
     (trials that already succeeded are skipped) instead of starting over under a new name."""
-    material = json.dumps([job.model_dump(mode="json", exclude={"sweep"}), spec.model_dump(mode="json"),
+    # max_failures says when to stop, not what a trial runs: the same sweep with another one continues it.
+    material = json.dumps([job.model_dump(mode="json", exclude={"sweep"}),
+                           spec.model_dump(mode="json", exclude={"max_failures"}),
                            cluster.model_dump(mode="json"), dataclasses.asdict(overrides)], sort_keys=True)
     return f"{job.name}-sweep-{hashlib.sha256(material.encode()).hexdigest()[:8]}"
 
@@ -109,8 +113,9 @@ def plan_sweep(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: O
         run_id, lane = f"{sweep_id}-t{trial.index}", trial.index % lanes.count
         plan = build_plan(tjob, lanes.clusters[lane], Overrides(), run_id,
                           default_python=default_python, user_deepspeed=user_deepspeed)
+        inputs = PlanInputs.of(tjob, lanes.clusters[lane], run_id, default_python, user_deepspeed)
         trials.append(TrialPlan(trial.index, run_id, trial.params, output_dir, plan, lane, lanes.placement[lane],
-                                lanes.clusters[lane]))
+                                lanes.clusters[lane], inputs))
     array = placement.array_plan(sweep_id, spec.parallel, trials)
     return SweepPlan(sweep_id, job.name, resolved_cluster.backend, spec, tuple(trials), array,
                      lanes=lanes.count)

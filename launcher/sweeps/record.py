@@ -3,11 +3,13 @@ ordinary run with its own record (<run root>/<sweep id>-t<N>/), which holds the 
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 
 from launcher.errors import KitError
-from launcher.records import write_atomic
+from launcher.records import LOCK, locked, write_atomic
+from launcher.sweeps.sweep_file import checked
 from launcher.render.text import to_json
 
 SWEEP_FILE = "sweep.json"
@@ -25,16 +27,20 @@ class SweepRecord:
         return os.path.join(self.path, name)
 
     def read(self) -> dict:
+        """sweep.json, every known field type-checked (sweep_file.py); a one-line KitError naming the file and
+        the field when it is not what kit writes (BadSweep is a ValueError)."""
         try:
             with open(self.file(SWEEP_FILE), encoding="utf-8") as f:
-                return json.load(f)
+                return checked(json.load(f))
         except (OSError, ValueError) as e:
             raise KitError(f"sweep record {self.path}: {SWEEP_FILE} is unreadable ({e}); "
                            f"inspect or remove that directory") from None
 
     def update(self, **fields) -> dict:
-        data = {**self.read(), **fields}
-        write_atomic(self.file(SWEEP_FILE), to_json(data))
+        """Read, change, write back, under the record's lock (the driver, a cancel and a status may all write)."""
+        with locked(self.file(LOCK)):
+            data = {**self.read(), **fields}
+            write_atomic(self.file(SWEEP_FILE), to_json(data))
         return data
 
     def trial_dir(self, run_id: str) -> str:
@@ -45,11 +51,11 @@ class SweepRecord:
 def open_sweep(root: str, plan) -> SweepRecord:
     """Create the sweep record, or take up an existing one of the same sweep (a re-run continues it)."""
     record = SweepRecord(os.path.abspath(os.path.join(root, plan.sweep_id)))
-    _refuse_a_running_namesake(plan.sweep_id, record.path)
+    _refuse_a_namesake(plan.sweep_id, record.path)
     data = plan.to_dict()
     if os.path.exists(record.file(SWEEP_FILE)):
         old = record.read()
-        if old.get("trials") != data["trials"] or old.get("spec") != data["spec"]:
+        if old.get("trials") != data["trials"] or _what_runs(old.get("spec")) != _what_runs(data["spec"]):
             raise KitError(f"sweep {plan.sweep_id} already exists at {record.path} with other trials; "
                            f"pick another --run-id")
         record.update(**data)
@@ -63,19 +69,29 @@ def open_sweep(root: str, plan) -> SweepRecord:
     return record
 
 
-def _refuse_a_running_namesake(sweep_id: str, path: str) -> None:
-    """A sweep id names one sweep for `kit sweep status` / `kit cancel` from anywhere (kit's index): while a sweep
-    of that id in another run root still runs, a second one would take its name (and its trials' run ids)."""
+def _what_runs(spec) -> dict:
+    """A sweep spec less what only says when to stop launching (a record from before that field has none)."""
+    return {k: v for k, v in (spec or {}).items() if k != "max_failures"}
+
+
+def _refuse_a_namesake(sweep_id: str, path: str) -> None:
+    """A sweep id names one sweep for `kit sweep status` / `kit cancel` from anywhere (kit's index), as a run id
+    names one run (launch.py): an id the index holds for a sweep or run in another run root, in any state, is
+    refused (its trials' run ids would be another's too). The same sweep run again in its own run root continues."""
     from launcher import run_index
     other = run_index.namesake(sweep_id, path)
-    if other is None or not os.path.isfile(os.path.join(other, SWEEP_FILE)):
-        return   # a run of that id is checked by the launch of the sweep's trials
+    if other is None:
+        return
+    if not os.path.isfile(os.path.join(other, SWEEP_FILE)):
+        raise KitError(f"sweep id {sweep_id} is taken by a run {run_index.taken(sweep_id, other, live=False)}")
     try:
         state = state_now(SweepRecord(other).read())
     except KitError:
-        return
+        state = "unreadable"
     if state == "running":
         raise KitError(f"sweep id {sweep_id} is taken by a sweep still running {run_index.taken(sweep_id, other)}")
+    raise KitError(f"sweep id {sweep_id} is taken by a sweep that ended ({state}) "
+                   f"{run_index.taken(sweep_id, other, live=False)}")
 
 
 def is_sweep(run_root: str, run_id: str) -> bool:
@@ -99,7 +115,8 @@ def state_now(data: dict) -> str:
 
 
 def list_sweeps(run_root: str) -> list[tuple[str, dict]]:
-    """(sweep id, sweep.json) of every sweep under run_root, oldest first; an unreadable one is left out."""
+    """(sweep id, sweep.json) of every sweep under run_root, oldest first; an unreadable one costs one warning line
+    naming its file, never the listing."""
     if not os.path.isdir(run_root):
         return []
     found = []
@@ -107,8 +124,8 @@ def list_sweeps(run_root: str) -> list[tuple[str, dict]]:
         if is_sweep(run_root, name):
             try:
                 found.append((name, SweepRecord(os.path.join(run_root, name)).read()))
-            except KitError:
-                continue
+            except KitError as e:
+                print(f"kit: warning: {e}", file=sys.stderr, flush=True)
     return sorted(found, key=lambda item: item[1].get("created_at", 0))
 
 

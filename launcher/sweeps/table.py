@@ -98,7 +98,7 @@ def collect(record, run_root: str) -> dict:
     return {"sweep_id": data["sweep_id"], "job": data.get("job_name"), "backend": data.get("backend"),
             "state": state, "method": spec["method"], "metric": spec["metric"],
             "goal": spec["goal"], "parameters": data.get("parameter_names") or list(spec["parameters"]),
-            "best": None if best is None else best["run_id"], "trials": rows}
+            "best": None if best is None else best["run_id"], "trials": rows, "stopped": data.get("stopped")}
 
 
 def _table(header: list, rows: list) -> list:
@@ -127,6 +127,8 @@ def render_text(view: dict) -> str:
     for r in view["trials"]:
         if r["error"] and r["state"] == "failed":
             lines.append(f"trial {r['index']} did not start: {r['error']}")
+    if view.get("stopped"):
+        lines.append(view["stopped"])
     return "\n".join(lines) + "\n"
 
 

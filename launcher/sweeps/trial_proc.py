@@ -66,7 +66,8 @@ def _run(trial, ctx, driver_fd: int) -> int:
     plan = trial.plan
     backend = registry.backend(plan.backend)
     job_record, cluster_record = trial_specs(ctx, trial)
-    prepared = Prepared(plan, (trial.cluster or ctx.cluster).workdir, job_record, cluster_record, ctx.binding)
+    prepared = Prepared(plan, (trial.cluster or ctx.cluster).workdir, job_record, cluster_record, ctx.binding,
+                        trial.inputs)
     try:
         launched = launch(prepared, ctx.base_dir, backend=backend,
                           on_checked=lambda: setattr(stop, "record", _record_of(backend, prepared, ctx)))

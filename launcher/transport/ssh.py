@@ -11,6 +11,7 @@ from launcher.transport.endpoint import Endpoint
 from launcher.transport.hostkeys import Accepted, changed_key_message, load_known_hosts, unknown_key_message
 
 
+PUT_CHUNK = 1 << 20   # bytes per write of a file streamed to a host (put with a file object)
 # How long closing a connection waits for its sessions to end by themselves (a login's rc files, a check).
 SETTLE_SECONDS = 10.0
 
@@ -67,12 +68,18 @@ class Connection:
             self._sftp = start_sftp(self.client.get_transport(), self.endpoint.timeout)
 
     def put(self, path: str, content, mode: int = 0o644) -> None:
-        """Write a file on the host (parents created), via a temporary name so no reader sees half of it."""
+        """Write a file on the host (parents created), via a temporary name so no reader sees half of it.
+        `content`: text, bytes, or a binary file object, copied in chunks (memory stays bounded whatever its size)."""
         self.open_sftp()
         self._makedirs(posixpath.dirname(path))
         tmp = f"{path}.kit-tmp-{self.endpoint.name}"  # hosts sharing a filesystem may write the same file
         with self._sftp.open(tmp, "wb") as f:
-            f.write(content.encode() if isinstance(content, str) else content)
+            f.set_pipelined(True)   # paramiko's writes without a round trip each: the chunks stream
+            if hasattr(content, "read"):
+                for chunk in iter(lambda: content.read(PUT_CHUNK), b""):
+                    f.write(chunk)
+            else:
+                f.write(content.encode() if isinstance(content, str) else content)
         self._sftp.chmod(tmp, mode)
         self._sftp.posix_rename(tmp, path)
 

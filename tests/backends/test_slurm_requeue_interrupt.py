@@ -3,6 +3,7 @@ and how to follow it, instead of "nothing was started" (no cluster: a stand-in f
 
 import json
 
+from launcher.backends.attempts import run_attempts
 from launcher.backends.base import Result
 from launcher.backends.slurm import backend as slurm
 from launcher.records import RunRecord
@@ -41,8 +42,10 @@ def _run(tmp_path, monkeypatch, state, capsys):
 
     monkeypatch.setattr(b, "_requeue", interrupted)
     from types import SimpleNamespace
-    plan = SimpleNamespace(run_id="r", limits=SimpleNamespace(restarts=1), world=SimpleNamespace(master_port=29500))
-    result = b.run(plan, record, str(tmp_path))
+    plan = SimpleNamespace(run_id="r", limits=SimpleNamespace(restarts=1), world=SimpleNamespace(master_port=29500),
+                           attempt=1)
+    again = SimpleNamespace(**{**vars(plan), "attempt": 2})
+    result = run_attempts(b, plan, record, str(tmp_path), replan=lambda attempt: again)
     return result, record.read_status(), capsys.readouterr().err
 
 
@@ -56,4 +59,4 @@ def test_interrupted_after_the_requeue_says_the_job_will_run(tmp_path, monkeypat
 def test_interrupted_before_the_requeue_keeps_the_failure(tmp_path, monkeypatch, capsys):
     result, status, said = _run(tmp_path, monkeypatch, "FAILED", capsys)
     assert (result.code, result.state) == (137, "failed") and result.failure.code == 137
-    assert "kit: interrupted; SLURM job 7 was not requeued" in said, said
+    assert "kit: run r not started again: interrupted; SLURM job 7 was not requeued" in said, said

@@ -48,7 +48,7 @@ def test_a_killed_rank_requeues_the_job_which_resumes(slurm_cluster, tmp_path):
             proc.kill()
     kit_lines = "\n".join(ln for ln in output.splitlines() if ln.startswith("kit:"))
     assert proc.returncode == 0, kit_lines + "\n...\n" + output[-3000:]
-    assert "kit: run slurm-restart attempt 2/2 after: node 1 (n2) rank 1 exited 137 (killed by SIGKILL)" in output, \
+    assert "kit: run slurm-restart attempt 2/2 after: node 1 (n2) rank 1 killed by SIGKILL (exit code 137; out of memory?" in output, \
         output[-4000:]
     resumed = [ln for ln in output.splitlines() if "resumed from" in ln]
     assert resumed and " at step 0 " not in resumed[0], resumed

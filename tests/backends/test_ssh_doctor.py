@@ -5,7 +5,7 @@ import json
 import time
 
 from tests.backends.sshrun import cluster, workdir
-from tests.launcher.localrun import kit, write_job
+from tests.launcher.localrun import PROBE, kit, write_job
 
 
 def _doctor(ssh_hosts, cfg, *extra):
@@ -46,3 +46,14 @@ def test_wrong_python_fails_on_every_host(ssh_hosts, tmp_path):
     assert result.returncode == 1
     checks = {(c["host"], c["check"]): c for c in json.loads(result.stdout)["checks"]}
     assert all(checks[(h, "python")]["verdict"] == "FAIL" for h in ("n1", "n2"))
+
+
+def test_doctor_takes_a_script_or_a_module_as_kit_submit_does(ssh_hosts, tmp_path):
+    # A script is a job built from the command line, not a YAML file to parse.
+    checks = {(c["host"], c["check"]): c for c in
+              json.loads(_doctor(ssh_hosts, cluster(ssh_hosts, tmp_path), "--job", PROBE).stdout)["checks"]}
+    assert all(checks[(h, "entrypoint")]["verdict"] == "ok" for h in ("n1", "n2")), checks
+    result = _doctor(ssh_hosts, cluster(ssh_hosts, tmp_path), "-m", "no_such_module_here")
+    assert result.returncode == 1
+    checks = {(c["host"], c["check"]): c for c in json.loads(result.stdout)["checks"]}
+    assert "entrypoint.module no_such_module_here: not importable" in checks[("n1", "entrypoint")]["detail"]

@@ -59,7 +59,23 @@ def test_early_logins_go_to_the_hosts_the_job_will_use(tmp_path, given, hosts):
     {"job": "name: j\nsweep: {trials: 2}\n"},
     {"set": ["sweep.max_parallel=2"]},
     {"job": "[not, a, job]"},
+    {"cluster": {"name": "c", "backend": "ssh", "hosts": ["a"], "ssh": {"connect_timeout": float("inf")}}},
+    {"cluster": {"name": "c", "backend": "ssh", "hosts": ["a"], "ssh": {"host_timeout": float("nan")}}},
+    {"cluster": {"name": "c", "backend": "ssh", "hosts": ["a"], "ssh": {"connect_timeout": "10"}}},
 ], ids=["dry-run", "cluster override", "not ssh", "accepting new keys", "--sweep", "job's sweep", "sweep override",
-        "not a mapping"])
+        "not a mapping", "infinite timeout", "nan timeout", "timeout not a number"])
 def test_no_early_login_where_the_run_may_not_log_in_as_guessed(tmp_path, given):
     assert early_guess(_args(tmp_path, **given)) is None
+
+
+def test_a_login_thread_that_fails_says_nothing_and_leaves_no_login(capfd):
+    """A setting the schema refuses later (a timeout too large for a socket) must not print a thread's traceback
+    above kit's one line: the thread leaves no login, and the normal path reports the setting."""
+    from launcher.backends.ssh.early import EarlyLogins
+    endpoint = resolve("lo", "127.0.0.1", {"connect_timeout": 1e300})
+    early = EarlyLogins([endpoint])
+    assert early.take(endpoint) is None
+    early.close()
+    import sys
+    sys.setswitchinterval(early.switch_interval)
+    assert capfd.readouterr().err == ""

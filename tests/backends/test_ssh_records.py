@@ -53,7 +53,7 @@ def test_a_record_is_data_never_code(ssh_hosts, tmp_path):
         json.dump(data, f)
     os.chown(os.path.join(run, "status.json"), 65534, 65534)
     s = kit("status", "foreign", cwd=here, timeout=60)
-    assert "not trusted for remote actions" in s.stdout and "belongs to uid 65534" in s.stdout, s.stdout
+    assert "state untrusted" in s.stdout and "belongs to user nobody, not you" in s.stdout, s.stdout
     os.chown(os.path.join(run, "status.json"), 0, 0)
     os.chmod(os.path.join(run, "status.json"), 0o666)
     s = kit("status", "foreign", cwd=here, timeout=60)

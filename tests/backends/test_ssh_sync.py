@@ -115,7 +115,9 @@ def test_include_and_exclude_choose_the_files(ssh_hosts, tmp_path, project):
     head = dry.stdout.split("\nfiles: ", 1)[0]
     listed = [line.strip() for line in head.split("\nsync: ", 1)[1].splitlines()[1:]]
     assert listed == ["data/big.bin", "pkg/__init__.py", "probe.py"]
-    assert "(the files matching sync.include, less sync.exclude)" in head
+    # The run root (runs/ in the directory kit runs in) is outside the source: no rule for it.
+    assert "(the files matching sync.include, less .venv/, __pycache__/, /outputs/ (without a .kitignore, " \
+        "its defaults), less sync.exclude)" in head
 
 
 def test_sync_is_refused_where_no_host_has_a_disk_of_its_own(tmp_path):
@@ -132,3 +134,42 @@ def test_a_new_script_git_does_not_track_is_refused_before_any_login(ssh_hosts, 
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert "sync: the job's script new_train.py is not among the files sync copies" in r.stderr
     assert "git add it" in r.stderr and not (tmp_path / "host-disk").exists()
+
+
+def test_a_helper_module_git_does_not_track_is_named_before_any_login(ssh_hosts, tmp_path, project):
+    # The script is tracked, the module it imports is not: sync would leave it behind, and the run would fail on
+    # the hosts with an ImportError. The dry-run says the same line.
+    (project / "train_with_helper.py").write_text("import os\nfrom helper_new import VALUE\nprint(VALUE)\n")
+    _git(project, "add", "train_with_helper.py")
+    (project / "helper_new.py").write_text("VALUE = 3\n")
+    config = cluster(ssh_hosts, tmp_path, workdir=str(tmp_path / "host-disk"), sync={"source": str(project)})
+    expected = (f"kit: error: sync: helper_new.py (module helper_new, imported by train_with_helper.py) is not among "
+                f"the files sync copies from {project} (the git-tracked files); git add helper_new.py, or list it in "
+                f"sync.include, or the hosts will not have it\n")
+    for dry in ([], ["--dry-run"]):
+        r = kit("submit", "train_with_helper.py", "--cluster", config, "--gpus", "0", *dry, cwd=project)
+        assert (r.returncode, r.stdout, r.stderr) == (2, "", expected)
+    assert not (tmp_path / "host-disk").exists()
+    _git(project, "add", "helper_new.py")
+    ok = kit("submit", "train_with_helper.py", "--cluster", config, "--gpus", "0", "--dry-run", cwd=project)
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_outside_git_the_kitignore_rules_choose_what_reaches_the_hosts(ssh_hosts, tmp_path, host_home_dir):
+    src = tmp_path / "plain"
+    for name in ("probe.py", ".venv/lib/big.py", "__pycache__/probe.pyc", "outputs/old/model.bin", "data/x.csv"):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_text("x\n")
+    shutil.copy(PROBE, src / "probe.py")
+    dry, _ = _submit(ssh_hosts, tmp_path, src, host_home_dir, "ign-dry", "--dry-run", "--format", "json")
+    assert dry.returncode == 0, dry.stderr
+    assert json.loads(dry.stdout)["sync"]["files"] == ["data/x.csv", "probe.py"]   # the defaults
+    (src / ".kitignore").write_text("# data stays here\ndata/\n__pycache__/\n.venv/\n")
+    dry, _ = _submit(ssh_hosts, tmp_path, src, host_home_dir, "ign-dry2", "--dry-run")
+    assert "sync: 3 file(s) from " in dry.stdout and "(every file (not a git checkout), less .kitignore)" in dry.stdout
+    listed = [line.strip() for line in dry.stdout.split("\nsync: ", 1)[1].split("\nfiles: ", 1)[0].splitlines()[1:]]
+    assert listed == [".kitignore", "outputs/old/model.bin", "probe.py"]
+    run, out = _submit(ssh_hosts, tmp_path, src, host_home_dir, "ign-run")
+    assert run.returncode == 0, run.stderr
+    for host in ssh_hosts.hosts:
+        assert _on_host(host, host_home_dir)[0] == listed   # exactly what the dry-run listed

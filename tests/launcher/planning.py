@@ -32,9 +32,11 @@ def cluster(base: dict, **fields) -> ClusterSpec:
     return ClusterSpec.model_validate({**base, **fields})
 
 
-def plan(job_spec: JobSpec, cluster_spec: ClusterSpec, run_id: str = RUN_ID, user_deepspeed=None, **overrides):
+def plan(job_spec: JobSpec, cluster_spec: ClusterSpec, run_id: str = RUN_ID, user_deepspeed=None,
+         attempt=None, **overrides):
+    extra = {"attempt": attempt} if attempt is not None else {}
     return build_plan(job_spec, cluster_spec, Overrides(**overrides), run_id, default_python=PYTHON,
-                      user_deepspeed=user_deepspeed)
+                      user_deepspeed=user_deepspeed, **extra)
 
 
 def launch_args(node) -> list[str]:

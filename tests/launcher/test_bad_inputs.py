@@ -76,6 +76,17 @@ CASES = [
          "offload_param needs zero_stage 3"),
     case("module-and-script", ["job_module_and_script.yaml"], "entrypoint:", "exactly one"),
     case("ssh-cluster-without-hosts", ["job.yaml", "--cluster", "cluster_ssh_no_hosts.yaml"], "hosts"),
+    # a job file and a cluster file the wrong way round
+    case("job-and-cluster-swapped", ["cluster_ssh.yaml", "--cluster", "job.yaml"],
+         "cluster_ssh.yaml looks like a cluster file (it has backend:); did you swap JOB and --cluster?"),
+    case("job-given-as-cluster", ["job.yaml", "--cluster", "job.yaml"],
+         "job.yaml looks like a job file (it has entrypoint:); did you swap JOB and --cluster?"),
+    # a path where a module name goes
+    case("module-given-as-path", ["-m", "pkg/file.py"],
+         "-m pkg/file.py: -m takes a module name (pkg.file), not a path; use kit submit pkg/file.py or -m pkg.file"),
+    case("module-given-as-file", ["-m", "start_marker.py"], "-m takes a module name (start_marker), not a path"),
+    case("module-path-in-job", ["job.yaml", "--set", "entrypoint={module: pkg/file.py}"],
+         "'pkg/file.py' is a path, not a module name; use {script: pkg/file.py} or {module: pkg.file}"),
     # missing files
     case("missing-job-file", ["no_such_job.yaml"], "job no_such_job.yaml: no such file"),
     case("missing-cluster-file", ["job.yaml", "--cluster", "no_such_cluster.yaml"],
@@ -97,6 +108,10 @@ CASES = [
     case("deepspeed-json-precision-mismatch", ["job_ds_precision.yaml"], "ds_bf16.json: bf16.enabled", "'no'"),
     # bad command-line values
     case("set-without-equals", ["job.yaml", "--set", "nodes"], "--set 'nodes'", "key=value"),
+    case("set-with-space", ["job.yaml", "--set", "nodes", "2"],
+         "--set nodes 2: --set takes KEY=VALUE; did you mean --set nodes=2?"),
+    case("set-with-space-after-equals-form", ["job.yaml", "--set=procs_per_node", "1"],
+         "--set procs_per_node 1: --set takes KEY=VALUE; did you mean --set procs_per_node=1?"),
     case("set-unknown-key", ["job.yaml", "--set", "epochs=3"], "unknown key 'epochs'"),
     case("set-wrong-type", ["job.yaml", "--set", "deepspeed.zero_stage=three"],
          "--set deepspeed.zero_stage=three: ", "0, 1, 2 or 3"),
@@ -126,11 +141,31 @@ CASES = [
     case("run-root-newline", ["job.yaml", "--set", 'cluster.run_root="runs\\necho x"'], "--set cluster.run_root=",
          "control character"),
     case("ssh-connect-timeout-inf", [*SSH, "--set", "cluster.ssh.connect_timeout=.inf"], "--set cluster.ssh.connect_timeout=.inf: ",
-         "600"),
+         "finite number"),
+    # ... and in the cluster file, which kit's early logins read before the schema: no thread's traceback above it
+    case("ssh-connect-timeout-inf-in-file", ["job.yaml", "--cluster", "cluster_ssh_timeout_inf.yaml"],
+         "cluster_ssh_timeout_inf.yaml: ssh.connect_timeout: Input should be a finite number (got inf)"),
+    case("ssh-connect-timeout-huge-in-file", ["job.yaml", "--cluster", "cluster_ssh_timeout_huge.yaml"],
+         "cluster_ssh_timeout_huge.yaml: ssh.connect_timeout: Input should be less than or equal to 600"),
+    case("ssh-host-timeout-nan", [*SSH, "--set", "cluster.ssh.host_timeout=.nan"], "--set cluster.ssh.host_timeout=.nan: ",
+         "finite number"),
     case("grid-too-large", ["job.yaml", "--sweep", "sweep_huge.yaml"], "sweep_huge.yaml",
          "= 1000000000000 trials is above the cap of 10000"),
     case("sweep-id-shaped-like-a-trial", ["job.yaml", "--sweep", "sweep_small.yaml", "--run-id", "mine-t0"],
          "--run-id mine-t0", "may not end in -t<N>"),
+    # what a run checks before it starts, and the dry-run too (DRY_RUN_TOO below)
+    case("script-missing", ["no_such_script.py"],
+         "entrypoint.script no_such_script.py: no such file in the node's workdir <workdir>"),
+    case("module-missing", ["-m", "no_such_module_here"], "entrypoint.module no_such_module_here: not importable"),
+    case("script-syntax-error", ["syntax_error.py"],
+         "kit: error: syntax_error.py:3: SyntaxError: invalid syntax (the job's script); fix it before submitting"),
+    case("secret-env-unset", ["job_secret_env.yaml"],
+         "secret_env: KIT_TEST_UNSET_SECRET not set in your environment; export it first"),
+    case("deepspeed-cpu-without-gloo", ["accelerator_no_gloo.py", "--strategy", "deepspeed", "--procs-per-node", "2"],
+         "strategy deepspeed on CPU nodes: accelerator_no_gloo.py builds an Accelerator but never asks for the gloo "
+         "process group", "InitProcessGroupKwargs(backend=\"gloo\")", "--strategy ddp"),
+    case("deepspeed-cpu-without-gloo-in-helper", ["uses_helper.py", "--strategy", "deepspeed"],
+         "uses_helper.py (through helper_builds_accelerator.py) builds an Accelerator but never asks for the gloo"),
     # reserved environment
     case("reserved-env-kit-run-id", ["job_env_reserved.yaml"], "job_env_reserved.yaml: env:", "KIT_RUN_ID", "set by kit"),
     case("reserved-env-in-cluster", ["job.yaml", "--cluster", "cluster_env_reserved.yaml"],
@@ -149,6 +184,8 @@ def kit(args, cwd) -> subprocess.CompletedProcess:
 def workdir(tmp_path):
     for path in FIXTURES.iterdir():
         shutil.copy(path, tmp_path / path.name)
+    # Written here, not kept as a fixture file: a .py file that does not compile would trip tools over the tree.
+    (tmp_path / "syntax_error.py").write_text("import os\n\ndef main(:\n    pass\n")
     return tmp_path
 
 
@@ -220,6 +257,28 @@ def test_bad_input_through_the_planner_is_the_same_one_line(args, expected, work
     assert _processes_in(workdir) == []
     in_process = kit([*args, "--set", "cluster.name=boxes"], workdir)   # an override: no early logins
     assert in_process.stderr == result.stderr
+
+
+# `--dry-run` checks everything a run checks before it starts, except reaching hosts: the same one line.
+DRY_RUN_TOO = ["script-missing", "module-missing", "script-syntax-error", "secret-env-unset",
+               "deepspeed-cpu-without-gloo", "deepspeed-cpu-without-gloo-in-helper"]
+
+
+@pytest.mark.parametrize("args, expected", [c.values for c in CASES if c.id in DRY_RUN_TOO], ids=DRY_RUN_TOO)
+def test_the_dry_run_refuses_what_the_run_refuses_in_the_same_line(args, expected, workdir):
+    before = listing(workdir)
+    run, dry = kit(args, workdir), kit([*args, "--dry-run"], workdir)
+    assert (dry.returncode, dry.stdout, dry.stderr) == (2, "", run.stderr), dry.stderr
+    assert listing(workdir) == before
+
+
+def test_a_program_that_asks_for_gloo_or_builds_no_accelerator_may_run_deepspeed_on_cpu(workdir):
+    # The word gloo in the arguments counts as asking (a --backend gloo the script reads); no Accelerator at all
+    # (plain torch.distributed picks gloo on CPU itself) is not accelerate's trap.
+    for args in (["accelerator_no_gloo.py", "--", "--backend", "gloo"], ["start_marker.py"]):
+        result = kit([*args[:1], "--strategy", "deepspeed", "--procs-per-node", "2", "--dry-run", *args[1:]],
+                     workdir)
+        assert result.returncode == 0, result.stderr
 
 
 def test_a_dry_run_needs_no_key_file(workdir):

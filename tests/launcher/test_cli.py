@@ -146,3 +146,8 @@ def test_run_id_with_trailing_newline_is_rejected_by_the_cli():
 def test_logs_takes_follow():
     assert parse(["logs", "--follow"]).follow is True
     assert parse(["logs", "r", "--node", "1"]).follow is False
+
+
+def test_doctor_takes_a_job_or_a_module_not_both(tmp_path):
+    result = kit("doctor", "--cluster", "cluster.yaml", "--job", "train.py", "-m", "pkg.train", cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (2, "kit: error: give --job train.py or -m pkg.train, not both\n")

@@ -58,6 +58,9 @@ def test_a_script_dry_run_shows_the_job_it_built_and_the_args(tmp_path):
 
 
 def test_a_module_dry_run_as_json_carries_the_built_job(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "train.py").write_text("print('hi')\n")
     result = kit("submit", "-m", "pkg.train", "--dry-run", "--format", "json", "--run-id", "r1", "--", "--x",
                  cwd=tmp_path)
     assert result.returncode == 0, result.stderr

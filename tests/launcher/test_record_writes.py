@@ -53,7 +53,7 @@ def test_a_full_disk_at_submit_is_one_line_and_leaves_nothing(tmp_path):
                                         "except OSError:\n    pass\n")
     script = (f"mount -t tmpfs -o size=16k tmpfs full && {sys.executable} filler.py && "
               f"{sys.executable} -m launcher submit {job} --set cluster.workdir=full --run-id full-disk; "
-              f"echo rc=$?; ls -A full/runs 2>/dev/null; find full -name '*.tmp.*' -o -name '*.new.*'")
+              f"echo rc=$?; ls -A full/runs 2>/dev/null; find full -name '*.tmp.*' -o -name '*.tmp' -o -name '*.new.*'")
     r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": REPO})
     assert "rc=2" in r.stdout, r.stdout + r.stderr

@@ -124,11 +124,12 @@ def test_slurm_rank_and_head_are_runtime_words():
     assert p.runtime_vars == ("SLURM_NODEID", "KIT_MASTER_ADDR")
 
 
-def test_world_of_one_is_not_distributed(parser):
+def test_world_of_one_is_not_distributed():
+    """No launcher and no accelerate config: the process runs alone, as accelerate's simple launcher would run it
+    (tests/launcher/test_render_direct.py compares the two)."""
     p = plan(job(), cluster(LOCAL_CPU))
-    ns = parser.parse_args(launch_args(p.nodes[0]))
-    assert not (ns.multi_gpu or ns.use_deepspeed or ns.use_fsdp or ns.cpu)
-    assert yaml.safe_load(p.files[ns.config_file])["distributed_type"] == "NO"
+    assert p.nodes[0].argv[1:3] == ("-m", "train") and not p.files
+    assert "--multi_gpu" not in p.nodes[0].argv and "--cpu" not in p.nodes[0].argv
 
 
 def test_cpu_ddp_is_multi_gpu_with_cpu_switch_never_multi_cpu():

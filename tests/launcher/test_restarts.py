@@ -52,7 +52,7 @@ def test_a_killed_rank_restarts_the_world_which_resumes_from_its_checkpoint(tmp_
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, output[-4000:]
-    assert "kit: run restarted attempt 2/2 after: node 1 (localhost) rank 1 exited 137 (killed by SIGKILL)" in output, \
+    assert "kit: run restarted attempt 2/2 after: node 1 (localhost) rank 1 killed by SIGKILL (exit code 137; out of memory?" in output, \
         output[-4000:]
     resumed = [ln for ln in output.splitlines() if "resumed from" in ln]
     assert resumed and " at step " in resumed[0] and " at step 0 " not in resumed[0], resumed
@@ -111,7 +111,7 @@ def test_a_restarted_world_that_never_forms_is_bounded_by_the_rendezvous_timeout
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert "attempt 2/2 after: node 1 (localhost) rank 1 exited 137 (killed by SIGKILL)" in output, output[-3000:]
+    assert "attempt 2/2 after: node 1 (localhost) rank 1 killed by SIGKILL (exit code 137; out of memory?" in output, output[-3000:]
     assert proc.returncode != 0
     assert "node 1 (localhost) never joined" in output.splitlines()[-1], output[-3000:]
     assert took < 15 + 60, took   # the bound plus the teardown grace, not the stalled setup's 600 s

@@ -126,14 +126,23 @@ def test_durations_and_since():
         since("soon", now)
 
 
-def test_a_run_of_this_directory_wins_over_another_of_the_same_id(home, tmp_path):
+def test_a_finished_run_id_from_another_directory_is_refused_with_another_id_to_take(home, tmp_path):
+    # Two runs of one id in two run roots gave two rows in `kit runs`, and `kit status ID` answered depending on
+    # the directory: a run id names one run, whatever its run root and state.
     a, b = _dirs(tmp_path)
-    for where in (a, b):
-        assert kit("submit", _probe_job(where, name=f"job-{where.name}"), "--cluster", LOCAL_CLUSTER, "--run-id",
-                   "dup", cwd=where).returncode == 0
-    assert "job job-project-a " in kit("status", "dup", cwd=a).stdout      # the index points at b's now
-    assert "job job-somewhere-else " in kit("status", "dup", cwd=b).stdout
-    assert "job job-somewhere-else " in kit("status", "dup", cwd=tmp_path).stdout   # elsewhere: the newest
+    assert kit("submit", _probe_job(a), "--cluster", LOCAL_CLUSTER, "--run-id", "dup", cwd=a).returncode == 0
+    run_index.remember(str(tmp_path / "c" / "runs" / "dup-2"))   # indexed, but its record is gone: free again
+    expected = (f"kit: error: run id dup is taken by a run that ended (succeeded) at {a / 'runs' / 'dup'}; pick "
+                f"another --run-id, e.g. dup-2\n")
+    for dry in ([], ["--dry-run"]):   # the dry-run checks what the run checks
+        again = kit("submit", _probe_job(b), "--cluster", LOCAL_CLUSTER, "--run-id", "dup", *dry, cwd=b)
+        assert (again.returncode, again.stdout, again.stderr) == (2, "", expected)
+    assert not (b / "runs").exists() and not os.listdir(b / "out-probe")
+    assert os.readlink(home / "index" / "dup") == str(a / "runs" / "dup")
+    assert kit("runs", cwd=b).stdout.count("dup ") == 1
+    # In its own run root the id is taken as well (the record is there).
+    here = kit("submit", _probe_job(a), "--cluster", LOCAL_CLUSTER, "--run-id", "dup", cwd=a)
+    assert here.returncode == 2 and "run id dup is taken by a run that ended (succeeded)" in here.stderr
 
 
 def test_logs_show_redraws_without_kits_mark_and_refuse_a_rank_outside_the_world(home, tmp_path):
@@ -153,7 +162,7 @@ def test_a_relative_kit_home_is_one_index_from_every_directory(tmp_path, monkeyp
     assert run_index.kit_home() == str(tmp_path / "rel-home")
 
 
-def test_a_run_id_still_running_elsewhere_is_not_taken_a_finished_one_is(home, tmp_path):
+def test_a_run_id_still_running_elsewhere_is_not_taken_nor_once_it_ended(home, tmp_path):
     a, b = _dirs(tmp_path)
     first = kit_background("submit", _probe_job(a, args=("--linger", "60")), "--cluster", LOCAL_CLUSTER,
                            "--run-id", "twice", cwd=a)
@@ -170,14 +179,15 @@ def test_a_run_id_still_running_elsewhere_is_not_taken_a_finished_one_is(home, t
     finally:
         if first.poll() is None:
             first.kill()
-    # Over: a new run may take the name (the index then leads to it).
+    # Over, it still names that run: a new one takes another id.
     again = kit("submit", _probe_job(b), "--cluster", LOCAL_CLUSTER, "--run-id", "twice", cwd=b)
-    assert again.returncode == 0, again.stderr
-    assert os.readlink(home / "index" / "twice") == str(b / "runs" / "twice")
+    assert again.returncode == 2 and "run id twice is taken by a run that ended (cancelled) at " in again.stderr
+    assert os.readlink(home / "index" / "twice") == str(a / "runs" / "twice")
 
 
-def test_a_run_id_whose_supervisor_is_gone_may_be_taken(home, tmp_path):
-    # The record still says running, but the process that followed it is gone (killed with the machine): lost.
+def test_a_run_id_whose_supervisor_is_gone_is_taken_as_lost(home, tmp_path):
+    # The record still says running, but the process that followed it is gone (killed with the machine): lost,
+    # and its record (node logs, the cause) still answers to the name.
     a, b = _dirs(tmp_path)
     ghost = a / "runs" / "ghost"
     ghost.mkdir(parents=True)
@@ -185,5 +195,6 @@ def test_a_run_id_whose_supervisor_is_gone_may_be_taken(home, tmp_path):
                                                    "supervisor_pid": 2 ** 22 + 7, "supervisor_start": 1.0}))
     run_index.remember(str(ghost))
     r = kit("submit", _probe_job(b), "--cluster", LOCAL_CLUSTER, "--run-id", "ghost", cwd=b)
-    assert r.returncode == 0, r.stderr
-    assert os.readlink(home / "index" / "ghost") == str(b / "runs" / "ghost")
+    assert r.returncode == 2 and f"run id ghost is taken by a run that ended (lost) at {ghost}; pick another " \
+        "--run-id, e.g. ghost-2" in r.stderr, r.stderr
+    assert os.readlink(home / "index" / "ghost") == str(ghost)

@@ -16,11 +16,13 @@ FIXTURES = Path(__file__).resolve().parent / "bad_inputs"
 
 @pytest.fixture
 def specs(tmp_path) -> Path:
-    """tmp/specs/ holds job_ds.yaml (config_file: ds_good.json) and the JSON beside it; tmp/ is the cwd."""
+    """tmp/specs/ holds job_ds.yaml (config_file: ds_good.json) and the JSON beside it; tmp/ is the cwd, the local
+    nodes' workdir, where their script is (the dry-run checks it there)."""
     folder = tmp_path / "specs"
     folder.mkdir()
     for name in ("job_ds.yaml", "ds_good.json", "job_ds_missing.yaml", "job.yaml"):
         shutil.copy(FIXTURES / name, folder / name)
+    shutil.copy(FIXTURES / "start_marker.py", tmp_path / "start_marker.py")
     return folder
 
 

@@ -7,13 +7,13 @@ import os
 import pytest
 
 from launcher.status import RunStatus
+from launcher.supervise.tree import started_at
 from launcher.waiting import LOST_CODE, end_code, status_code
 from tests.launcher.localrun import kit
 
 KEYS = {"run_id", "job", "backend", "record", "state", "note", "exit_code", "failure", "attempts", "nodes", "hosts",
         "job_id", "times"}
 ATTEMPT_KEYS = {"attempt", "state", "exit_code", "cause", "started_at", "finished_at", "duration_s"}
-KILLED = {"node": 1, "host": "n2", "rank": 3, "code": 137, "meaning": "killed by SIGKILL", "last_line": "step 40"}
 
 
 def _record(tmp_path, run_id, **status):
@@ -74,7 +74,7 @@ def test_a_run_never_restarted_shows_no_attempt_lines_but_has_one_in_json(tmp_pa
 
 
 @pytest.mark.parametrize("fields, code", [
-    ({"state": "running", "supervisor_pid": os.getpid(), "supervisor_start": None}, 0),   # not over: 0
+    ({"state": "running", "supervisor_pid": os.getpid(), "supervisor_start": started_at(os.getpid())}, 0),   # not over
     ({"state": "failed", "exit_code": 7}, 7),
     ({"state": "cancelled", "exit_code": 130}, 130),
     ({"state": "cancelled"}, 143),               # an end recorded without its code: what kit cancel sends

@@ -108,6 +108,29 @@ def test_a_crashing_value_fails_its_trial_only_and_a_rerun_retries_it(tmp_path):
     assert sweep_json(tmp_path / "runs", sweep_id)["state"] == "failed"
 
 
+def test_a_sweep_of_a_script_that_always_fails_stops_after_max_failures(tmp_path):
+    # Every trial fails the same way (a mistake in the script, not in a swept value): the sweep stops launching
+    # after sweep.max_failures (default 3) in a row, instead of running all six.
+    (tmp_path / "always_fails.py").write_text(
+        "import sys\nprint('always_fails: no column label in reviews.csv', file=sys.stderr)\nsys.exit(4)\n")
+    job = tmp_path / "fails.yaml"
+    job.write_text(yaml.safe_dump({"name": "fails", "entrypoint": {"script": "always_fails.py"}, "sweep": {
+        "method": "grid", "metric": "score", "goal": "max", "parameters": {"--x": [1, 2, 3, 4, 5, 6]}}}))
+    r = _submit(tmp_path, str(job))
+    assert r.returncode == 1, r.stderr[-3000:]
+    (sweep_id,) = sweep_ids(tmp_path / "runs")
+    assert r.stderr.count("started as run") == 3, r.stderr
+    stop = next(line for line in r.stderr.splitlines() if "stopped launching" in line)
+    assert stop.startswith(f"kit: sweep {sweep_id}: stopped launching trials: 3 in a row failed the same way (run "
+                           f"{sweep_id}-t2 failed: node 0 (localhost) exited 4: "), stop
+    assert stop.endswith("always_fails: no column label in reviews.csv); 3 trial(s) not started (sweep.max_failures: "
+                         "3); fix the cause and run the same command again to run them"), stop
+    view = status_json(tmp_path, sweep_id)
+    assert [t["state"] for t in view["trials"]] == ["failed"] * 3 + ["not run"] * 3
+    assert view["stopped"] == stop.removeprefix("kit: ")
+    assert stop.removeprefix("kit: ") in kit("sweep", "status", cwd=tmp_path).stdout
+
+
 def _wait_ready(tmp_path, sweep_id, n):
     def ready():
         logs = [tmp_path / "runs" / f"{sweep_id}-t{i}" / "node0.log" for i in range(n)]
@@ -147,7 +170,7 @@ def test_ctrl_c_of_a_sweep_stops_every_trial(tmp_path):
     assert "state cancelled" in out.splitlines()[0]
 
 
-def test_a_sweep_id_still_running_in_another_run_root_is_not_taken(tmp_path, monkeypatch):
+def test_a_sweep_id_in_another_run_root_is_not_taken_running_or_over(tmp_path, monkeypatch):
     import psutil
     from launcher import run_index
     monkeypatch.setenv("KIT_HOME", str(tmp_path / "home"))
@@ -163,4 +186,11 @@ def test_a_sweep_id_still_running_in_another_run_root_is_not_taken(tmp_path, mon
     r = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "sw", cwd=b)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert f"sweep id sw is taken by a sweep still running at {running}" in r.stderr, r.stderr
+    assert not (b / "runs").exists()
+    # Over, it still names that sweep (and its trials' runs): as a run id does.
+    (running / "sweep.json").write_text(json.dumps({"state": "succeeded", "trials": []}))
+    r = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "sw", cwd=b)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"sweep id sw is taken by a sweep that ended (succeeded) at {running}; pick another --run-id, e.g. " \
+        "sw-2" in r.stderr, r.stderr
     assert not (b / "runs").exists()

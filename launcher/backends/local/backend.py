@@ -49,7 +49,7 @@ class LocalBackend(Backend):
         with Cancel(on_hangup=console.hang_up) as cancel:
             nodes, threads = self._start(plan, envs, base_dir, console, record)
             record.update_status(state="running", started_at=time.time(), supervisor_pid=os.getpid(),
-                                 supervisor_start=tree.same_process(os.getpid(), None).create_time(),
+                                 supervisor_start=tree.started_at(os.getpid()),
                                  teardown_grace=grace, nodes=[n.record() for n in nodes])
             watch = WorldWatch(plan, lambda n: ranks_started(os.path.join(base_dir, n.workdir), plan.run_dir, n),
                                lambda n: self._reach(plan, n, base_dir, envs[n.machine_rank]),

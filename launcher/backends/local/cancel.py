@@ -3,7 +3,7 @@ id; return only when nothing of the run is left. And what a local record's state
 
 import time
 
-from launcher.records import RunRecord
+from launcher.records import RunRecord, require_trusted
 from launcher.status import ACTIVE, RunStatus
 from launcher.supervise import tree
 from launcher.supervise.liveness import CANCEL_MARGIN, live_watchdogs, stop_supervisor, supervisor, wait_gone
@@ -27,6 +27,7 @@ def current_state(status: RunStatus) -> tuple[str, str]:
 
 
 def cancel_local_run(record: RunRecord, status: RunStatus) -> str:
+    require_trusted(record)   # the pids it names are signalled: only a record of yours
     run_id = status.run_id or "?"
     grace = stop_supervisor(status)
     dogs = live_watchdogs(status)

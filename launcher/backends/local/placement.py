@@ -35,6 +35,19 @@ class LocalPlacement(Placement):
             cluster = cluster.model_copy(update={"cpus": local_cpu_count()})
         return cluster
 
+    def code_here(self, plan, cluster: ClusterSpec, cwd: str) -> Optional[str]:
+        return os.path.normpath(os.path.join(cwd, cluster.workdir))   # the nodes run here
+
+    def dry_checks(self, plan, cluster: ClusterSpec, entrypoint, base_dir: str) -> None:
+        """A module that is no file of the workdir, looked for by the node's own interpreter after its setup lines, as
+        the run checks it (it may be installed there); the master port is the run's own, not checked."""
+        from launcher.preflight.source import module_file
+        code_dir = self.code_here(plan, cluster, base_dir)
+        if entrypoint.module is None or module_file(code_dir, [code_dir], entrypoint.module, run=True):
+            return   # a script, or a module file of the workdir: preflight/here.py looked at it already
+        from launcher.backends.local.preflight import check_entrypoint
+        check_entrypoint(plan, entrypoint, cluster.workdir, base_dir)
+
     def default_python(self, kit_python: str) -> str:
         # kit's own interpreter: the venv kit lives in is the nodes' too.
         return kit_python

@@ -25,8 +25,13 @@ def _run_local(command: str, base_dir: str, env: dict) -> CheckResult:
 
 def preflight(plan: LaunchPlan, entrypoint, workdir: str, base_dir: str, environ=None) -> None:
     """`entrypoint`: the job's (module, script); `workdir`: the cluster's, relative to `base_dir`."""
-    environ = os.environ if environ is None else environ
     check_master_port(plan.world.master_port)
+    check_entrypoint(plan, entrypoint, workdir, base_dir, environ)
+
+
+def check_entrypoint(plan: LaunchPlan, entrypoint, workdir: str, base_dir: str, environ=None) -> None:
+    """The node's setup lines succeed and its interpreter finds the entrypoint in its workdir."""
+    environ = os.environ if environ is None else environ
     # Local nodes share one workdir, setup and interpreter: node 0 stands for all of them.
     node = plan.nodes[0]
     command = entrypoint_check_command(node, entrypoint, plan.runtime_vars)

@@ -10,7 +10,7 @@ import os
 import time
 
 from launcher.backends.base import Backend, Result, note
-from launcher.backends.slurm.files import clear_node_exit_codes, copy_node_logs
+from launcher.backends.slurm.files import clear_node_exit_codes, confine, copy_node_logs
 from launcher.backends.slurm.outcome import describe, failure_of, final_fields, settle
 from launcher.backends.slurm.query import hostnames, query
 from launcher.environment import process_env
@@ -21,7 +21,7 @@ from launcher.status import ACTIVE, FINAL, RunStatus
 from launcher.supervise import liveness
 from launcher.preflight.reach import reach_command, reach_problem
 from launcher.preflight.stacks import dump_command, parse_dumps
-from launcher.supervise.failure import cause, restartable
+from launcher.supervise.failure import cause
 from launcher.supervise.hang import HangWatch
 from launcher.supervise.log_lines import flush_held, node_logs, print_new_lines
 from launcher.supervise.ranks_view import RanksView
@@ -44,9 +44,10 @@ def added_env(plan: LaunchPlan) -> dict:
 def where_of(record: RunRecord, status: RunStatus):
     """Where the record's SLURM commands run: here, or its login host, reached with the settings the record holds
     only if it is yours and writable by nobody else, and never accepting a new host key."""
-    if not status.login_host:
-        return where_at(None, None)
     require_trusted(record)
+    if not status.login_host:
+        confine(record, status)
+        return where_at(None, None)
     return where_at(status.login_host, {**(status.login_ssh or {}), "accept_new_host_keys": False})
 
 
@@ -101,8 +102,9 @@ class SlurmBackend(Backend):
         note(f"kit: submitted SLURM job {job_id}{via} (script {plan.run_dir}/job.sbatch)")
         return job_id
 
-    def detach(self, plan: LaunchPlan, record: RunRecord, base_dir: str) -> None:
-        """The queue keeps the job: submitting is all (no supervisor process)."""
+    def detach(self, plan: LaunchPlan, record: RunRecord, base_dir: str, inputs=None) -> None:
+        """The queue keeps the job: submitting is all (no supervisor process, so kit restarts nothing; the batch
+        shell's own requeues still happen)."""
         self._submit(plan, record)
         note(_how_to(plan.run_id, record))
 
@@ -118,43 +120,32 @@ class SlurmBackend(Backend):
             return Result(130, "still running", None)
         return Result(fields["exit_code"], fields["state"], failure_of(fields))
 
-    def run(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None, say=None) -> Result:
-        """On SLURM a restart is a requeue of the same job (a new allocation, so the same script and port): the
-        requeues the batch shell counts (slurm.max_requeues, preemption and time limits) and kit's restarts share
-        that one budget; kit's only ever follow a failure that is not the job's own verdict."""
-        say = say or note
-        result = self.execute(plan, record, base_dir, console)
-        attempt, begun = 1, None   # begun: when kit requeued the attempt being followed (None: the first)
-        while attempt <= plan.limits.restarts and restartable(result.state, result.failure):
-            status = record.read_status()
-            if status.restarts >= (status.max_requeues or 0):
-                say(f"kit: run {plan.run_id} not started again: its requeue budget (slurm.max_requeues="
-                    f"{status.max_requeues}) is spent")
-                break
-            why = cause(result.failure)
-            record.update_status(attempts=[*status.attempts, {
-                "attempt": attempt, "started_at": begun or status.started_at or status.submitted_at,
-                "finished_at": time.time(), "state": result.state, "exit_code": result.code, "cause": why,
-                "master_port": plan.world.master_port}])
-            attempt += 1
-            say(f"kit: run {plan.run_id} attempt {attempt}/{plan.limits.restarts + 1} after: {why}")
-            try:
-                requeued = self._requeue(status)
-            except KeyboardInterrupt:   # the job may be requeued already: say so, not "nothing was started"
-                if query(self.where, status.job_id).finished:
-                    note(f"\nkit: interrupted; SLURM job {status.job_id} was not requeued")
-                    return result
-                record.update_status(state="requeued", finished_at=None, exit_code=None, failure=None)
-                note(f"\nkit: stopped following; SLURM job {status.job_id} is requeued and will run. "
-                     f"{_how_to(plan.run_id, record)}")
-                return Result(130, "still running", None)
-            if not requeued:
-                say(f"kit: run {plan.run_id} not started again: SLURM refused to requeue job {status.job_id}")
-                break
-            begun = time.time()
-            record.update_status(state="requeued", finished_at=None, exit_code=None, failure=None)
-            result = self._follow_result(plan, record, requeues=status.restarts + 1)
-        return result
+    def restart_refused(self, record: RunRecord) -> str:
+        """The requeues the batch shell counts (slurm.max_requeues: preemption and time limits) and kit's restarts
+        share one budget."""
+        status = record.read_status()
+        if status.restarts >= (status.max_requeues or 0):
+            return f"its requeue budget (slurm.max_requeues={status.max_requeues}) is spent"
+        return ""
+
+    def execute_again(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
+        """A restart on SLURM is a requeue of the same job: a new allocation runs the same script (attempt k's
+        plan is attempt 1's: placement.restarts_in_place), ranks and master resolved again there."""
+        status = record.read_status()
+        try:
+            requeued = self._requeue(status)
+        except KeyboardInterrupt:   # the job may be requeued already: say so, not "nothing was started"
+            if query(self.where, status.job_id).finished:
+                raise KitError(f"interrupted; SLURM job {status.job_id} was not requeued") from None
+            record.update_status(reopen=True, state="requeued", finished_at=None, exit_code=None, failure=None)
+            note(f"\nkit: stopped following; SLURM job {status.job_id} is requeued and will run. "
+                 f"{_how_to(plan.run_id, record)}")
+            return Result(130, "still running", None)
+        if not requeued:
+            raise KitError(f"SLURM refused to requeue job {status.job_id}")
+        record.keep_attempt_plan(plan)
+        record.update_status(reopen=True, state="requeued", finished_at=None, exit_code=None, failure=None)
+        return self._follow_result(plan, record, requeues=status.restarts + 1)
 
     def _requeue(self, status) -> bool:
         """Requeue a finished job and make it eligible soon (a requeued job waits ~2 min by default). Not at once:
@@ -211,6 +202,7 @@ class SlurmBackend(Backend):
                     self.where.cancel(status.job_id)
             if info.finished:
                 flush_held(noise, view=view)
+                status = _note(self.where, record, info)   # the hosts of a job that ended before it was seen running
                 fields = final_fields(self.where, status, info, record.path, ran=seen_running)
                 if stopped_by is not None:
                     fields.update(state="failed", exit_code=stopped_by.code, failure=stopped_by, ended_by="")
@@ -338,7 +330,9 @@ def _note(where, record: RunRecord, info) -> RunStatus:
     fields = {"restarts": info.restarts, "slurm_state": info.slurm_state}
     if not info.finished:
         fields["state"] = info.kit_state
-    hosts = hostnames(where, info.nodes) if info.kit_state == "running" else []
+    # The allocation's hosts while it runs; a job that ended before kit saw it running still names the hosts it ran on.
+    unknown = any(n.host == "?" for n in status.nodes)
+    hosts = hostnames(where, info.nodes) if info.kit_state == "running" or (info.finished and unknown) else []
     if hosts and len(hosts) == len(status.nodes):
         fields["nodes"] = [dataclasses.replace(n, host=h) for n, h in zip(status.nodes, hosts)]
     return record.update_status(**fields)

@@ -34,6 +34,18 @@ def run_dir_on_cluster(status: dict) -> str:
     return os.path.join(status.workdir, status.run_dir)
 
 
+def confine(record, status) -> None:
+    """Without a login host the record is the run directory on the workdir: the paths its status names (workdir,
+    run_dir), from which kit reads exit codes and copies logs, must lead back to it, never elsewhere."""
+    from launcher.errors import KitError
+    if not status.workdir or not status.run_dir or not os.path.isabs(status.workdir):
+        raise KitError(f"run record {record.path}: no absolute workdir and run_dir recorded; kit will not read "
+                       f"the job's files from elsewhere")
+    if os.path.realpath(run_dir_on_cluster(status)) != os.path.realpath(record.path):
+        raise KitError(f"run record {record.path} names its run directory as {run_dir_on_cluster(status)}, not "
+                       f"itself; kit will not read or copy files from there")
+
+
 def _exit_path(status, rank: int) -> str:
     return os.path.join(status.workdir, node_exit_file(status.run_dir, str(rank)))
 

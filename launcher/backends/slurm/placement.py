@@ -15,6 +15,7 @@ class SlurmPlacement(Placement):
     runtime_vars = ("SLURM_NODEID", "KIT_MASTER_ADDR")
     prelude = (MASTER_ADDR_PRELUDE,)
     lanes_own_ports = False   # every array task is an allocation of its own
+    restarts_in_place = True  # a restart is a requeue: the same script, resolved again in a new allocation
 
     def check_cluster(self, cluster: ClusterSpec) -> None:
         if cluster.hosts:
@@ -24,6 +25,13 @@ class SlurmPlacement(Placement):
             raise ValueError("ssh: section given but slurm.login_host is not set (ssh: says how to reach it)")
         if cluster.gpu_ids is not None:
             raise ValueError(f"gpu_ids: only a local cluster picks GPU ids, not a {self.name} cluster; remove it")
+
+    def code_here(self, plan, cluster: ClusterSpec, cwd: str):
+        """Without a login host the SLURM commands run here, on the filesystem the nodes share: their workdir."""
+        if self.logs_in(cluster):
+            return None
+        import os
+        return os.path.normpath(os.path.join(cwd, cluster.workdir))
 
     def logs_in(self, cluster: ClusterSpec) -> bool:
         return cluster.slurm is not None and cluster.slurm.login_host is not None

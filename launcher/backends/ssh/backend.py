@@ -194,7 +194,7 @@ class SshBackend(Backend):
                 record.update_status(state="failed", exit_code=2, finished_at=time.time())
                 raise
             record.update_status(state="running", started_at=time.time(), supervisor_pid=os.getpid(),
-                                 supervisor_start=tree.same_process(os.getpid(), None).create_time(),
+                                 supervisor_start=tree.started_at(os.getpid()),
                                  nodes=[n.record() for n in nodes], timings=self.timings)
             pinging = self._keep_in_touch(nodes)
             watch = WorldWatch(plan, lambda n: ranks_started(n.workdir, plan.run_dir, n,

@@ -38,8 +38,11 @@ class EarlyLogins:
 
     def _one(self, endpoint) -> None:
         ssh = self._ssh
-        sock = None if endpoint.proxy_jump else ssh.tcp_connect(endpoint)   # the host's sshd starts meanwhile
-        conn = sock if isinstance(sock, str) else ssh.try_connect(endpoint, self.accepted, sock)
+        try:
+            sock = None if endpoint.proxy_jump else ssh.tcp_connect(endpoint)   # the host's sshd starts meanwhile
+            conn = sock if isinstance(sock, str) else ssh.try_connect(endpoint, self.accepted, sock)
+        except Exception:   # a guess that fails in a way a login should not (a setting the schema refuses): no
+            conn = None     # early login, and no traceback from this thread; the normal path says what is wrong
         if isinstance(conn, ssh.Connection):
             try:
                 conn.open_ahead(self._gate_command)
@@ -61,7 +64,7 @@ class EarlyLogins:
     def close(self) -> None:
         for t in self._threads.values():
             t.join()
-        self._ssh.close_all(conn for _, conn in self._logins.values() if not isinstance(conn, str))
+        self._ssh.close_all(conn for _, conn in self._logins.values() if isinstance(conn, self._ssh.Connection))
         self._logins = {}
 
 
@@ -95,10 +98,23 @@ def early_guess(args):
         ssh = cluster.get("ssh") or {}
         if cluster.get("backend") != "ssh" or ssh.get("accept_new_host_keys") or "sweep" in job:
             return None   # accepting new keys is reported with the run: keep it where the run's record is made
+        if not _timeouts_usable(ssh):
+            return None   # the schema refuses them, in one line, before any login
         nodes = args.nodes if args.nodes is not None else job.get("nodes", 1)
         return cluster, nodes if isinstance(nodes, int) else 0
     except Exception:
         return None
+
+
+def _timeouts_usable(ssh: dict) -> bool:
+    """The connection timeouts of the raw `ssh:` section are what a socket takes: finite positive numbers (an
+    `.inf` or `.nan` would raise in the login threads, before the schema refuses it)."""
+    import math
+    for key in ("connect_timeout", "host_timeout"):
+        value = ssh.get(key, 1.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            return False
+    return True
 
 
 def log_in_early(guess) -> None:

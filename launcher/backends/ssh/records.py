@@ -16,7 +16,7 @@ from launcher.backends.ssh.node import STARTTIME
 def _nodes_by_host(status: RunStatus) -> dict:
     by_host = {}
     for node in status.nodes:
-        if node.pid:
+        if node.pid and node.start_ticks:   # a pid without its start time could be anyone's by now
             by_host.setdefault(node.host, []).append(node)
     return by_host
 
@@ -85,6 +85,7 @@ def current_state(record, status: RunStatus) -> tuple[str, str]:
 
 
 def cancel_ssh_run(record, status: RunStatus) -> str:
+    require_trusted(record)   # before its supervisor pid is signalled, not only before the logins
     run_id = status.run_id or "?"
     grace = stop_supervisor(status, " on every host")  # the supervisor stops every node through its channels
     _, errors = _on_hosts(record, status, "kill -TERM {pid}")   # the watchdog stops its node, with the grace

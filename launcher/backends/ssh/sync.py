@@ -83,8 +83,8 @@ def sync_host(conn, sync: SyncPlan, digests: LocalDigests, workdir: str) -> Sync
     remote = _remote_hashes(conn, workdir, list(sync.files))
     changed = [rel for rel in sync.files if remote.get(rel) != local[rel][1]]
     for rel in changed:
-        with open(os.path.join(sync.source, rel), "rb") as f:
-            conn.put(posixpath.join(workdir, rel), f.read(), mode=local[rel][2])
+        with open(os.path.join(sync.source, rel), "rb") as f:   # streamed: a big file costs no memory
+            conn.put(posixpath.join(workdir, rel), f, mode=local[rel][2])
     return Synced(conn.endpoint.name, workdir, len(changed), len(sync.files))
 
 

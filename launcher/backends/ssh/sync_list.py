@@ -1,12 +1,13 @@
 """Which files a cluster's `sync:` copies: listed on this machine at submit time (read-only), so the dry-run shows
-exactly what the run copies. The git-tracked files of a git checkout by default, every file otherwise; kit's
-run records and caches never."""
+exactly what the run copies. The git-tracked files of a git checkout by default, every file otherwise, less what
+the source's `.kitignore` leaves out (kitignore.py); kit's run records and caches never."""
 
 import os
 import re
 import subprocess
 from typing import Optional
 
+from launcher.backends.ssh.kitignore import Ignore, read_ignore
 from launcher.errors import KitError
 from launcher.planning.model import SyncPlan
 
@@ -59,17 +60,23 @@ def _is_virtualenv(path: str) -> bool:
     return os.path.isfile(os.path.join(path, "pyvenv.cfg"))
 
 
-def _walk(source: str, skip_root: str) -> list[str]:
+def _rel(top: str, name: str) -> str:
+    return os.path.normpath(os.path.join(top, name)).replace(os.sep, "/")
+
+
+def _walk(source: str, skip_root: str, ignore: Ignore) -> list[str]:
     found = []
     for top, dirs, files in os.walk(source):
         rel_top = os.path.relpath(top, source)
-        # Never a virtualenv (the hosts have their own environment), caches or kit's records.
+        # Never a virtualenv (the hosts have their own environment), caches or kit's records; nor what .kitignore
+        # leaves out (not even walked: a .venv/ holds thousands of files).
         dirs[:] = sorted(d for d in dirs if d not in ALWAYS_SKIPPED_DIRS and not _is_virtualenv(os.path.join(top, d))
-                         and os.path.normpath(os.path.join(rel_top, d)) != skip_root)
+                         and os.path.normpath(os.path.join(rel_top, d)) != skip_root
+                         and not ignore.excluded_dir(_rel(rel_top, d)))
         for name in sorted(files):
             path = os.path.join(top, name)
-            if os.path.isfile(path) and not os.path.islink(path):
-                found.append(os.path.normpath(os.path.join(rel_top, name)).replace(os.sep, "/"))
+            if os.path.isfile(path) and not os.path.islink(path) and not ignore.excluded(_rel(rel_top, name)):
+                found.append(_rel(rel_top, name))
     return found
 
 
@@ -84,11 +91,16 @@ def sync_plan(sync, run_root: str, cwd: str) -> Optional[SyncPlan]:
     # kit's own run records, when they lie under the source (run_root as the records of this machine see it).
     skip_root = os.path.relpath(os.path.join(cwd, os.path.expanduser(run_root)), source)
     tracked = None if sync.include else _git_files(source)
+    ignore, from_file, said = read_ignore(source, skip_root)
     if tracked is not None:
+        # git's own ignore rules chose already: only a .kitignore written for sync narrows the list further.
         files, chosen_by = tracked, "the git-tracked files"
+        if from_file:
+            files, chosen_by = [f for f in files if not ignore.excluded(f)], f"{chosen_by}, {said}"
     else:
-        files = _walk(source, skip_root)
+        files = _walk(source, skip_root, ignore)
         chosen_by = "the files matching sync.include" if sync.include else "every file (not a git checkout)"
+        chosen_by += f", {said}"
         if sync.include:
             patterns = [glob_regex(p) for p in sync.include]
             files = [f for f in files if any(p.match(f) for p in patterns)]
@@ -99,7 +111,7 @@ def sync_plan(sync, run_root: str, cwd: str) -> Optional[SyncPlan]:
         chosen_by += ", less sync.exclude"
     if len(files) > MAX_FILES:
         raise KitError(f"sync: {len(files)} files under {source}, more than code usually is ({MAX_FILES}); "
-                       f"narrow it with sync.include / sync.exclude (a virtualenv or data directory?)")
+                       f"narrow it with sync.include / sync.exclude or a .kitignore (a data directory?)")
     return SyncPlan(source=source, files=tuple(files), chosen_by=chosen_by)
 
 

@@ -1,0 +1,66 @@
+"""The one restart loop. Attempt 1 runs the submitted plan; after a failure that is not the job's own verdict (a
+signal, a lost host, a world that never formed, a hang: supervise/failure.restartable) the run starts again, up to
+the job's `restarts`, each attempt a plan the planner builds from the run's inputs (planning/attempt.py: a fresh
+port, spares for lost hosts), delivered by the backend (its execute_again: checks then start, or a SLURM requeue).
+Every way a run is started (kit submit, a detached supervisor, a sweep's trial, the API) goes through here."""
+
+import sys
+import time
+from typing import Callable, Optional
+
+from launcher.backends.result import Result
+from launcher.errors import KitError
+from launcher.planning.attempt import Attempt
+from launcher.planning.model import LaunchPlan
+from launcher.records import RunRecord
+from launcher.status import LOST
+from launcher.supervise.failure import cause, restartable
+
+Replan = Callable[[Attempt], LaunchPlan]
+
+
+def note(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def run_attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None, say=note,
+                 replan: Optional[Replan] = None):
+    """The run's Result: its last attempt's (or the last one that ran, when a restart could not start)."""
+    started = time.time()
+    result = backend.execute(plan, record, base_dir, console)
+    current, lost = plan, []
+    while current.attempt <= plan.limits.restarts and restartable(result.state, result.failure):
+        refused = backend.restart_refused(record) or ("" if replan else "kit cannot plan it again here")
+        if refused:
+            say(f"kit: run {plan.run_id} not started again: {refused}")
+            break
+        why = cause(result.failure)
+        if result.failure.meaning == LOST and result.failure.host not in lost:
+            lost.append(result.failure.host)
+        _keep(record, current, started, result, why)
+        number = current.attempt + 1
+        say(f"kit: run {plan.run_id} attempt {number}/{plan.limits.restarts + 1} after: {why}")
+        try:
+            nxt = replan(Attempt(number, tuple(lost)))
+            started = time.time()
+            result, current = backend.execute_again(nxt, record, base_dir, console), nxt
+        except KitError as e:
+            say(f"kit: run {plan.run_id} not started again: {e}")
+            break
+        except KeyboardInterrupt:   # in its checks: attempt `number` never started, the last one's verdict holds
+            say(f"\nkit: interrupted before attempt {number} started; nothing of it was started, attempt "
+                f"{number - 1} ended {result.state}: {why}")
+            return Result(130, result.state, result.failure)
+    return result
+
+
+def _keep(record: RunRecord, plan: LaunchPlan, started: float, result: Result, why: str) -> None:
+    """The ended attempt in the record's list of attempts (`kit status` lists them)."""
+    done = record.read_status().attempts
+    record.update_status(attempts=[*done, {"attempt": plan.attempt, "started_at": started,
+                                           "finished_at": time.time(), "state": result.state,
+                                           "exit_code": result.code, "cause": why,
+                                           "master_port": plan.world.master_port}])
+
+
+__all__ = ["run_attempts", "Replan"]

@@ -1,0 +1,64 @@
+"""A record planted in a shared run root (issue 29): a record another user owns, or one anybody may write, is
+listed as untrusted and never acted on (no login, no copy, no signal) unless the reader trusts its owner; the paths
+a record names are confined to the record's own directory."""
+
+import json
+import os
+
+import pytest
+
+from tests.launcher.localrun import kit
+
+NOBODY = 65534
+
+
+def _slurm_record(root, name, workdir, run_dir, **extra):
+    path = root / name
+    path.mkdir(parents=True)
+    (path / "status.json").write_text(json.dumps({
+        "run_id": name, "backend": "slurm", "state": "running", "job_id": "4242", "workdir": str(workdir),
+        "run_dir": run_dir, "nodes": [{"rank": 0, "host": "n1"}], "created_at": 1.0, **extra}))
+    return path
+
+
+@pytest.fixture
+def secret(tmp_path):
+    """Files of the reader's that a planted record would like copied where the planter can read them."""
+    victim = tmp_path / "victim" / "private"
+    victim.mkdir(parents=True)
+    (victim / "node0.log").write_text("the reader's secret\n")
+    return victim
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file to another user")
+def test_another_users_record_is_listed_untrusted_and_never_acted_on(tmp_path, secret):
+    root = tmp_path / "shared"
+    planted = _slurm_record(root, "planted", secret.parent, "private")
+    for p in (planted, planted / "status.json"):
+        os.chown(p, NOBODY, NOBODY)
+    r = kit("runs", "--run-root", str(root), cwd=tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    row = next(ln for ln in r.stdout.splitlines() if "planted" in ln)
+    assert "untrusted" in row, r.stdout
+    assert not (planted / "node0.log").exists()   # nothing copied into the planter's directory
+    c = kit("cancel", "planted", "--run-root", str(root), cwd=tmp_path, timeout=60)
+    assert c.returncode == 2 and "is not trusted" in c.stderr and "--trust-owner" in c.stderr, c.stderr
+    assert "Traceback" not in c.stderr and len(c.stderr.strip().splitlines()) == 1
+
+
+def test_a_record_writable_by_others_is_untrusted(tmp_path, secret):
+    root = tmp_path / "shared"
+    planted = _slurm_record(root, "loose", secret.parent, "private")
+    os.chmod(planted / "status.json", 0o666)
+    r = kit("status", "loose", "--run-root", str(root), cwd=tmp_path, timeout=60)
+    assert "untrusted" in r.stdout + r.stderr and "writable by others" in r.stdout + r.stderr, r.stdout + r.stderr
+    assert not (planted / "node0.log").exists()
+
+
+def test_paths_a_record_names_are_confined_to_its_own_directory(tmp_path, secret):
+    root = tmp_path / "mine"
+    mine = _slurm_record(root, "pointing-away", secret.parent, "private")
+    r = kit("logs", "pointing-away", "--run-root", str(root), cwd=tmp_path, timeout=60)
+    assert "not itself" in r.stderr and "will not read or copy files from there" in r.stderr, r.stderr
+    assert "the reader's secret" not in r.stdout
+    assert not (mine / "node0.log").exists()
