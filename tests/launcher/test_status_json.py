@@ -103,3 +103,17 @@ def test_the_api_describes_a_run_as_kit_status_json_does(tmp_path):
     seen = run_api("seen['data'] = kit.get_run('again').describe()", cwd=tmp_path)
     printed = json.loads(kit("status", "again", "--json", cwd=tmp_path).stdout)
     assert seen["data"] == printed
+
+
+def test_a_record_kit_does_not_trust_is_read_never_asked_about(tmp_path):
+    running = _record(tmp_path, "theirs", state="running", supervisor_pid=os.getpid(),
+                      supervisor_start=started_at(os.getpid()))
+    ended = _record(tmp_path, "theirs-done", state="failed", exit_code=4)
+    for d in (running, ended):
+        os.chown(d / "status.json", 65534, 65534)
+    r = kit("wait", "theirs", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith("kit: error: run record ") and "not trusted" in r.stderr
+    assert len(r.stderr.splitlines()) == 1
+    assert kit("wait", "theirs-done", cwd=tmp_path).returncode == 4   # what it records is all kit reads
+    assert kit("status", "theirs-done", cwd=tmp_path).returncode == 4
+    assert kit("status", "theirs", cwd=tmp_path).returncode == 0
