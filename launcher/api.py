@@ -126,7 +126,8 @@ def submit(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int
 
 
 def get_run(run_id: Optional[str] = None, run_root: Optional[str] = None) -> "Run":
-    """The run `run_id` (the latest one when None): wherever kit's index of your runs says, or under `run_root`."""
+    """The run `run_id` (the latest one when None; the beginning of an id will do when it begins no other):
+    wherever kit's index of your runs says, or under `run_root`."""
     return Run(find_record(run_root, run_id, how=("kit.submit()", "see kit.runs(), or pass run_root='DIR'")).path)
 
 
@@ -171,15 +172,18 @@ class Run:
         return None if f is None else cause(f)
 
     def wait(self, timeout: Optional[float] = None, poll: float = POLL) -> str:
-        """Block until the run is over; its final state. TimeoutError after `timeout` seconds."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            state = self.state
-            if state not in NOT_OVER:
-                return state
-            if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError(f"run {self.id} still {state} after {timeout:g} s")
-            time.sleep(poll)
+        """Block until the run is over (as `kit wait` does); its final state. TimeoutError after `timeout` s."""
+        from launcher.waiting import StillGoing, wait_end
+        try:
+            return wait_end(self.record, timeout, poll)[0]
+        except StillGoing as e:
+            raise TimeoutError(f"run {self.id} {e}") from None
+
+    def describe(self) -> dict:
+        """The run as data, as `kit status RUN --json` prints it: state, exit_code, failure, attempts, nodes, ..."""
+        from launcher.describe import describe
+        state, note = state_now(self.record)
+        return describe(self.record, self.record.read_status(), state, note)
 
     def logs(self, node: Optional[int] = None) -> str:
         """The node logs' text (one node's with `node`), brought up to date where they are written elsewhere."""

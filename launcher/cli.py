@@ -9,7 +9,8 @@ from launcher.errors import KitError, render
 FORMATS = ("text", "json")
 RUN_ROOT_HELP = ("only the records under this directory (default: every run in kit's index, $KIT_HOME or "
                  "~/.kit, and ./runs)")
-COMMANDS = ("submit", "status", "logs", "cancel", "runs", "doctor", "sweep")
+PREFIX_HELP = "its first characters will do when no other run begins so"
+COMMANDS = ("submit", "status", "logs", "cancel", "runs", "wait", "doctor", "sweep")
 
 
 class UsageError(KitError):
@@ -30,7 +31,8 @@ class _Parser(argparse.ArgumentParser):
         if self.prog == "kit":
             if "required: command" in message:
                 message = f"no command given; choose one of {', '.join(COMMANDS)} (kit --help)"
-            raise UsageError(message, self.format_usage())
+            # One usage line, however many commands there are: usage, then the one error line.
+            raise UsageError(message, " ".join(self.format_usage().split()) + "\n")
         # A subcommand's mistake stays one line, exit code 2, like every other user error.
         raise UsageError(f"{message} (see {self.prog} --help)")
 
@@ -77,9 +79,12 @@ def _record_args(sub) -> None:
                         ("cancel", "stop every process of a run")):
         p = sub.add_parser(name, help=help_)
         p.add_argument("run_id", nargs="?" if name != "cancel" else None,
-                       help="run id (default: the latest run)" if name != "cancel" else "run id")
+                       help=f"run id{' (default: the latest run)' * (name != 'cancel')}; {PREFIX_HELP}")
         p.add_argument("--run-root", help=RUN_ROOT_HELP)
         _trust_arg(p)
+        if name == "status":
+            p.add_argument("--json", action="store_true", help="the same as data: state, exit_code, failure, "
+                                                               "attempts, nodes, hosts, times")
         if name == "logs":
             p.add_argument("--node", type=int, help="only this node's log")
             p.add_argument("--rank", type=int, help="only this rank's lines (its global rank)")
@@ -98,6 +103,18 @@ def _trust_arg(p) -> None:
     p.add_argument("--trust-owner", action="append", default=[], metavar="USER",
                    help="act on this user's records too (log in, copy logs, signal): by default kit acts only on "
                         "records that are yours and writable by nobody else")
+
+
+def _wait_args(sub) -> None:
+    p = sub.add_parser("wait", help="block until a run ends; exit with its exit code (a signal N as 128+N)",
+                       epilog="exit codes: the run's (its failing rank's own code, a signal N as 128+N, 0 when it "
+                              "succeeded); 255 when it was lost (its supervising kit died); 254 when --timeout ran "
+                              "out; 2 with a kit: error line for kit's own errors")
+    p.add_argument("run_id", nargs="?", help=f"run id (default: the latest run); {PREFIX_HELP}")
+    p.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds: exit code 254, the run "
+                                                               "goes on")
+    p.add_argument("--run-root", help=RUN_ROOT_HELP)
+    _trust_arg(p)
 
 
 def _doctor_args(sub) -> None:
@@ -120,7 +137,7 @@ def _sweep_args(sub) -> None:
 
 
 _BUILDERS = {"submit": _submit_args, "status": _record_args, "logs": _record_args, "cancel": _record_args,
-             "runs": _record_args, "doctor": _doctor_args, "sweep": _sweep_args}
+             "wait": _wait_args, "runs": _record_args, "doctor": _doctor_args, "sweep": _sweep_args}
 
 
 def build_parser(only=None) -> argparse.ArgumentParser:
@@ -231,6 +248,9 @@ def main(argv=None) -> int:
         if args.command == "logs":
             from launcher.commands.logs import logs
             return logs(args)
+        if args.command == "wait":
+            from launcher.commands.wait import wait
+            return wait(args)
         from launcher.commands import records
         return {"runs": records.runs_cmd, "status": records.status, "cancel": records.cancel}[args.command](args)
     except KitError as e:

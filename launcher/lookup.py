@@ -1,5 +1,6 @@
-"""Finding runs and what their records mean now, for `kit runs / status / logs / cancel` and the Python API: a
-record's state is read through its own backend (a dead supervisor reads "lost", a SLURM job is asked about)."""
+"""Finding runs (by id, or by the unique beginning of one) and what their records mean now, for `kit runs / status
+/ logs / cancel / wait` and the Python API: a record's state is read through its own backend (a dead supervisor
+reads "lost", a SLURM job is asked about)."""
 
 import os
 import time
@@ -77,12 +78,48 @@ def latest_sweep_root(run_root: Optional[str]) -> str:
     return max(newest)[1] if newest else (run_root or DEFAULT_ROOT)
 
 
+SHOWN_CANDIDATES = 4
+
+
+def _recorded(root: str, name: str) -> bool:
+    """Does `root/name` hold a run's record or a sweep's?"""
+    from launcher.sweeps.record import SWEEP_FILE
+    return any(os.path.isfile(os.path.join(root, name, f)) for f in (records.STATUS, SWEEP_FILE))
+
+
+def _starting(run_root: Optional[str], prefix: str) -> list[str]:
+    """The run and sweep ids beginning with `prefix`: under `run_root`, else in kit's index and under ./runs."""
+    roots = [run_root] if run_root is not None else [DEFAULT_ROOT]
+    found = set() if run_root is not None else set(run_index.starting(prefix))
+    for root in roots:
+        names = os.listdir(root) if os.path.isdir(root) else []
+        found.update(n for n in names if n.startswith(prefix) and _recorded(root, n))
+    return sorted(found)
+
+
+def resolve_id(run_root: Optional[str], run_id: Optional[str]) -> Optional[str]:
+    """The run (or sweep) id that `run_id` names: itself when a record of that id exists, else the one id it is
+    the beginning of. Several: a one-line KitError (exit 2) naming a few. None: None (the latest run)."""
+    if not run_id or _recorded(root_of(run_root, run_id), run_id):
+        return run_id
+    found = _starting(run_root, run_id)
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        shown = ", ".join(found[:SHOWN_CANDIDATES])
+        more = f" and {len(found) - SHOWN_CANDIDATES} more" if len(found) > SHOWN_CANDIDATES else ""
+        raise KitError(f"run id {run_id} is ambiguous: it begins {len(found)} runs ({shown}{more}); "
+                       f"type more of it")
+    return run_id   # none: the caller's own error says there is no such run
+
+
 def find_record(run_root: Optional[str], run_id: Optional[str], *,
                 how=("`kit submit`", "see `kit runs`, or give --run-root DIR")) -> records.RunRecord:
     """The record of `run_id` (the latest run when None) under `run_root` (None: wherever kit's index says, else
     ./runs); a one-line KitError when none. `how`: what the error tells its reader to do (the CLI's words by
     default; the Python API's are its own)."""
     start, find = how
+    run_id = resolve_id(run_root, run_id)
     if run_id is None:
         run_root, run_id = latest_run(run_root)
         if run_id is None:

@@ -88,6 +88,15 @@ def _forget(link: str) -> None:
         pass
 
 
+def starting(prefix: str) -> list[str]:
+    """The indexed ids (runs and sweeps) that begin with `prefix` and whose records are still there."""
+    try:
+        names = os.listdir(_index_dir())
+    except OSError:
+        return []
+    return sorted(n for n in names if n.startswith(prefix) and not n.startswith(".") and where(n) is not None)
+
+
 def run_roots() -> list[str]:
     """Every directory that holds an indexed record (a run root), each once, for listing."""
     try:
@@ -104,4 +113,4 @@ def run_roots() -> list[str]:
     return sorted(roots)
 
 
-__all__ = ["kit_home", "remember", "where", "run_roots"]
+__all__ = ["kit_home", "remember", "where", "starting", "run_roots"]

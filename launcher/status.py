@@ -133,7 +133,7 @@ def _attempt(v) -> dict:
         raise BadStatus(f"expected an attempt mapping, got {v!r}")
     return {"attempt": _int(v.get("attempt")), "started_at": _float(v.get("started_at")),
             "finished_at": _float(v.get("finished_at")), "state": _str(v.get("state")), "cause": _str(v.get("cause")),
-            "master_port": _int(v.get("master_port"))}
+            "exit_code": _int(v.get("exit_code")), "master_port": _int(v.get("master_port"))}
 
 
 def _history(v) -> dict:
@@ -231,7 +231,7 @@ class RunStatus:
     restarts: int = _checked(0, lambda v: _int(v) or 0)
     slurm_state: Optional[str] = _checked(None, _str)
     ended_by: str = _checked("", lambda v: _str(v) or "")
-    # Earlier attempts of a run kit started again (restarts): attempt, started_at, finished_at, state, cause.
+    # Earlier attempts of a run kit started again (restarts): attempt, started_at, finished_at, state, exit_code, cause.
     attempts: tuple = _checked((), lambda v: tuple(_attempt(a) for a in (_list(v) or [])))
     # Why the state is what it is, when kit knows more than the state.
     note: str = _checked("", lambda v: _str(v) or "")

@@ -37,7 +37,7 @@ def run_attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, co
         why = cause(result.failure)
         if result.failure.meaning == LOST and result.failure.host not in lost:
             lost.append(result.failure.host)
-        _keep(record, current, started, result.state, why)
+        _keep(record, current, started, result, why)
         number = current.attempt + 1
         say(f"kit: run {plan.run_id} attempt {number}/{plan.limits.restarts + 1} after: {why}")
         try:
@@ -54,11 +54,12 @@ def run_attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, co
     return result
 
 
-def _keep(record: RunRecord, plan: LaunchPlan, started: float, state: str, why: str) -> None:
-    """The ended attempt in the record's list of attempts."""
+def _keep(record: RunRecord, plan: LaunchPlan, started: float, result: Result, why: str) -> None:
+    """The ended attempt in the record's list of attempts (`kit status` lists them)."""
     done = record.read_status().attempts
     record.update_status(attempts=[*done, {"attempt": plan.attempt, "started_at": started,
-                                           "finished_at": time.time(), "state": state, "cause": why,
+                                           "finished_at": time.time(), "state": result.state,
+                                           "exit_code": result.code, "cause": why,
                                            "master_port": plan.world.master_port}])
 
 

@@ -7,11 +7,12 @@ import time
 
 from launcher import records
 from launcher.backends import registry
-from launcher.lookup import find_record, root_of, state_now
+from launcher.lookup import find_record, resolve_id, root_of, state_now
 from launcher.errors import KitError
 from launcher.status import NOT_OVER
 from launcher.planning.tags import PROGRESS_MARK, is_tagged, node_tag
 from launcher.supervise.log_lines import node_logs, of_rank, print_new_lines
+from launcher.waiting import end_code
 
 FOLLOW_POLL = 0.3
 
@@ -64,9 +65,9 @@ def fetch(record: records.RunRecord) -> None:
     registry.backend(status.backend).fetch_logs(record, status)
 
 
-def _follow(record: records.RunRecord, node, rank=None, tail=None) -> None:
+def _follow(record: records.RunRecord, node, rank=None, tail=None) -> str:
     """Every node's lines as they come, tagged like the live console, until the run ends and the logs drain;
-    with `tail`, starting from each log's last `tail` lines."""
+    with `tail`, starting from each log's last `tail` lines. The state it ended in."""
     offsets, pending = {}, {}
     if tail:
         for n, path in node_logs(record.path, node):
@@ -81,11 +82,11 @@ def _follow(record: records.RunRecord, node, rank=None, tail=None) -> None:
             sys.stdout.write("".join(ln + "\n" for ln in shown))
         sys.stdout.flush()
     while True:
-        running = state_now(record)[0] in NOT_OVER
+        state = state_now(record)[0]
         fetch(record)
         print_new_lines(record.path, node, offsets, pending, only_rank=rank)
-        if not running:
-            return
+        if state not in NOT_OVER:
+            return state
         time.sleep(FOLLOW_POLL)
 
 
@@ -101,6 +102,8 @@ def _refuse_sweep(args) -> None:
 
 
 def logs(args) -> int:
+    """0, or with --follow the run's exit code once it has ended (as `kit wait` gives it)."""
+    args.run_id = resolve_id(args.run_root, args.run_id)
     _refuse_sweep(args)
     rank, tail = getattr(args, "rank", None), getattr(args, "tail", None)
     if tail is not None and tail < 1:
@@ -120,7 +123,7 @@ def logs(args) -> int:
     fetch(record)
     paths = _node_logs(record, node)   # a --node without a log is one line, before any following
     if getattr(args, "follow", False):
-        _follow(record, node, rank, tail)
-        return 0
+        state = _follow(record, node, rank, tail)
+        return end_code(state, record.read_status()) or 0
     _print_whole(paths, rank, tail)
     return 0

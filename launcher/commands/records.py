@@ -1,36 +1,21 @@
 """`kit runs / status / cancel`: read and act on run records (`kit logs` lives in logs.py). Runs are found
 through kit's index of this user's runs (run_index.py) or under --run-root."""
 
+import json
 import os
 import re
+import sys
 import time
-from typing import Optional
 
 from launcher import records
 from launcher.backends import registry
+from launcher.commands.status_text import duration, status_text, when as _when
+from launcher.describe import describe
 from launcher.errors import KitError
-from launcher.lookup import all_roots, find_record, root_of, state_now
+from launcher.lookup import all_roots, find_record, resolve_id, root_of, state_now
 from launcher.status import ACTIVE, FINAL, NOT_OVER, QUEUED
-from launcher.supervise.failure import cause
 from launcher.sweeps.record import find_sweep, is_sweep, list_sweeps, state_now as sweep_state
-
-
-def _when(ts) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
-
-
-def duration(seconds: Optional[float]) -> str:
-    """12s, 4m05s, 2h03m, 3d04h: short and sortable by eye."""
-    if seconds is None or seconds < 0:
-        return "-"
-    s = int(seconds)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+from launcher.waiting import status_code
 
 
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
@@ -103,35 +88,28 @@ def runs_cmd(args) -> int:
 
 
 def status(args) -> int:
-    root = root_of(args.run_root, args.run_id)
-    if is_sweep(root, args.run_id):
+    """The run's state, attempts, nodes and first failure (--json: the same as data, launcher/describe.py); the
+    exit code tells the state (0: succeeded or not over yet; else the run's exit code, as `kit wait` gives)."""
+    run_id = resolve_id(args.run_root, args.run_id)
+    root = root_of(args.run_root, run_id)
+    if is_sweep(root, run_id):
         from launcher.sweeps.status import print_status
-        return print_status(root, args.run_id)
-    record = find_record(args.run_root, args.run_id)
-    st = record.read_status(strict=True)
-    state, note = state_now(record, st)
+        return print_status(root, run_id, "json" if getattr(args, "json", False) else "text")
+    record = find_record(args.run_root, run_id)
+    record.read_status(strict=True)
+    state, note = state_now(record)
     # A backend may have recorded what it just learnt (a SLURM job's hosts, end state and exit codes).
     st = record.read_status()
-    job_id = f"  slurm job {st.job_id}" if st.job_id else ""
-    print(f"run {st.run_id}  job {st.job}  backend {st.backend}{job_id}  state {state}")
-    start = st.began
-    end = st.finished_at or (time.time() if state in ACTIVE + QUEUED else None)
-    print(f"  started {_when(start)}  duration {duration(end - start if start and end else None)}  "
-          f"record {record.path}")
-    if note:
-        print(f"  {note}")
-    codes = st.node_exit_codes
-    for i, node in enumerate(st.nodes):
-        code = codes[i] if i < len(codes) and codes[i] is not None else "-"
-        print(f"  node {node.rank}  host {node.host}  pid {node.pid or '-'}  exit {code}")
-    if st.failure:
-        print(f"  first failure: {cause(st.failure)}")
-    if st.exit_code is not None:
-        print(f"exit code {st.exit_code}")
-    return 0
+    data = describe(record, st, state, note)
+    if getattr(args, "json", False):
+        print(json.dumps(data, indent=2))
+    else:
+        sys.stdout.write(status_text(data))
+    return status_code(state, st)
 
 
 def cancel(args) -> int:
+    args.run_id = resolve_id(args.run_root, args.run_id)
     root = root_of(args.run_root, args.run_id)
     if is_sweep(root, args.run_id):
         from launcher.sweeps.cancel import cancel_sweep

@@ -1,4 +1,6 @@
-"""kit's terminal: every node's output, tagged, with the launcher's noise held back and progress drawn live.
+"""kit's terminal: every node's output, tagged, with the launcher's noise held back, the tracebacks of ranks that
+die after the first failure and repeated library warnings kept to the node logs (ranks_view.py), and progress
+drawn live.
 
 The node's log file is written by its watchdog, so nothing here can lose or stall a log: a closed terminal or
 pipe (`kit submit ... | head`) only stops the copy to the terminal, while the node's output keeps being read.
@@ -10,15 +12,17 @@ import time
 
 from launcher.planning.tags import is_tagged, node_tag, split_progress
 from launcher.supervise.noise import NoiseFilter, is_worker_line
+from launcher.supervise.ranks_view import RanksView
 
 PROGRESS_INTERVAL_OFF_TTY = 30.0
+TICK = 0.25   # how often a held traceback's time limit is checked while its rank is silent
 _CLEAR = "\r\x1b[K"
 
 
 class Console:
     """Thread-safe writer for the node streams (stdout) and kit's own notes (stderr)."""
 
-    def __init__(self, out, err, tty=None):
+    def __init__(self, out, err, tty=None, run_id: str = ""):
         self.out, self.err = out, err
         self.tty = _isatty(out) if tty is None else tty
         self._lock = threading.Lock()
@@ -26,6 +30,8 @@ class Console:
         self._last_progress = {}   # node -> monotonic time of the last progress line printed off a tty
         self.alive = True
         self.rank_output_at = time.monotonic()   # when a rank last wrote anything (the hang watch reads it)
+        self._view = RanksView(run_id)
+        self._ticker = None
 
     def _write(self, stream, text: str) -> None:
         if not self.alive:
@@ -38,8 +44,41 @@ class Console:
 
     def line(self, text: str) -> None:
         with self._lock:
-            self._write(self.out, (_CLEAR if self._bar else "") + text + "\n")
-            self._bar = False
+            self._line(text)
+
+    def _line(self, text: str) -> None:
+        self._write(self.out, (_CLEAR if self._bar else "") + text + "\n")
+        self._bar = False
+
+    def node_line(self, text: str) -> None:
+        """A node's output line (tagged), through the view of every rank's output (ranks_view.py)."""
+        with self._lock:
+            self._show(self._view.feed(text))
+
+    def node_done(self, node: int) -> None:
+        """The node's output ended: what the view still holds of it is shown or kept back now."""
+        with self._lock:
+            self._show(self._view.finish(node))
+
+    def _show(self, lines: list) -> None:
+        """Under the lock: the view's lines and notes, and a ticker while it holds a traceback back."""
+        for text in lines:
+            self._line(text)
+        for text in self._view.take_notes():
+            self._note(text)
+        if self._view.holding and self._ticker is None:
+            self._ticker = threading.Thread(target=self._tick, daemon=True, name="kit-console-tick")
+            self._ticker.start()
+
+    def _tick(self) -> None:
+        """Release what the view held past its limit, while the held rank is silent (nothing else would)."""
+        while True:
+            time.sleep(TICK)
+            with self._lock:
+                if not self._view.holding:
+                    self._ticker = None
+                    return
+                self._show(self._view.expire())
 
     def progress(self, node: int, text: str) -> None:
         with self._lock:
@@ -55,10 +94,13 @@ class Console:
     def note(self, text: str) -> None:
         """kit's own message, on stderr."""
         with self._lock:
-            if self._bar:
-                self._write(self.out, _CLEAR)
-                self._bar = False
-            self._write(self.err, text + "\n")
+            self._note(text)
+
+    def _note(self, text: str) -> None:
+        if self._bar:
+            self._write(self.out, _CLEAR)
+            self._bar = False
+        self._write(self.err, text + "\n")
 
     def hang_up(self) -> None:
         """The terminal is gone (SIGHUP): stop writing to it, keep the run."""
@@ -98,7 +140,8 @@ def _copy(source, node: int, console: Console) -> None:
     if pending:
         _show(pending.decode("utf-8", errors="replace"), node, console, noise)
     for line in noise.finish():
-        console.line(line)
+        console.node_line(line)
+    console.node_done(node)
     if not callable(source):
         os.close(source)
 
@@ -114,4 +157,4 @@ def _show(line: str, node: int, console: Console, noise: NoiseFilter) -> None:
         console.progress(node, progress[0] + progress[1])
         return
     for shown in noise.feed(line):
-        console.line(shown)
+        console.node_line(shown)

@@ -16,6 +16,8 @@ from typing import Optional
 from launcher.planning.tags import PROGRESS_MARK
 from launcher.status import HUNG, LOST, NEVER_JOINED, NOT_STARTED, PREEMPTED, Failure
 from launcher.supervise.noise import is_launcher_noise, is_library_note, is_launcher_traceback, strip_tag
+from launcher.supervise.repeats import without_warnings
+from launcher.supervise.tracebacks import is_consequence
 
 # The training module's own exit codes (train/__init__.py: EXIT_*; tests check the two agree). 75 (EX_TEMPFAIL)
 # means "preempted, requeue me" whatever the program: a run ending so is preempted, not failed.
@@ -76,9 +78,10 @@ def _before_launcher_traceback(lines: list[str]) -> list[str]:
 def last_words(lines: list[str], node: int, rank: Optional[int]) -> str:
     """The last meaningful line the failing rank (or, failing that, the node) wrote."""
     own = f"[node{node}/rank{rank}] " if rank is not None else None
-    for line in reversed(lines):
-        if own and line.startswith(own) and line[len(own):].strip() and not is_library_note(line[len(own):], False):
-            return line[len(own):].strip()
+    said = without_warnings([ln[len(own):] for ln in lines if own and ln.startswith(own)])
+    for text in reversed(said):
+        if text.strip() and not is_library_note(text, False):
+            return text.strip()
     for line in reversed(_before_launcher_traceback(lines)):
         text = strip_tag(line).strip()
         if text and not is_launcher_noise(text) and not is_library_note(text) and not text.startswith("Traceback"):
@@ -117,7 +120,37 @@ def summarize(node: int, host: str, node_code: int, log_text: str, known: dict =
             words = final_words(own)
         elif not _spoke_in_log(lines, node, rank):
             words = _others_said(ranks_dir, node, rank, procs_per_node) or words
+        if is_consequence(words):
+            rank, code, words = _real_cause(lines, ranks_dir, node, procs_per_node) or (rank, code, words)
     return Failure(node, host, rank, code, meaning(code, known), words)
+
+
+def _failures(lines: list[str]) -> list[tuple[int, int]]:
+    """(global rank, exit code) of each failure but the root cause in the launcher's last report."""
+    starts = [i for i, ln in enumerate(lines) if strip_tag(ln).startswith("Failures:")]
+    found, rank = [], None
+    for line in map(strip_tag, lines[starts[-1]:] if starts else []):
+        if _ROOT_CAUSE.search(line):
+            break
+        if _RANK.match(line):
+            rank = int(_RANK.match(line).group(1))
+        elif _EXITCODE.match(line) and rank is not None:
+            found.append((rank, _as_exit(int(_EXITCODE.match(line).group(1)))))
+            rank = None
+    return found
+
+
+def _real_cause(lines, ranks_dir: str, node: int, procs_per_node: int):
+    """The launcher saw first a rank that died of another's failure (its collective lost its peer, and it aborted
+    before the other exited): (rank, code, words) of a rank of this node that failed with a traceback of its own
+    error, or None."""
+    for rank, code in _failures(lines):
+        local = rank - node * procs_per_node
+        said = _said(ranks_dir, local) if 0 <= local < procs_per_node else []
+        words = final_words(said)
+        if any(ln.startswith("Traceback") for ln in said) and words and not is_consequence(words):
+            return rank, code, words
+    return None
 
 
 _RANK_PREFIX = re.compile(r"^\[rank\d+\]: ")
@@ -125,11 +158,11 @@ _RANK_PREFIX = re.compile(r"^\[rank\d+\]: ")
 
 def _said(ranks_dir: str, local_rank: int, starting: Optional[str] = None):
     """One rank's teed stderr lines (split on "\n" only: progress redraws start with a mark and are not what the
-    rank said about its error; torch's "[rankN]: " prefix dropped); with `starting`, the last line that starts so,
-    or ""."""
+    rank said about its error; torch's "[rankN]: " prefix and library warnings dropped); with `starting`, the last
+    line that starts so, or ""."""
     said = [_RANK_PREFIX.sub("", ln).rstrip() for ln in rank_stderr(ranks_dir, local_rank).split("\n")
             if not ln.startswith(("\r", PROGRESS_MARK))]
-    said = [ln for ln in said if ln.strip()]
+    said = without_warnings([ln for ln in said if ln.strip()])
     return said if starting is None else _starting(said, starting)
 
 

@@ -23,12 +23,13 @@ def of_rank(line: str, rank) -> bool:
 
 
 def print_new_lines(record_path: str, node, offsets: dict, pending: dict, noise=None, out=None,
-                    only_rank=None) -> int:
+                    only_rank=None, view=None) -> int:
     """The node logs' complete lines written since the last call, tagged like the live console. With `noise`
     (a dict, one NoiseFilter per log kept in it), the launcher's tracebacks, tables and log lines stay in the
-    logs, as on the local backend's console; without it every line is shown (`kit logs`). Returns how many of the
-    new lines are the ranks' own (the hang watch counts them as progress). With `only_rank`, only that global
-    rank's lines are shown."""
+    logs, as on the local backend's console; without it every line is shown (`kit logs`). With `view` (a
+    RanksView), the tracebacks of ranks failing after the first and repeated library warnings stay there too, as
+    on the console. Returns how many of the new lines are the ranks' own (the hang watch counts them as
+    progress). With `only_rank`, only that global rank's lines are shown."""
     out = out or sys.stdout
     ranks = 0
     for rank, path in node_logs(record_path, node) if os.path.isdir(record_path) else []:
@@ -45,14 +46,31 @@ def print_new_lines(record_path: str, node, offsets: dict, pending: dict, noise=
             if not of_rank(line, only_rank):
                 continue
             shown = [line] if noise is None else noise.setdefault(path, NoiseFilter()).feed(line)
+            if view is not None:
+                shown = [kept for ln in shown for kept in view.feed(ln)]
             out.write("".join(ln + "\n" for ln in shown))
         out.flush()
+    if view is not None:
+        _shown(view, view.expire(), out)
     return ranks
 
 
-def flush_held(noise: dict, out=None) -> None:
-    """What the noise filters still hold at the end of a run (a traceback that was the job's own)."""
+def _shown(view, lines: list, out) -> None:
+    """Lines a RanksView let through, then kit's notes about what it kept back (stderr)."""
+    out.write("".join(ln + "\n" for ln in lines))
+    out.flush()
+    for note in view.take_notes():
+        print(note, file=sys.stderr, flush=True)
+
+
+def flush_held(noise: dict, out=None, view=None) -> None:
+    """What the noise filters (and the RanksView) still hold at the end of a run (a traceback that was the job's
+    own)."""
     out = out or sys.stdout
     for held in noise.values():
-        out.write("".join(ln + "\n" for ln in held.finish()))
+        lines = held.finish()
+        out.write("".join(ln + "\n" for ln in (lines if view is None else
+                                               [kept for ln in lines for kept in view.feed(ln)])))
+    if view is not None:
+        _shown(view, view.finish(), out)
     out.flush()

@@ -32,7 +32,7 @@ def _parsers(parser: argparse.ArgumentParser):
 
 def test_no_parser_guesses_abbreviations():
     parsers = list(_parsers(build_parser()))
-    assert len(parsers) == 9  # kit + submit, status, logs, cancel, runs, doctor, sweep, sweep status
+    assert len(parsers) == 10  # kit + submit, status, logs, cancel, wait, runs, doctor, sweep, sweep status
     assert all(p.allow_abbrev is False for p in parsers)
 
 
@@ -43,6 +43,7 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentP
 @pytest.mark.parametrize("argv", [
     ["submit", JOB, "--nodes", "2", "--set", "a=1", "--set", "b=2", "--dry-run", "--format", "json"],
     ["status"], ["logs", "r", "--node", "1", "--follow"], ["cancel", "r", "--run-root", "x"], ["runs"],
+    ["status", "r", "--json"], ["wait", "r", "--timeout", "5"],
     ["doctor", "--cluster", "c.yaml", "--job", "j.yaml"], ["sweep", "status", "s", "--format", "json"],
 ])
 def test_a_command_parses_alike_with_only_its_own_parser_built(argv):

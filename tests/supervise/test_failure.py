@@ -173,3 +173,59 @@ def test_a_megabyte_last_line_is_cut_in_the_failure_and_the_record():
     assert len(f.last_line) <= MAX_LAST_LINE + 6 and f.last_line.endswith(" [...]")
     assert len(cause(f)) < 600
     assert Failure(0, "h", None, 1, "m", "short").last_line == "short"
+
+
+GLOO_CLOSED = ("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection "
+               "closed by peer [127.0.0.1]:15272. This is typically caused by a remote worker crashing.")
+ABORTED_FIRST = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+crash.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-12-06_22:01:41
+  host      : localhost
+  rank      : 2 (local_rank: 2)
+  exitcode  : 1 (pid: 31790)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+[2]:
+  time      : 2026-12-06_22:01:41
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 31788)  (SIGTERM)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 31788
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-06_22:01:40
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : -6 (pid: 31789)  (SIGABRT)
+  error_file: <N/A>
+  traceback : Signal 6 (SIGABRT) received by PID 31789
+============================================================
+"""
+
+
+def test_a_rank_that_died_of_anothers_failure_is_not_its_cause(tmp_path):
+    """Seen on 4 gloo ranks: rank 2 raised; rank 1's collective lost its peer and it aborted (SIGABRT) before rank
+    2's interpreter exited, so torchrun's root cause is rank 1. The cause is rank 2's own error."""
+    said = {0: "", 1: f"[rank1]: Traceback (most recent call last):\n[rank1]:   File \"/w/crash.py\", line 43\n"
+                      f"[rank1]: {GLOO_CLOSED}\nterminate called without an active exception\n",
+            2: "[rank2]: Traceback (most recent call last):\n[rank2]:   File \"/w/crash.py\", line 41\n"
+               "[rank2]: ValueError: bad batch at step 3: column 'label' is empty\n"}
+    for local, text in said.items():
+        d = tmp_path / "node0.ranks" / "none_a" / "attempt_0" / str(local)
+        d.mkdir(parents=True)
+        (d / "stderr.log").write_text(text)
+    f = summarize(0, "localhost", 1, ABORTED_FIRST, known={}, ranks_dir=str(tmp_path / "node0.ranks"),
+                  procs_per_node=4)
+    assert (f.rank, f.code, f.last_line) == (2, 1, "ValueError: bad batch at step 3: column 'label' is empty")
+    # Without another rank's own error to point at, the launcher's root cause stands.
+    (tmp_path / "node0.ranks" / "none_a" / "attempt_0" / "2" / "stderr.log").write_text("")
+    f = summarize(0, "localhost", 1, ABORTED_FIRST, known={}, ranks_dir=str(tmp_path / "node0.ranks"),
+                  procs_per_node=4)
+    assert (f.rank, f.code) == (1, 134) and "Connection closed by peer" in f.last_line

@@ -40,7 +40,7 @@ class LocalBackend(Backend):
             preflight(plan, self.binding["entrypoint"], self.binding["workdir"], base_dir)
 
     def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
-        console = console or Console(sys.stdout, sys.stderr)
+        console = console or Console(sys.stdout, sys.stderr, run_id=plan.run_id)
         grace = plan.teardown_grace
         # Orphans of a node (a rank whose watchdog died) are re-parented to us, never to init, so the final
         # sweep below still finds them.

@@ -24,6 +24,7 @@ from launcher.preflight.stacks import dump_command, parse_dumps
 from launcher.supervise.failure import cause
 from launcher.supervise.hang import HangWatch
 from launcher.supervise.log_lines import flush_held, node_logs, print_new_lines
+from launcher.supervise.ranks_view import RanksView
 from launcher.supervise.world import WorldWatch, ranks_started
 from launcher.transport.where import CommandError, where_at
 
@@ -174,6 +175,7 @@ class SlurmBackend(Backend):
         status = record.read_status()
         # A requeued attempt's lines follow the last one's in the same logs: shown from where those end.
         offsets, pending, noise, said = (_log_ends(record.path) if requeues else {}), {}, {}, None
+        view = RanksView(plan.run_id)   # later ranks' tracebacks and repeated warnings: in the node logs only
         watch, hang, stopped_by, last_output = None, None, None, [time.monotonic()]
         seen_running = False
         while True:
@@ -187,7 +189,7 @@ class SlurmBackend(Backend):
                 note(f"kit: {said}")
                 status = _note(self.where, record, info)
             copy_node_logs(self.where, status, record.path)
-            if print_new_lines(record.path, None, offsets, pending, noise):
+            if print_new_lines(record.path, None, offsets, pending, noise, view=view):
                 last_output[0] = time.monotonic()
             if info.kit_state == "running" and watch is None:   # the rendezvous clock starts when the job runs
                 watch = self._world_watch(plan, record)
@@ -199,7 +201,7 @@ class SlurmBackend(Backend):
                     note(f"kit: {cause(stopped_by)}: cancelling SLURM job {status.job_id}")
                     self.where.cancel(status.job_id)
             if info.finished:
-                flush_held(noise)
+                flush_held(noise, view=view)
                 status = _note(self.where, record, info)   # the hosts of a job that ended before it was seen running
                 fields = final_fields(self.where, status, info, record.path, ran=seen_running)
                 if stopped_by is not None:

@@ -172,7 +172,7 @@ class SshBackend(Backend):
         return ""
 
     def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
-        console = console or Console(sys.stdout, sys.stderr)
+        console = console or Console(sys.stdout, sys.stderr, run_id=plan.run_id)
         if self._pid != os.getpid():
             # A forked (detached) supervisor: the parent closed its connections before the fork (release), which
             # ended the waiting gates without starting anything; log in and check again.
