@@ -17,6 +17,7 @@ from typing import Optional, Sequence
 
 from launcher import records
 from launcher.backends import registry
+from launcher.api_words import check_arguments, in_api_words
 from launcher.errors import KitError
 from launcher.launch import launch
 from launcher.lookup import find_record, state_now
@@ -31,11 +32,27 @@ def _say(text: str) -> None:
     log.info(text)
 
 
+def _in_api_words(fn):
+    """A public function of the API: the core's one-line errors said with its keyword arguments, not flags."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        try:
+            return fn(*a, **kw)
+        except KitError as e:
+            raise in_api_words(e) from None
+    return wrapper
+
+
 class _Args:
     """What the command line would have parsed, for the shared first half of `kit submit` (commands/prepare.py)."""
 
     def __init__(self, job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args,
                  run_id, sweep=None):
+        check_arguments(nodes=nodes, gpus=gpus, procs_per_node=procs_per_node, strategy=strategy,
+                        mixed_precision=mixed_precision, port=port, run_id=run_id, args=args, cluster=cluster,
+                        sweep=sweep)
         if not isinstance(job, (str, os.PathLike)):
             raise KitError(f"job: a job spec's path, e.g. 'jobs/bert_cls.yaml' (got {job!r})")
         self.job, self.cluster, self.run_id, self.sweep = os.fspath(job), _path(cluster), run_id, _path(sweep)
@@ -96,6 +113,7 @@ class Plan:
         return f"<kit.Plan {self.run_id}: {w.num_machines} node(s) x {w.procs_per_node} on {self.plan.backend}>"
 
 
+@_in_api_words
 def plan(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
          procs_per_node: Optional[int] = None, strategy: Optional[str] = None, mixed_precision: Optional[str] = None,
          port: Optional[int] = None, set: Optional[dict] = None, args: Sequence[str] = (),
@@ -111,6 +129,7 @@ def plan(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] 
     return Plan(planned)
 
 
+@_in_api_words
 def submit(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
            procs_per_node: Optional[int] = None, strategy: Optional[str] = None,
            mixed_precision: Optional[str] = None, port: Optional[int] = None, set: Optional[dict] = None,
@@ -125,9 +144,14 @@ def submit(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int
     return Run(launched.record.path)
 
 
+@_in_api_words
 def get_run(run_id: Optional[str] = None, run_root: Optional[str] = None) -> "Run":
     """The run `run_id` (the latest one when None; the beginning of an id will do when it begins no other):
     wherever kit's index of your runs says, or under `run_root`."""
+    if run_id is not None and (not isinstance(run_id, str) or not run_id):
+        raise KitError(f"run_id={run_id!r}: a run id (or its beginning) as a non-empty string, or None for the "
+                       f"latest run")
+    check_arguments(run_root=run_root)
     return Run(find_record(run_root, run_id, how=("kit.submit()", "see kit.runs(), or pass run_root='DIR'")).path)
 
 
@@ -213,6 +237,7 @@ class Run:
         return f"<kit.Run {self.id} {self.status.state}>"
 
 
+@_in_api_words
 def sweep(job, *, sweep=None, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
           procs_per_node: Optional[int] = None, strategy: Optional[str] = None,
           mixed_precision: Optional[str] = None, port: Optional[int] = None, set: Optional[dict] = None,
@@ -237,6 +262,7 @@ def sweep(job, *, sweep=None, cluster=None, nodes: Optional[int] = None, gpus: O
     return Sweep(record.path)
 
 
+@_in_api_words
 def get_sweep(sweep_id: Optional[str] = None, run_root: Optional[str] = None) -> "Sweep":
     """The sweep `sweep_id` (the latest one when None): wherever kit's index says, or under `run_root`."""
     from launcher.lookup import latest_sweep_root, root_of
