@@ -1,7 +1,6 @@
-"""The data pipeline check across a real world of 2 CPU processes on 2 'nodes' that share no files: each builds the
-same tokenizer in its own cache and they train; a node whose cache holds another tokenizer of the same size (what
-an old nondeterministic cache looked like) stops both, with one line naming that node, under the ordinary loop
-and under pipeline parallelism."""
+"""The data pipeline check across a real world of 2 CPU processes on 2 'nodes' that share no files: a node whose
+cache holds another tokenizer of the same size (what an old nondeterministic cache looked like) stops both, with one
+line naming that node, under the ordinary loop and under pipeline parallelism (where nodes that agree train)."""
 
 import json
 import re
@@ -17,11 +16,6 @@ def _args(data_path, out="out", *extra):
     return ["--data", str(data_path), "--output-dir", str(out), "--cache-dir", "cache", "--model", "tiny",
             "--vocab-size", "200", "--max-length", "32", "--batch-size", "8", "--eval-batch-size", "16",
             "--resume", "no", "--no-save-model", *extra]
-
-
-def _tokenizer_files(cache):
-    (tok_dir,) = cache.glob("tokenizer-*")
-    return {p.name: p.read_bytes() for p in tok_dir.iterdir()}
 
 
 def _plant_swapped_tokenizer(tmp_path, data_path):
@@ -49,13 +43,9 @@ def _assert_stopped_by_the_data_check(results, tmp_path):
     assert not list(tmp_path.rglob("metrics.json"))
 
 
-def test_nodes_with_their_own_caches_agree_and_one_with_another_tokenizer_stops_the_world(tmp_path):
+def test_a_node_whose_cache_holds_another_tokenizer_stops_the_world(tmp_path):
+    # (Two nodes that build their own agree: test_private_dirs.py.)
     data_path = write_csv(tmp_path / "d.csv", synthetic_rows(160))
-    ok = run_private_nodes(tmp_path, _args(data_path, "out", "--max-steps", "2"))
-    assert [r.returncode for r in ok] == [0, 0], ok[0].stdout[-4000:] + ok[1].stdout[-4000:]
-    assert _tokenizer_files(tmp_path / "host0" / "cache") == _tokenizer_files(tmp_path / "host1" / "cache")
-
-    _fresh(tmp_path)
     _plant_swapped_tokenizer(tmp_path, data_path)
     _assert_stopped_by_the_data_check(run_private_nodes(tmp_path, _args(data_path, "out", "--max-steps", "2")),
                                       tmp_path)
