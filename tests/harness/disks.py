@@ -36,9 +36,9 @@ class OwnDisks:
 
 @contextmanager
 def own_disks(bed, hosts, paths: dict[str, str], size=SIZE):
-    """A fresh, empty tmpfs at each of `paths` (name -> absolute path) on each of `hosts`; at exit every one is unmounted and the
-    directories made for them removed. Raises HarnessError naming what could not be taken down (a process
-    still working there): the mount is then detached anyway, so nothing of it stays on the host."""
+    """A fresh, empty tmpfs at each of `paths` (name -> absolute path) on each of `hosts`; at exit every one is
+    unmounted and the directories made for them removed. Raises HarnessError naming what could not be taken down
+    (a process still working there): the mount is then detached anyway, so nothing of it stays on the host."""
     mounted, made = [], []
     try:
         for host in hosts:
