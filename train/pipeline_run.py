@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 
 from train import EXIT_BAD_DATA, EXIT_CONFIG, EXIT_PREEMPTED, EXIT_RESUME_REFUSED, EXIT_WORLD_CHECK
-from train import checkpoint, data, fingerprint, model as model_lib, preempt, resume, tokenize
+from train import checkpoint, data, data_check, fingerprint, model as model_lib, preempt, resume, tokenize
 from train.batching import BucketBatchSampler
 from train.pipeline import LayoutError, StageModule, describe, layer_split, layout
 
@@ -125,6 +125,18 @@ class PipelineRun:
                 encoded = tokenize.encode_splits(cache, splits, tok_dir, args.max_length)
             dist.barrier()
         self.splits, self.tokenizer, self.encoded = splits, tokenize.load_tokenizer(tok_dir), encoded
+
+    def check_data(self) -> None:
+        """Every rank must have loaded the same split, tokenizer and ids (train/data_check.py)."""
+        def gather(report):
+            everyone = [None] * self.world
+            dist.all_gather_object(everyone, report)
+            return everyone
+
+        mine = data_check.report(self.rank, self.splits, self.tokenizer, self.encoded)
+        problem = data_check.check(mine, gather, self.args.cache_dir, model_lib.is_local_model(self.args.model))
+        if problem:
+            raise Fail(EXIT_WORLD_CHECK, problem if self.rank == 0 else "")
 
     def build(self):
         args = self.args
@@ -393,6 +405,7 @@ def _run(run_: PipelineRun) -> int:
             run_.load()
         except data.DataError as exc:
             raise Fail(EXIT_BAD_DATA, f"bad data: {exc}") from None
+        run_.check_data()
         run_.build()
         run_.resume_or_start()
         if not run_.train():
