@@ -21,6 +21,8 @@ from launcher.supervise.failure import explained_elsewhere, known_codes, read_lo
 from launcher.preflight.reach import reach_command, reach_problem
 from launcher.preflight.stacks import dump_command, parse_dumps
 from launcher.supervise.supervisor import Cancel, finalize, supervise
+from launcher.backends.ssh.host_disk import host_disk_note
+from launcher.supervise.disk import with_full_disk
 from launcher.supervise.hang import HangWatch
 from launcher.supervise.world import WorldWatch, ranks_started
 
@@ -211,11 +213,14 @@ class SshBackend(Backend):
         if unclean and outcome.state == "cancelled":
             console.note(f"kit: could not clean host(s) {', '.join(unclean)} (no answer); their watchdogs stop "
                          f"the run's processes there by themselves")
+        disk_note = None
         if outcome.first_failed is not None and not nodes[outcome.first_failed].lost:
             # The failing rank's own stderr, teed on its host: what it said last about its error (the node log
             # interleaves its stdout and stderr, so its last line may be neither).
             fetch_rank_stderr(self.conns.get(plan.nodes[outcome.first_failed].host), plan,
                               plan.nodes[outcome.first_failed], record)
+            failed = plan.nodes[outcome.first_failed]
+            disk_note = host_disk_note(self.conns.get(failed.host), failed.host, failed.workdir)
         self._close()
         if unclean:
             record.update_status(note=f"host(s) {', '.join(unclean)} could not be cleaned: no answer; the node "
@@ -223,6 +228,8 @@ class SshBackend(Backend):
         failure = outcome.failure
         if outcome.first_failed is not None:
             failure = self._failure(plan, record, outcome, nodes)
+            if not nodes[outcome.first_failed].lost:
+                failure = with_full_disk(failure, disk_note)
         outcome = finalize(outcome, failure)
         record.update_status(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
                              node_exit_codes=outcome.node_codes, failure=failure)
