@@ -13,9 +13,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
 from launcher.backends import registry
-
-# Run states and their transitions: states.py.
-from launcher.states import ACTIVE, FINAL, NOT_OVER, QUEUED  # noqa: E402  (re-exported: status.ACTIVE, ...)
+from launcher.states import ACTIVE, FINAL, NOT_OVER, QUEUED   # the run states (states.py), re-exported here
 
 HOST_NAME = re.compile(r"^[A-Za-z0-9?][A-Za-z0-9_.:%-]*$")   # "?": a SLURM node not known yet; %: IPv6 zone
 JOB_ID = re.compile(r"^\d+(_\d+)?$")                        # SLURM job id, or <array id>_<task>
