@@ -7,7 +7,8 @@ what the Python API's Run.describe() returns.
     failure                        null, or {node, host, rank, exit_code, meaning, last_line, cause}
     attempts                       one per start of the world: {attempt, state, exit_code, cause, started_at,
                                    finished_at, duration_s}; a run never restarted has one
-    nodes                          {node, host, pid, exit_code} per node
+    nodes                          {node, host, pid, exit_code, stopped_by_kit} per node (stopped_by_kit: the
+                                   node still ran when the run ended, its exit code is kit's teardown, not its own)
     hosts                          the nodes' hosts, each once, in node order
     job_id                         the scheduler's job id (SLURM), else null
     times                          {created_at, submitted_at, started_at, finished_at, duration_s}: started_at
@@ -57,8 +58,8 @@ def describe(record: RunRecord, status: RunStatus, state: str, note: str, now: O
     now = time.time() if now is None else now
     code = end_code(state, status)
     codes = status.node_exit_codes
-    nodes = [{"node": n.rank, "host": n.host, "pid": n.pid, "exit_code": codes[i] if i < len(codes) else None}
-             for i, n in enumerate(status.nodes)]
+    nodes = [{"node": n.rank, "host": n.host, "pid": n.pid, "exit_code": codes[i] if i < len(codes) else None,
+              "stopped_by_kit": i in status.stopped_nodes} for i, n in enumerate(status.nodes)]
     return {
         "run_id": status.run_id, "job": status.job, "backend": status.backend, "record": record.path,
         "state": state, "note": note, "exit_code": code, "failure": _failure(status.failure),

@@ -209,6 +209,7 @@ class RunStatus:
     finished_at: Optional[float] = _checked(None, _float)
     exit_code: Optional[int] = _checked(None, _int)
     node_exit_codes: tuple = _checked((), _codes)           # per node: int, or None when it wrote none
+    stopped_nodes: tuple = _checked((), _codes)             # nodes kit stopped: their exit codes are kit's doing
     failure: Optional[Failure] = _checked(None, _failure)
     nodes: tuple = _checked((), _nodes)                     # NodeStatus per node
     supervisor_pid: Optional[int] = _checked(None, _pid)    # the kit process that follows the run (local, SSH)

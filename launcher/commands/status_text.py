@@ -44,7 +44,8 @@ def status_text(data: dict) -> str:
         lines += [_attempt(a) for a in data["attempts"]]
     for n in data["nodes"]:
         code = "-" if n["exit_code"] is None else n["exit_code"]
-        lines.append(f"  node {n['node']}  host {n['host']}  pid {n['pid'] or '-'}  exit {code}")
+        by_kit = " (stopped by kit)" if n.get("stopped_by_kit") else ""
+        lines.append(f"  node {n['node']}  host {n['host']}  pid {n['pid'] or '-'}  exit {code}{by_kit}")
     if data["failure"]:
         lines.append(f"  first failure: {data['failure']['cause']}")
     if data["exit_code"] is not None:

@@ -232,7 +232,7 @@ class SshBackend(Backend):
                 failure = with_full_disk(failure, disk_note)
         outcome = finalize(outcome, failure)
         record.update_status(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
-                             node_exit_codes=outcome.node_codes, failure=failure)
+                             node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
         return Result(outcome.code, outcome.state, failure)
 
     def _failure(self, plan, record, outcome, nodes):
