@@ -18,8 +18,8 @@ from typing import Optional, Sequence
 from launcher import records
 from launcher.backends import registry
 from launcher.errors import KitError
-from launcher.launch import launch
-from launcher.lookup import find_record, state_now
+from launcher.core.launch import launch
+from launcher.core.lookup import find_record, state_now
 from launcher.status import NOT_OVER, RunStatus
 from launcher.supervise.failure import cause
 
@@ -32,7 +32,7 @@ def _say(text: str) -> None:
 
 
 class _Args:
-    """What the command line would have parsed, for the shared first half of `kit submit` (commands/prepare.py)."""
+    """What the command line would have parsed, for the shared first half of `kit submit` (core/prepare.py)."""
 
     def __init__(self, job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args,
                  run_id, sweep=None):
@@ -69,7 +69,7 @@ def _set_item(key, value) -> str:
 
 
 def _load(a: _Args):
-    from launcher.commands.prepare import load
+    from launcher.core.prepare import load
     return load(a)
 
 
@@ -101,7 +101,7 @@ def plan(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] 
          port: Optional[int] = None, set: Optional[dict] = None, args: Sequence[str] = (),
          run_id: Optional[str] = None) -> Plan:
     """The dry-run of `kit submit` as data: nothing is written or started."""
-    from launcher.commands.prepare import dry_checks, plan_for
+    from launcher.core.prepare import dry_checks, plan_for
     a = _Args(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, run_id)
     loaded = _load(a)
     if loaded.sweep is not None:
@@ -116,7 +116,7 @@ def submit(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int
            mixed_precision: Optional[str] = None, port: Optional[int] = None, set: Optional[dict] = None,
            args: Sequence[str] = (), run_id: Optional[str] = None) -> "Run":
     """Check, record and start the run; return its handle at once (the run goes on without this process)."""
-    from launcher.commands.prepare import plan_for, prepare
+    from launcher.core.prepare import plan_for, prepare
     a = _Args(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, run_id)
     loaded = _load(a)
     if loaded.sweep is not None:
@@ -134,7 +134,7 @@ def get_run(run_id: Optional[str] = None, run_root: Optional[str] = None) -> "Ru
 def runs_under(run_root: Optional[str] = None) -> list:
     """Every run under `run_root`, or (None) every run of yours kit's index knows and those under ./runs; oldest
     first."""
-    from launcher.lookup import all_roots
+    from launcher.core.lookup import all_roots
     found = [(st.created_at or 0, os.path.abspath(os.path.join(root, run_id)))
              for root in ([run_root] if run_root is not None else all_roots())
              for run_id, st in records.list_records(root)]
@@ -173,7 +173,7 @@ class Run:
 
     def wait(self, timeout: Optional[float] = None, poll: float = POLL) -> str:
         """Block until the run is over (as `kit wait` does); its final state. TimeoutError after `timeout` s."""
-        from launcher.waiting import StillGoing, wait_end
+        from launcher.core.waiting import StillGoing, wait_end
         try:
             return wait_end(self.record, timeout, poll)[0]
         except StillGoing as e:
@@ -181,7 +181,7 @@ class Run:
 
     def describe(self) -> dict:
         """The run as data, as `kit status RUN --json` prints it: state, exit_code, failure, attempts, nodes, ..."""
-        from launcher.describe import describe
+        from launcher.core.describe import describe
         state, note = state_now(self.record)
         return describe(self.record, self.record.read_status(), state, note)
 
@@ -239,7 +239,7 @@ def sweep(job, *, sweep=None, cluster=None, nodes: Optional[int] = None, gpus: O
 
 def get_sweep(sweep_id: Optional[str] = None, run_root: Optional[str] = None) -> "Sweep":
     """The sweep `sweep_id` (the latest one when None): wherever kit's index says, or under `run_root`."""
-    from launcher.lookup import latest_sweep_root, root_of
+    from launcher.core.lookup import latest_sweep_root, root_of
     from launcher.sweeps.record import find_sweep, latest_sweep
     root = root_of(run_root, sweep_id) if sweep_id else latest_sweep_root(run_root)
     sweep_id = sweep_id or latest_sweep(root)

@@ -31,7 +31,7 @@ LAYERS = [
     ("records", ["launcher.status", "launcher.records", "launcher.run_index"]),
     ("supervise", ["launcher.supervise", "launcher.preflight"]),
     ("backends", ["launcher.backends"]),
-    ("launch", ["launcher.launch", "launcher.lookup", "launcher.waiting", "launcher.describe", "launcher.sweeps"]),
+    ("launch", ["launcher.core.launch", "launcher.core.lookup", "launcher.core.waiting", "launcher.core.describe", "launcher.sweeps"]),
     ("api", ["launcher.api", "launcher.commands", "launcher"]),   # launcher/__init__.py: the API's face
     ("cli", ["launcher.cli", "launcher.__main__"]),
 ]

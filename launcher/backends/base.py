@@ -2,7 +2,7 @@
 
 Modelled on TorchX's `Scheduler` (submit = dry-run + schedule, describe, cancel, log_iter) and submitit's
 `Executor` (submit -> Job, submit_array). A backend delivers the plan it is given and never re-derives any part of
-it; kit's one launch pipeline (launcher/launch.py) calls it in this order:
+it; kit's one launch pipeline (launcher/core/launch.py) calls it in this order:
 
     use(binding) -> check(plan, base_dir) -> [record written] -> execute(...) or detach(...)
     [-> restart_refused(record) -> execute_again(plan of attempt k, ...)]   (launcher/attempts.py)

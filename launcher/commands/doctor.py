@@ -16,7 +16,7 @@ def doctor(args) -> int:
     check_ssh_files(cluster)
     job = plan = None
     if args.job or args.module:
-        from launcher.commands.prepare import job_of
+        from launcher.core.prepare import job_of
         from launcher.planning.build import build_plan
         job = job_of(args)   # a job file, a script or a module, as kit submit reads them
         plan = build_plan(job, cluster, Overrides(), "kit-doctor", user_deepspeed=load_user_deepspeed(job))

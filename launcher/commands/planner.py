@@ -1,4 +1,4 @@
-"""`kit submit`'s first half (prepare.py: load and validate the specs, plan, local checks) in a forked process,
+"""`kit submit`'s first half (core/prepare.py: load and validate the specs, plan, local checks) in a forked process,
 while kit itself logs in to an SSH cluster's hosts (backends/ssh/early.py).
 
 Why a process: the first half is ~0.1 s of CPU, most of it pydantic building kit's schemas, and the logins are
@@ -111,7 +111,7 @@ def _child(args, pipe: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         _load_schemas()
-        from launcher.commands.prepare import prepared_for
+        from launcher.core.prepare import prepared_for
         answer = ("ok", prepared_for(args))
     except KitError as e:
         answer = ("error", str(e))

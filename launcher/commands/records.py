@@ -10,12 +10,12 @@ import time
 from launcher import records
 from launcher.backends import registry
 from launcher.commands.status_text import duration, status_text, when as _when
-from launcher.describe import describe
+from launcher.core.describe import describe
 from launcher.errors import KitError
-from launcher.lookup import all_roots, find_record, resolve_id, root_of, state_now
+from launcher.core.lookup import all_roots, find_record, resolve_id, root_of, state_now
 from launcher.status import ACTIVE, FINAL, NOT_OVER, QUEUED
 from launcher.sweeps.record import find_sweep, is_sweep, list_sweeps, state_now as sweep_state
-from launcher.waiting import status_code
+from launcher.core.waiting import status_code
 
 
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
@@ -88,7 +88,7 @@ def runs_cmd(args) -> int:
 
 
 def status(args) -> int:
-    """The run's state, attempts, nodes and first failure (--json: the same as data, launcher/describe.py); the
+    """The run's state, attempts, nodes and first failure (--json: the same as data, launcher/core/describe.py); the
     exit code tells the state (0: succeeded or not over yet; else the run's exit code, as `kit wait` gives)."""
     run_id = resolve_id(args.run_root, args.run_id)
     root = root_of(args.run_root, run_id)

@@ -1,4 +1,4 @@
-"""`kit status RUN` as text, rendered from the run's data (launcher/describe.py), so the text and `--json` say the
+"""`kit status RUN` as text, rendered from the run's data (launcher/core/describe.py), so the text and `--json` say the
 same: state, duration, every attempt of a restarted run, nodes, the first failure, the exit code."""
 
 import time

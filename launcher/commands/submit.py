@@ -12,7 +12,7 @@ def submit(args) -> int:
     with FastStart(args) as fast:
         prepared = fast.prepared()
         if prepared is None:
-            from launcher.commands.prepare import dry_checks, load, plan_for, prepare
+            from launcher.core.prepare import dry_checks, load, plan_for, prepare
             loaded = load(args)
             if loaded.sweep is not None:
                 from launcher.commands.sweep import submit_sweep
@@ -22,7 +22,7 @@ def submit(args) -> int:
                 dry_checks(loaded, plan)
                 return _print_plan(plan, args.format, loaded)
             prepared = prepare(loaded, plan)
-        from launcher.launch import launch
+        from launcher.core.launch import launch
         launched = launch(prepared, os.getcwd(), detach=args.detach, on_checked=fast.checked)
     if launched.result is None:
         run_id = prepared.plan.run_id

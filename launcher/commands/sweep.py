@@ -9,11 +9,11 @@ from launcher.sweeps.plan import plan_sweep
 
 def at_edge(plan, cluster, job=None):
     """Each trial's plan with what only this machine can tell (an SSH cluster's sync file list) added, and checked
-    here as a run's plan is (commands/prepare.py), once per kind of trial (strategy, device) when the trials vary
+    here as a run's plan is (core/prepare.py), once per kind of trial (strategy, device) when the trials vary
     those."""
     import dataclasses
     from launcher.backends import registry
-    from launcher.commands.prepare import check_code
+    from launcher.core.prepare import check_code
     placement = registry.placement(cluster.backend)
     trials = tuple(dataclasses.replace(t, plan=placement.at_edge(t.plan, t.cluster or cluster, job))
                    for t in plan.trials)
@@ -31,7 +31,7 @@ def submit_sweep(args, loaded) -> int:
                       default_python=loaded.default_python, user_deepspeed=load_user_deepspeed(loaded.resolved_job))
     plan = at_edge(plan, loaded.resolved_cluster, loaded.resolved_job)
     if args.dry_run:
-        from launcher.commands.prepare import dry_checks
+        from launcher.core.prepare import dry_checks
         dry_checks(loaded, plan.trials[0].plan)
         sys.stdout.write(render_sweep_json(plan) if args.format == "json" else render_sweep_text(plan))
         return 0
@@ -43,7 +43,7 @@ def submit_sweep(args, loaded) -> int:
 
 
 def sweep_status(args) -> int:
-    from launcher.lookup import latest_sweep_root, root_of
+    from launcher.core.lookup import latest_sweep_root, root_of
     from launcher.sweeps.status import print_status
     root = root_of(args.run_root, args.sweep_id) if args.sweep_id else latest_sweep_root(args.run_root)
     return print_status(root, args.sweep_id, args.format)

@@ -4,11 +4,11 @@ one, a SLURM job) and exit with its exit code; its outcome line on stderr."""
 import sys
 
 from launcher.errors import KitError
-from launcher.lookup import find_record, resolve_id, root_of
+from launcher.core.lookup import find_record, resolve_id, root_of
 from launcher.records import require_trusted
 from launcher.supervise.failure import outcome_line
 from launcher.sweeps.record import is_sweep
-from launcher.waiting import TIMEOUT_CODE, StillGoing, end_code, wait_end
+from launcher.core.waiting import TIMEOUT_CODE, StillGoing, end_code, wait_end
 
 
 def wait(args) -> int:

@@ -65,7 +65,7 @@ class Placement:
 
     def at_edge(self, plan, cluster: ClusterSpec, job: Optional[JobSpec] = None):
         """The plan with what only this machine can tell added at submit time (an SSH cluster's `sync:` file
-        list), by the caller of the planner (commands/prepare.py), never by it. The dry-run shows the result."""
+        list), by the caller of the planner (core/prepare.py), never by it. The dry-run shows the result."""
         return plan
 
     def code_here(self, plan, cluster: ClusterSpec, cwd: str) -> Optional[str]:

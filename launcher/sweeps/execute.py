@@ -9,7 +9,7 @@ import traceback
 
 from launcher.backends import registry
 from launcher.errors import KitError
-from launcher.launch import note
+from launcher.core.launch import note
 from launcher.environment import dropped_warning
 from launcher.supervise import tree
 from launcher.supervise.console import Console

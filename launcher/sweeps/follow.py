@@ -7,7 +7,7 @@ import sys
 import time
 
 from launcher import records
-from launcher.lookup import state_now
+from launcher.core.lookup import state_now
 from launcher.status import NOT_OVER
 from launcher.supervise.failure import outcome_line
 

@@ -76,7 +76,7 @@ def _what_runs(spec) -> dict:
 
 def _refuse_a_namesake(sweep_id: str, path: str) -> None:
     """A sweep id names one sweep for `kit sweep status` / `kit cancel` from anywhere (kit's index), as a run id
-    names one run (launch.py): an id the index holds for a sweep or run in another run root, in any state, is
+    names one run (core/launch.py): an id the index holds for a sweep or run in another run root, in any state, is
     refused (its trials' run ids would be another's too). The same sweep run again in its own run root continues."""
     from launcher import run_index
     other = run_index.namesake(sweep_id, path)

@@ -10,7 +10,7 @@ import pytest
 from launcher import run_index
 from launcher.backends.local.backend import LocalBackend
 from launcher.errors import KitError
-from launcher.launch import Prepared, launch
+from launcher.core.launch import Prepared, launch
 from tests.launcher.planning import LOCAL_CPU, cluster, job, plan
 
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from launcher.cli import parse
-from launcher.commands import prepare
+from launcher.core import prepare
 from launcher.commands.planner import Planner, PlannerFailed
 from launcher.errors import KitError
 from tests.launcher.localrun import REPO
@@ -157,7 +157,7 @@ def test_an_answer_larger_than_a_pipe_buffer_arrives_whole(tmp_path, monkeypatch
 ISOLATED = """
 import os, sys
 from launcher.cli import parse
-from launcher.commands import prepare
+from launcher.core import prepare
 from launcher.commands.planner import Planner
 real = prepare.prepared_for
 def probe(args):

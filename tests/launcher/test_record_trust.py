@@ -5,7 +5,7 @@ import json
 import subprocess
 import time
 
-from launcher import lookup
+from launcher.core import lookup
 from launcher.backends.ssh import records as ssh_records
 from launcher.records import RunRecord
 from launcher.status import NodeStatus, RunStatus

@@ -8,7 +8,7 @@ import pytest
 
 from launcher.status import RunStatus
 from launcher.supervise.tree import started_at
-from launcher.waiting import LOST_CODE, end_code, status_code
+from launcher.core.waiting import LOST_CODE, end_code, status_code
 from tests.launcher.localrun import kit
 
 KEYS = {"run_id", "job", "backend", "record", "state", "note", "exit_code", "failure", "attempts", "nodes", "hosts",

@@ -11,7 +11,7 @@ import time
 import yaml
 
 from tests.launcher.localrun import LOCAL_CLUSTER, PROBE, kit, kit_background, pids_of_run, reports, wait_for
-from launcher.waiting import LOST_CODE, TIMEOUT_CODE
+from launcher.core.waiting import LOST_CODE, TIMEOUT_CODE
 
 
 def _job(tmp_path, procs=2, args=(), **fields):

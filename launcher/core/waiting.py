@@ -5,7 +5,7 @@ import threading
 import time
 from typing import Optional
 
-from launcher.lookup import UNTRUSTED, state_now
+from launcher.core.lookup import UNTRUSTED, state_now
 from launcher.records import RunRecord
 from launcher.status import NOT_OVER, RunStatus
 

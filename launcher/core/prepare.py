@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from launcher.backends import registry
-from launcher.launch import Prepared
+from launcher.core.launch import Prepared
 from launcher.planning.model import LaunchPlan
 
 
@@ -79,7 +79,7 @@ def plan_for(loaded: Loaded, run_id: Optional[str], attempt: int = 1) -> LaunchP
         raise KitError(f"--attempt {attempt}: the job's restarts is {restarts}, so its last attempt is "
                        f"{restarts + 1}; raise it (--set restarts={attempt - 1}) or ask for an earlier attempt")
     if run_id is not None:
-        from launcher.launch import refuse_a_taken_id
+        from launcher.core.launch import refuse_a_taken_id
         refuse_a_taken_id(run_id)
     plan = build_plan(loaded.resolved_job, loaded.resolved_cluster, Overrides(),
                       run_id or new_run_id(loaded.job.name), default_python=loaded.default_python,

@@ -21,7 +21,7 @@ from typing import Optional
 from launcher.records import RunRecord
 from launcher.status import Failure, RunStatus
 from launcher.supervise.failure import cause
-from launcher.waiting import end_code
+from launcher.core.waiting import end_code
 
 
 def _span(start: Optional[float], end: Optional[float], going: bool, now: float) -> Optional[float]:
