@@ -234,7 +234,7 @@ def main(argv=None) -> int:
     try:
         args = parse(argv)
         if getattr(args, "trust_owner", None):
-            from launcher.records import trust_owners
+            from launcher.trust import trust_owners
             trust_owners(args.trust_owner)
         if args.command == "submit":
             from launcher.commands.submit import submit

@@ -18,7 +18,8 @@ from typing import Optional
 
 from launcher.backends.result import Result
 from launcher.planning.model import LaunchPlan
-from launcher.records import RunRecord, write_atomic
+from launcher.filestore import write_atomic
+from launcher.records import RunRecord
 from launcher.status import RunStatus
 
 

@@ -5,7 +5,7 @@ import sys
 
 from launcher.errors import KitError
 from launcher.core.lookup import find_record, resolve_id, root_of
-from launcher.records import require_trusted
+from launcher.trust import require_trusted
 from launcher.supervise.failure import outcome_line
 from launcher.sweeps.record import is_sweep
 from launcher.core.waiting import TIMEOUT_CODE, StillGoing, end_code, wait_end

@@ -11,6 +11,7 @@ from launcher.backends import registry
 from launcher.errors import KitError
 from launcher.states import NOT_OVER, State
 from launcher.status import RunStatus
+from launcher.trust import untrusted
 
 
 def state_now(record: records.RunRecord, status: Optional[RunStatus] = None) -> tuple[str, str]:
@@ -19,7 +20,7 @@ def state_now(record: records.RunRecord, status: Optional[RunStatus] = None) -> 
     status = record.read_status() if status is None else status
     if status.state == "corrupt":
         return "corrupt", status.note
-    why = records.untrusted(record)
+    why = untrusted(record)
     if why is not None:   # read, never acted on: no login, no copy, no signal, nothing written back
         return UNTRUSTED, f"not checked: {why} (--trust-owner USER to act on it)"
     try:
@@ -36,7 +37,7 @@ def state_now(record: records.RunRecord, status: Optional[RunStatus] = None) -> 
 
 
 DEFAULT_ROOT = "runs"
-UNTRUSTED = "untrusted"   # how a listing shows a record kit will not act on (records.untrusted)
+UNTRUSTED = "untrusted"   # how a listing shows a record kit will not act on (trust.untrusted)
 
 
 def all_roots() -> list[str]:

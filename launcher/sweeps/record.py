@@ -8,7 +8,8 @@ import time
 from dataclasses import dataclass
 
 from launcher.errors import KitError
-from launcher.records import LOCK, locked, write_atomic
+from launcher.filestore import locked, write_atomic
+from launcher.records import LOCK
 from launcher.sweeps.sweep_file import checked
 from launcher.render.text import to_json
 

@@ -87,7 +87,8 @@ from launcher.records import RunRecord
 os.makedirs("disk/r")
 with open("disk/r/status.json", "w") as f:
     json.dump({{"run_id": "r", "backend": "local", "state": "running"}}, f)
-records.reserve_room("disk/r/" + records.RESERVE)
+from launcher.filestore import reserve_room
+reserve_room("disk/r/" + records.RESERVE)
 with open("disk/fill", "wb", buffering=0) as f:
     try:
         while True:

@@ -16,7 +16,8 @@ from launcher.backends.slurm.query import hostnames, query
 from launcher.environment import process_env
 from launcher.errors import KitError
 from launcher.planning.model import LaunchPlan
-from launcher.records import RunRecord, require_trusted
+from launcher.records import RunRecord
+from launcher.trust import require_trusted
 from launcher.status import ACTIVE, FINAL, RunStatus
 from launcher.supervise import liveness
 from launcher.preflight.reach import reach_command, reach_problem

@@ -6,7 +6,7 @@ import shlex
 import time
 
 from launcher.errors import KitError
-from launcher.records import require_trusted
+from launcher.trust import require_trusted
 from launcher.status import ACTIVE, NodeStatus, RunStatus
 from launcher.supervise import liveness
 from launcher.supervise.liveness import CANCEL_MARGIN, stop_supervisor
