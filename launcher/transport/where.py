@@ -147,7 +147,7 @@ class LoginHost(_Slurm):
             self._drop()
         if self._conn is None:
             from launcher.transport.hostkeys import Accepted
-            from launcher.transport.ssh import connect
+            from launcher.transport.connect import connect
             try:
                 self._conn = connect(self.endpoint, Accepted())
             except KitError as e:   # one line naming the host and why

@@ -40,7 +40,7 @@ def load_ahead() -> None:
     from launcher.backends.ssh.preflight import gate_host  # noqa: F401
     from launcher.preflight.entrypoint import CheckResult  # noqa: F401
     from launcher.transport.sftp import SftpUnavailable  # noqa: F401
-    from launcher.transport.ssh import connect_each  # noqa: F401
+    from launcher.transport.connect import connect_each  # noqa: F401
     boot_source()
 
 
@@ -117,7 +117,7 @@ class SshBackend(Backend):
         from launcher.backends.ssh.preflight import gate_host
         from launcher.transport.endpoint import resolve
         load_ahead()   # the hosts' threads below import nothing (done already when kit logged in early)
-        from launcher.transport.ssh import connect_each
+        from launcher.transport.connect import connect_each
         started, connected = time.monotonic(), []
         # A node's watchdog that hears nothing from kit (its pings) for this long stops the node by itself.
         heartbeat = 2 * float(self.settings.get("host_timeout") or HOST_TIMEOUT)
@@ -359,7 +359,7 @@ class SshBackend(Backend):
         """Node 0's file over SFTP (`path` relative to its workdir, itself relative to the login's home, like the
         node's `cd`)."""
         from launcher.transport.endpoint import resolve
-        from launcher.transport.ssh import connect
+        from launcher.transport.connect import connect
         node = plan.nodes[0]
         conn = connect(resolve(node.host, self.addresses.get(node.host), self.settings), self.accepted)
         try:

@@ -151,7 +151,7 @@ def doctor_rows(cluster, job=None, plan=None) -> list:
     from launcher.planning.port import master_port
     from launcher.transport.endpoint import resolve, ssh_settings
     from launcher.transport.hostkeys import Accepted
-    from launcher.transport.ssh import connect
+    from launcher.transport.connect import connect
 
     settings = ssh_settings(cluster.ssh)
     python = cluster.python or "python"

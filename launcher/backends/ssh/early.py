@@ -25,9 +25,9 @@ class EarlyLogins:
         # What the threads run is imported here, first: a thread importing kit's modules while the main thread
         # imports others (the backend, paramiko) can deadlock on their package locks (_DeadlockError, seen).
         from launcher.backends.ssh.gate import GATE_COMMAND
-        from launcher.transport import ssh
+        from launcher.transport import connect, ssh
         from launcher.transport.hostkeys import Accepted
-        self._ssh, self._gate_command = ssh, GATE_COMMAND
+        self._ssh, self._connect, self._gate_command = ssh, connect, GATE_COMMAND
         self.accepted = Accepted()
         self.switch_interval = sys.getswitchinterval()   # restored when the backend claims the logins
         sys.setswitchinterval(SWITCH_INTERVAL)
@@ -37,10 +37,10 @@ class EarlyLogins:
             t.start()
 
     def _one(self, endpoint) -> None:
-        ssh = self._ssh
+        ssh, connect = self._ssh, self._connect
         try:
-            sock = None if endpoint.proxy_jump else ssh.tcp_connect(endpoint)   # the host's sshd starts meanwhile
-            conn = sock if isinstance(sock, str) else ssh.try_connect(endpoint, self.accepted, sock)
+            sock = None if endpoint.proxy_jump else connect.tcp_connect(endpoint)   # the host's sshd starts meanwhile
+            conn = sock if isinstance(sock, str) else connect.try_connect(endpoint, self.accepted, sock)
         except Exception:   # a guess that fails in a way a login should not (a setting the schema refuses): no
             conn = None     # early login, and no traceback from this thread; the normal path says what is wrong
         if isinstance(conn, ssh.Connection):

@@ -40,7 +40,7 @@ def _on_hosts(record, status: RunStatus, action: str) -> tuple[dict, list]:
     from concurrent.futures import ThreadPoolExecutor
     from launcher.transport.endpoint import resolve
     from launcher.transport.hostkeys import Accepted
-    from launcher.transport.ssh import connect
+    from launcher.transport.connect import connect
     settings = record_settings(record, status)
 
     def one(item):
