@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from launcher.backends.slurm.backend import ends_this_attempt
+from launcher.backends.slurm.follow import ends_this_attempt
 from launcher.backends.slurm.files import REQUEUES_EXHAUSTED, TIME_LIMIT_NO_REQUEUE
 from launcher.backends.slurm.outcome import describe, final_fields
 from launcher.backends.slurm.query import JobInfo, _exit_code
