@@ -10,7 +10,8 @@ import sys
 import time
 
 from launcher.status import NodeStatus
-from launcher.supervise.watchdog import PROGRESS_LOG_INTERVAL, encode_env, split_progress
+from launcher.supervise.watchdog import encode_env
+from launcher.supervise.watchdog_output import PROGRESS_LOG_INTERVAL, split_progress
 
 HELLO = "kit-node"
 HELLO_TIMEOUT = 30.0
