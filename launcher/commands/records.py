@@ -8,8 +8,8 @@ import sys
 import time
 
 from launcher import records
-from launcher.backends import registry
 from launcher.commands.status_text import duration, status_text, when as _when
+from launcher.core.cancel import cancel_run
 from launcher.core.describe import describe
 from launcher.errors import KitError
 from launcher.core.lookup import all_roots, find_record, resolve_id, root_of, state_now
@@ -46,7 +46,7 @@ def _rows(roots: list[str], now: float) -> list[dict]:
             rows.append({"id": run_id, "backend": st.backend, "state": state, "exit": st.exit_code,
                          "created": st.created_at or 0, "started": start,
                          "duration": (end - start) if start and end else None,
-                         "job_id": st.job_id})
+                         "job_id": st.scheduler_job_id})
         for sweep_id, data in list_sweeps(root):   # its trials are runs <sweep>-t<N> of their own
             state = sweep_state(data)
             start, end = data.get("created_at"), data.get("finished_at") or (now if state == "running" else None)
@@ -115,15 +115,5 @@ def cancel(args) -> int:
         from launcher.sweeps.cancel import cancel_sweep
         print(cancel_sweep(find_sweep(root, args.run_id)))
         return 0
-    record = find_record(args.run_root, args.run_id)
-    st = record.read_status(strict=True)
-    run_id = st.run_id or args.run_id
-    backend = registry.backend(st.backend)
-    state, _ = backend.current_state(record, st)
-    if state not in ACTIVE + QUEUED + ("lost",):
-        code = st.exit_code
-        print(f"run {run_id}: already finished ({state}{'' if code is None else f', exit code {code}'}); "
-              "nothing to cancel")
-        return 0
-    print(backend.cancel(record, st))
+    print(cancel_run(find_record(args.run_root, args.run_id)))
     return 0

@@ -63,7 +63,7 @@ def describe(record: RunRecord, status: RunStatus, state: str, note: str, now: O
         "run_id": status.run_id, "job": status.job, "backend": status.backend, "record": record.path,
         "state": state, "note": note, "exit_code": code, "failure": _failure(status.failure),
         "attempts": attempts(status, state, code, now),
-        "nodes": nodes, "hosts": list(dict.fromkeys(n.host for n in status.nodes)), "job_id": status.job_id,
+        "nodes": nodes, "hosts": list(dict.fromkeys(n.host for n in status.nodes)), "job_id": status.scheduler_job_id,
         "times": {"created_at": status.created_at, "submitted_at": status.submitted_at,
                   "started_at": status.began, "finished_at": status.finished_at,
                   "duration_s": _span(status.began, status.finished_at, code is None, now)},

@@ -71,21 +71,12 @@ def latest_run(run_root: Optional[str]) -> tuple[str, Optional[str]]:
     return root, run_id
 
 
-def latest_sweep_root(run_root: Optional[str]) -> str:
-    """The run root that holds the newest sweep (of all this user's, when `run_root` is None)."""
-    from launcher.sweeps.record import list_sweeps
-    roots = [run_root] if run_root is not None else all_roots()
-    newest = [(data.get("created_at") or 0, root) for root in roots for _, data in list_sweeps(root)]
-    return max(newest)[1] if newest else (run_root or DEFAULT_ROOT)
-
-
 SHOWN_CANDIDATES = 4
 
 
 def _recorded(root: str, name: str) -> bool:
     """Does `root/name` hold a run's record or a sweep's?"""
-    from launcher.sweeps.record import SWEEP_FILE
-    return any(os.path.isfile(os.path.join(root, name, f)) for f in (records.STATUS, SWEEP_FILE))
+    return any(os.path.isfile(os.path.join(root, name, f)) for f in (records.STATUS, records.SWEEP_FILE))
 
 
 def _starting(run_root: Optional[str], prefix: str) -> list[str]:

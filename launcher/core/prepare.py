@@ -1,6 +1,6 @@
-"""`kit submit`'s first half: load and validate the specs, build the plan, and keep what the launch pipeline needs
-as plain data (launch.Prepared), the schemas (pydantic) left behind. Plain data, because this half may run in a
-forked process (planner.py) while kit logs in to the hosts."""
+"""A submission's first half, for both faces: load and validate the specs a Request names, build the plan, and keep
+what the launch pipeline needs as plain data (launch.Prepared), the schemas (pydantic) left behind. Plain data,
+because this half may run in a forked process (commands/planner.py) while kit logs in to the hosts."""
 
 import sys
 import time
@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 from launcher.backends import registry
 from launcher.core.launch import Prepared
+from launcher.core.request import Request
 from launcher.planning.model import LaunchPlan
 
 
@@ -30,40 +31,37 @@ def new_run_id(job_name: str) -> str:
     return f"{job_name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
-def overrides_from(args):
+def overrides_from(request: Request):
     from launcher.spec import Overrides
     return Overrides(
-        nodes=args.nodes, gpus=args.gpus, procs_per_node=args.procs_per_node, strategy=args.strategy,
-        mixed_precision=args.mixed_precision, master_port=args.port, sets=tuple(args.set),
-        extra_args=tuple(getattr(args, "args", None) or ()),
+        nodes=request.nodes, gpus=request.gpus, procs_per_node=request.procs_per_node, strategy=request.strategy,
+        mixed_precision=request.mixed_precision, master_port=request.port, sets=tuple(request.sets),
+        extra_args=tuple(request.args),
     )
 
 
-def job_of(args):
-    """The job a submission names: a job spec file, or one built from a script or `-m MODULE`."""
+def job_of(request: Request):
+    """The job a request names: a job spec file, or one built from a script or `-m MODULE`."""
     from launcher.spec import load_job
     from launcher.spec.adhoc import command_line_job, is_script
-    module = getattr(args, "module", None)
-    if module is not None:
-        return command_line_job(module=module)
-    if is_script(args.job):
-        return command_line_job(script=args.job)
-    return load_job(args.job)
+    if request.module is not None:
+        return command_line_job(module=request.module)
+    if is_script(request.job):
+        return command_line_job(script=request.job)
+    return load_job(request.job)
 
 
-def load(args) -> Loaded:
-    from launcher.spec import apply_overrides, load_cluster
-    from launcher.spec.adhoc import is_script
-    from launcher.sweeps.load import sweep_of
-    job = job_of(args)
-    cluster = load_cluster(args.cluster)
-    overrides = overrides_from(args)
+def load(request: Request) -> Loaded:
+    from launcher.spec import apply_overrides, load_cluster, sweep_of
+    job = job_of(request)
+    cluster = load_cluster(request.cluster)
+    overrides = overrides_from(request)
     resolved_job, resolved_cluster = apply_overrides(job, cluster, overrides)
     # A local cluster with no `python:` runs kit's own interpreter, so the venv kit lives in is used.
     default_python = registry.placement(resolved_cluster.backend).default_python(sys.executable)
-    built = getattr(args, "module", None) is not None or is_script(args.job)
     return Loaded(job, cluster, overrides, resolved_job, resolved_cluster,
-                  sweep_of(job, args.job or f"-m {args.module}", args.sweep), default_python, built)
+                  sweep_of(job, request.job or f"-m {request.module}", request.sweep), default_python,
+                  request.built)
 
 
 def plan_for(loaded: Loaded, run_id: Optional[str], attempt: int = 1) -> LaunchPlan:
@@ -113,21 +111,22 @@ def prepare(loaded: Loaded, plan: LaunchPlan) -> Prepared:
     error here) and the specs as the record keeps them."""
     from launcher.planning.inputs import PlanInputs
     from launcher.records import spec_record
-    from launcher.spec import check_ssh_files, load_user_deepspeed
+    from launcher.spec import load_user_deepspeed
     job, cluster = loaded.resolved_job, loaded.resolved_cluster
-    check_ssh_files(cluster)   # first: the checks' logins use them
-    bound = registry.placement(cluster.backend).binding(cluster, job)
+    placement = registry.placement(cluster.backend)
+    placement.check_files(cluster)   # first: the checks' logins use them
+    bound = placement.binding(cluster, job)
     inputs = PlanInputs.of(job, cluster, plan.run_id, loaded.default_python, load_user_deepspeed(job))
     return Prepared(plan, cluster.workdir, spec_record(job, plan), spec_record(cluster, plan), bound, inputs)
 
 
-def prepared_for(args) -> Optional[Prepared]:
+def prepared_for(request: Request) -> Optional[Prepared]:
     """The whole first half of a real (not dry) submission; None when it is a sweep (run another way)."""
-    loaded = load(args)
+    loaded = load(request)
     if loaded.sweep is not None:
         return None
-    return prepare(loaded, plan_for(loaded, args.run_id))
+    return prepare(loaded, plan_for(loaded, request.run_id))
 
 
-__all__ = ["Loaded", "Prepared", "load", "plan_for", "check_code", "dry_checks", "prepare", "prepared_for", "new_run_id",
+__all__ = ["Request", "Loaded", "Prepared", "load", "plan_for", "check_code", "dry_checks", "prepare", "prepared_for", "new_run_id",
            "overrides_from"]

@@ -250,21 +250,6 @@ def _login_host(name: str, settings: dict) -> LoginHost:
     return _LOGIN_HOSTS[key]
 
 
-def where_for(cluster):
-    """Where this cluster's SLURM commands run: its login host when the config names one, else here."""
-    fields = login_fields(cluster)
-    return where_at(fields.get("login_host"), fields.get("login_ssh"))
-
-
-def login_fields(cluster) -> dict:
-    """What a run record keeps so that status, logs and cancel reach the same place later (no secrets)."""
-    login = cluster.slurm.login_host if cluster.slurm is not None else None
-    if login is None:
-        return {}
-    from launcher.transport.endpoint import ssh_settings
-    return {"login_host": login, "login_ssh": ssh_settings(cluster.ssh)}
-
-
 def where_at(login_host: Optional[str], login_ssh: Optional[dict]):
     """Here, or the named login host reached with these connection settings (a record's or a binding's)."""
     if not login_host:

@@ -62,7 +62,7 @@ def _ended_job(tmp_path, argv, node_code, batch_text="") -> RunStatus:
     (run / "node0.exit").write_text(f"{node_code}\n")
     (run / "node0.log").write_text("bad data: reviews.csv:1: missing column 'text'\n")
     (run / "slurm-7.out").write_text(batch_text)
-    return RunStatus.from_json({"workdir": str(tmp_path), "run_dir": "runs/r", "job_id": "7",
+    return RunStatus.from_json({"backend": "slurm", "workdir": str(tmp_path), "run_dir": "runs/r", "job_id": "7",
                                 "max_requeues": 0, "nodes": [{"rank": 0, "host": "n1"}]})
 
 

@@ -60,7 +60,8 @@ def test_run_record_plan_equals_the_dry_run(ssh_run, ssh_hosts):
     nodes = status["nodes"]
     assert [(n["rank"], n["host"]) for n in nodes] == [(0, "n1"), (1, "n2")]
     assert all(n["pgid"] and n["start_ticks"] and n["remote_start"] for n in nodes)
-    assert status["ssh"]["known_hosts"] == ssh_hosts.known_hosts and status["accepted_host_keys"] == []
+    handle = status["handle"]
+    assert handle["ssh"]["known_hosts"] == ssh_hosts.known_hosts and handle["accepted_host_keys"] == []
 
 
 def test_nothing_of_the_run_is_left(ssh_run, ssh_hosts):

@@ -2,7 +2,6 @@
 gives in-process, reports a user's mistake as the same one-line error, a crash as a crash, and leaves no
 process behind however it ends."""
 
-import argparse
 import os
 import signal
 import subprocess
@@ -14,8 +13,10 @@ import pytest
 import yaml
 
 from launcher.cli import parse
-from launcher.core import prepare
 from launcher.commands.planner import Planner, PlannerFailed
+from launcher.commands.submit import request_of
+from launcher.core import prepare
+from launcher.core.request import Request
 from launcher.errors import KitError
 from tests.launcher.localrun import REPO
 
@@ -31,9 +32,9 @@ def _files(tmp_path, job_extra=None) -> tuple[str, str]:
     return str(tmp_path / "job.yaml"), str(tmp_path / "cluster.yaml")
 
 
-def _args(tmp_path, **job_extra) -> argparse.Namespace:
+def _args(tmp_path, **job_extra) -> Request:
     job, cluster = _files(tmp_path, job_extra)
-    return parse(["submit", job, "--cluster", cluster, "--run-id", "r1"])
+    return request_of(parse(["submit", job, "--cluster", cluster, "--run-id", "r1"]))
 
 
 def _gone(pid: int) -> bool:
@@ -157,14 +158,15 @@ def test_an_answer_larger_than_a_pipe_buffer_arrives_whole(tmp_path, monkeypatch
 ISOLATED = """
 import os, sys
 from launcher.cli import parse
-from launcher.core import prepare
 from launcher.commands.planner import Planner
+from launcher.commands.submit import request_of
+from launcher.core import prepare
 real = prepare.prepared_for
 def probe(args):
     real(args)
     return ("importlib.metadata" in sys.modules, os.environ.get("PYDANTIC_DISABLE_PLUGINS"))
 prepare.prepared_for = probe
-p = Planner(parse(["submit", sys.argv[1], "--cluster", sys.argv[2], "--run-id", "r1"]))
+p = Planner(request_of(parse(["submit", sys.argv[1], "--cluster", sys.argv[2], "--run-id", "r1"])))
 print("child:", p.result())
 p.close()
 print("kit:", "pydantic" in sys.modules, "importlib.metadata" in sys.modules,

@@ -59,7 +59,7 @@ def test_racing_writers_never_lose_or_mix_a_verdict(tmp_path):
             assert refused == sorted(set(VERDICTS) - {status.state}), status.history
             assert all(h["kept"] == status.state and h["pid"] for h in status.history)
             # Nothing of the other writer was lost.
-            assert status.note == "note 29" and status.slurm_state == "RUNNING"
+            assert status.note == "note 29" and status.handle.slurm_state == "RUNNING"
             assert sorted(os.listdir(record.path)) == [".status.lock", "status.json"]
 
 

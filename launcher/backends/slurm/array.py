@@ -97,7 +97,7 @@ def cancel_array(backend, sweep_data: dict, sweep_path: str) -> str:
             status = trial.read_status()
             if not trial.exists():
                 out[os.path.basename(trial.path)] = "not started"
-            elif not status.job_id:
+            elif not status.handle.job_id:
                 out[status.run_id] = "not submitted" if status.state in NOT_OVER else status.state
             else:
                 out[status.run_id] = backend.current_state(trial, status)[0]

@@ -37,10 +37,10 @@ def where_of(record: RunRecord, status: RunStatus):
     """Where the record's SLURM commands run: here, or its login host, reached with the settings the record holds
     only if it is yours and writable by nobody else, and never accepting a new host key."""
     require_trusted(record)
-    if not status.login_host:
+    if not status.handle.login_host:
         confine(record, status)
         return where_at(None, None)
-    return where_at(status.login_host, {**(status.login_ssh or {}), "accept_new_host_keys": False})
+    return where_at(status.handle.login_host, {**(status.handle.login_ssh or {}), "accept_new_host_keys": False})
 
 
 class SlurmBackend(Backend):
@@ -116,8 +116,8 @@ class SlurmBackend(Backend):
         """The requeues the batch shell counts (slurm.max_requeues: preemption and time limits) and kit's restarts
         share one budget."""
         status = record.read_status()
-        if status.restarts >= (status.max_requeues or 0):
-            return f"its requeue budget (slurm.max_requeues={status.max_requeues}) is spent"
+        if status.handle.restarts >= (status.handle.max_requeues or 0):
+            return f"its requeue budget (slurm.max_requeues={status.handle.max_requeues}) is spent"
         return ""
 
     def execute_again(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
@@ -127,24 +127,24 @@ class SlurmBackend(Backend):
         try:
             requeued = self._requeue(status)
         except KeyboardInterrupt:   # the job may be requeued already: say so, not "nothing was started"
-            if query(self.where, status.job_id).finished:
-                raise KitError(f"interrupted; SLURM job {status.job_id} was not requeued") from None
+            if query(self.where, status.handle.job_id).finished:
+                raise KitError(f"interrupted; SLURM job {status.handle.job_id} was not requeued") from None
             record.update_status(reopen=True, state="requeued", finished_at=None, exit_code=None, failure=None)
-            note(f"\nkit: stopped following; SLURM job {status.job_id} is requeued and will run. "
+            note(f"\nkit: stopped following; SLURM job {status.handle.job_id} is requeued and will run. "
                  f"{_how_to(plan.run_id, record)}")
             return Result(130, "still running", None)
         if not requeued:
-            raise KitError(f"SLURM refused to requeue job {status.job_id}")
+            raise KitError(f"SLURM refused to requeue job {status.handle.job_id}")
         record.keep_attempt_plan(plan)
         record.update_status(reopen=True, state="requeued", finished_at=None, exit_code=None, failure=None)
-        return self._follow_result(plan, record, requeues=status.restarts + 1)
+        return self._follow_result(plan, record, requeues=status.handle.restarts + 1)
 
     def _requeue(self, status) -> bool:
         """Requeue a finished job and make it eligible soon (a requeued job waits ~2 min by default). Not at once:
         each node refuses a credential for the same job id issued within the second its last attempt ended ("Job
         credential revoked"), and SLURM then fails the new attempt before it runs. The nodes' exit files go first,
         so that an attempt that never ran reads as such, not as the last attempt's failure."""
-        job_id = status.job_id
+        job_id = status.handle.job_id
         clear_node_exit_codes(self.where, status)
         r = self.where.run(["scontrol", "requeue", job_id], timeout=SUBMIT_TIMEOUT)
         if r.code != 0:
@@ -162,7 +162,7 @@ class SlurmBackend(Backend):
 
     def fetch_logs(self, record: RunRecord, status: RunStatus) -> None:
         """Bring the record's node logs up to date with the run directory (`kit logs` calls this)."""
-        if not (status.job_id and status.workdir):
+        if not (status.handle.job_id and status.handle.workdir):
             return
         try:
             copy_node_logs(where_of(record, status), status, record.path)
@@ -171,19 +171,19 @@ class SlurmBackend(Backend):
 
     def current_state(self, record: RunRecord, status: RunStatus) -> tuple[str, str]:
         state = status.state
-        if not status.job_id and state in ACTIVE and status.supervisor_pid and liveness.supervisor(status) is None:
+        if not status.handle.job_id and state in ACTIVE and status.supervisor_pid and liveness.supervisor(status) is None:
             return "lost", f"kit (pid {status.supervisor_pid}) ended before SLURM took the job; nothing was queued"
-        if state in FINAL or not status.job_id:
+        if state in FINAL or not status.handle.job_id:
             return state, status.ended_by or _requeue_note(status) or status.note
         where = where_of(record, status)
-        info = settle(where, status, query(where, status.job_id))
+        info = settle(where, status, query(where, status.handle.job_id))
         if info.finished:
             copy_node_logs(where, status, record.path)   # the failure summary reads the record's copy
             fields = final_fields(where, status, info, record.path)
             record.update_status(**fields, finished_at=time.time())
             return fields["state"], fields["ended_by"] or f"{describe(info)}, exit code {fields['exit_code']}"
         if info.kit_state == "unknown":
-            return state, f"SLURM job {status.job_id}: SLURM does not know it (any more)"
+            return state, f"SLURM job {status.handle.job_id}: SLURM does not know it (any more)"
         note_info(where, record, info)
         return info.kit_state, describe(info)
 
@@ -209,9 +209,9 @@ class SlurmBackend(Backend):
         return None if data is None else data[:limit]
 
     def fetch_output(self, record: RunRecord, status: RunStatus, path: str, limit: int):
-        if not status.workdir:
+        if not status.handle.workdir:
             return None
-        data = where_of(record, status).read(os.path.join(status.workdir, path))
+        data = where_of(record, status).read(os.path.join(status.handle.workdir, path))
         return None if data is None else data[:limit]
 
     def doctor_rows(self, cluster, job, plan) -> list:
@@ -220,7 +220,7 @@ class SlurmBackend(Backend):
 
     def cancel(self, record: RunRecord, status: RunStatus) -> str:
         where = where_of(record, status)
-        job_id = status.job_id
+        job_id = status.handle.job_id
         where.cancel(job_id)
         deadline = time.monotonic() + CANCEL_WAIT
         info = settle(where, status, query(where, job_id))
@@ -235,8 +235,8 @@ class SlurmBackend(Backend):
 
 
 def _requeue_note(status: RunStatus) -> str:
-    n = status.restarts or 0
-    return f"SLURM job {status.job_id} was requeued {n} time(s)" if n else ""
+    n = status.handle.restarts or 0
+    return f"SLURM job {status.handle.job_id} was requeued {n} time(s)" if n else ""
 
 
 def _how_to(run_id: str, record: RunRecord) -> str:

@@ -35,7 +35,7 @@ def follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: i
     watch, hang, stopped_by, last_output = None, None, None, [time.monotonic()]
     seen_running = False
     while True:
-        info = settle(where, status, query(where, status.job_id))
+        info = settle(where, status, query(where, status.handle.job_id))
         seen_running = seen_running or (info.kit_state == "running" and info.restarts >= requeues)
         if info.finished and not ends_this_attempt(info, requeues, seen_running):
             time.sleep(POLL)
@@ -54,8 +54,8 @@ def follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: i
         if watch is not None and stopped_by is None and not info.finished:
             stopped_by = watch.poll() or hang.poll()
             if stopped_by is not None:
-                note(f"kit: {cause(stopped_by)}: cancelling SLURM job {status.job_id}")
-                where.cancel(status.job_id)
+                note(f"kit: {cause(stopped_by)}: cancelling SLURM job {status.handle.job_id}")
+                where.cancel(status.handle.job_id)
         if info.finished:
             flush_held(noise, view=view)
             status = note_info(where, record, info)   # the hosts of a job that ended before it was seen running
@@ -65,7 +65,7 @@ def follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: i
             record.update_status(**fields, finished_at=time.time())
             # The run's end as kit reads it (SLURM says FAILED for a job whose time ran out at the warning).
             why = f": {fields['ended_by']}" if fields["ended_by"] else ""
-            note(f"kit: SLURM job {status.job_id} {fields['state']}{why}")
+            note(f"kit: SLURM job {status.handle.job_id} {fields['state']}{why}")
             return fields
         time.sleep(POLL)
 
@@ -86,7 +86,7 @@ def _world_watch(where, workdir: str, plan: LaunchPlan, record: RunRecord):
         host = hosts[node.machine_rank] if node.machine_rank < len(hosts) else "?"
         if host == "?":
             return None
-        r = where.run(["srun", f"--jobid={status.job_id}", "--overlap", "--nodes=1", "--ntasks=1",
+        r = where.run(["srun", f"--jobid={status.handle.job_id}", "--overlap", "--nodes=1", "--ntasks=1",
                             f"--nodelist={host}", "bash", "-c", reach_command(plan, node, master=hosts[0])],
                            cwd=workdir, timeout=REACH_TIMEOUT)
         return reach_problem(r.out + r.err, plan.world.master_addr, plan.world.master_port)
@@ -100,7 +100,7 @@ def _stacks(where, workdir: str, plan: LaunchPlan, record: RunRecord) -> dict:
     workdir = where.absolute(workdir)
     stacks = {}
     for node, host in zip(plan.nodes, [n.host for n in status.nodes]):
-        r = where.run(["srun", f"--jobid={status.job_id}", "--overlap", "--nodes=1", "--ntasks=1",
+        r = where.run(["srun", f"--jobid={status.handle.job_id}", "--overlap", "--nodes=1", "--ntasks=1",
                             f"--nodelist={host}", "bash", "-c", dump_command(plan, node)], cwd=workdir,
                            timeout=REACH_TIMEOUT)
         stacks.update(parse_dumps(r.out))

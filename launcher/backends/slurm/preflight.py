@@ -6,7 +6,8 @@ import os
 import re
 
 from launcher.errors import KitError
-from launcher.transport.where import CommandError, where_for
+from launcher.backends.slurm.options import where_for
+from launcher.transport.where import CommandError
 
 TOOLS = ("sbatch", "srun", "scontrol")
 TIMEOUT = 20.0

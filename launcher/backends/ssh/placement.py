@@ -6,10 +6,12 @@ from typing import Optional
 
 SYNC_LISTED = 40   # the dry-run's text lists this many synced files (its JSON every one)
 
+from launcher.backends.ssh.options import SyncOptions
 from launcher.planning.model import LaunchPlan, NodePlan
 from launcher.planning.placement import Placement
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
+from launcher.transport.options import SshOptions, check_key_files
 
 
 def uploads(plan: LaunchPlan, node: NodePlan) -> list[tuple[str, str]]:
@@ -21,7 +23,7 @@ def uploads(plan: LaunchPlan, node: NodePlan) -> list[tuple[str, str]]:
 
 class SshPlacement(Placement):
     name = "ssh"
-    sections = ("ssh", "sync")
+    sections = {"ssh": SshOptions, "sync": SyncOptions}
     uploads_files = True
 
     def check_cluster(self, cluster: ClusterSpec) -> None:
@@ -31,6 +33,9 @@ class SshPlacement(Placement):
 
     def logs_in(self, cluster: ClusterSpec) -> bool:
         return True
+
+    def check_files(self, cluster: ClusterSpec) -> None:
+        check_key_files(cluster.ssh)
 
     def at_edge(self, plan: LaunchPlan, cluster: ClusterSpec, job: Optional[JobSpec] = None) -> LaunchPlan:
         """The files of the cluster's `sync:`, listed here (this machine's disk) at submit time."""

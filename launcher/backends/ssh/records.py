@@ -32,7 +32,7 @@ def record_settings(record, status: RunStatus) -> dict:
     """The connection settings a record holds, for logging in again (status, cancel): only from a record that is
     yours and writable by nobody else, and never accepting a new host key (that opt-in was the submission's)."""
     require_trusted(record)
-    return {**(status.ssh or {}), "accept_new_host_keys": False}
+    return {**(status.handle.ssh or {}), "accept_new_host_keys": False}
 
 
 def _on_hosts(record, status: RunStatus, action: str) -> tuple[dict, list]:
