@@ -185,7 +185,7 @@ class Run:
         if node is not None and not found:
             raise KitError(f"node {node}: no such node log in {self.path}")
         texts = []
-        for rank, path in found:
+        for _, path in found:
             with open(path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
             texts.append(text if node is not None else f"==> {os.path.basename(path)} <==\n{text}")

@@ -201,7 +201,8 @@ def _set_misread(argv: list[str], extra: list[str]):
         else:
             continue
         if "=" not in key and value in extra:
-            return f"--set {key} {value}: --set takes KEY=VALUE; did you mean --set {key}={value}? (see kit submit --help)"
+            return (f"--set {key} {value}: --set takes KEY=VALUE; did you mean --set {key}={value}? "
+                    f"(see kit submit --help)")
     return None
 
 

@@ -19,7 +19,8 @@ from launcher.states import allowed
 from launcher.status import RunStatus, corrupt
 
 STATUS = "status.json"
-SWEEP_FILE = "sweep.json"   # what a sweep's directory holds instead (sweeps/record.py); run ids and sweep ids share names
+# What a sweep's directory holds instead (sweeps/record.py): run ids and sweep ids share one namespace.
+SWEEP_FILE = "sweep.json"
 LOCK = ".status.lock"       # flock'd around each read-modify-write of the status
 RESERVE = ".status.reserve"  # room kept for the status on a disk that fills up (write_atomic)
 VERDICT = ("state", "exit_code", "failure", "finished_at", "node_exit_codes", "ended_by")

@@ -40,6 +40,7 @@ def run_attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, co
         _keep(record, current, started, result, why)
         number = current.attempt + 1
         say(f"kit: run {plan.run_id} attempt {number}/{plan.limits.restarts + 1} after: {why}")
+        assert replan is not None   # without it the restart was refused above
         try:
             nxt = replan(Attempt(number, tuple(lost)))
             started = time.time()

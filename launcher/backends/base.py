@@ -13,8 +13,7 @@ record. Planning (where the nodes go, what each node runs) is the backend's Plac
 import abc
 import os
 import sys
-import time
-from typing import Optional
+from typing import Any, Optional
 
 from launcher.backends.result import Result
 from launcher.planning.model import LaunchPlan
@@ -25,8 +24,11 @@ from launcher.status import RunStatus
 
 class Backend(abc.ABC):
     name = "?"
-    # The run's record is kept where kit runs (True), or below the cluster's workdir as the nodes see it.
-    record_stays_here = False
+
+    @property
+    def record_stays_here(self) -> bool:
+        """The run's record is kept where kit runs (True), or below the cluster's workdir as the nodes see it."""
+        return False
 
     # ---- every backend
     @abc.abstractmethod
@@ -67,7 +69,7 @@ class Backend(abc.ABC):
         return ""
 
     # ---- defaults
-    binding = None
+    binding: Any = None
 
     def use(self, binding) -> None:
         """The settings the plan leaves out (connection settings, the entrypoint for the checks): plain data from

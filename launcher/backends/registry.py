@@ -23,13 +23,12 @@ start-up may (metadata_on_use.py). This module imports nothing of kit's, so ever
 import importlib
 import os
 import sys
-from typing import Optional
 
 GROUP = "kit.backends"
 # The cluster kit uses when no --cluster is given, and what a record without a backend field ran on.
 DEFAULT = "local"
 
-_found: Optional[dict] = None   # name -> package, read once per process
+_found: dict | None = None   # name -> package, read once per process
 _parts: dict = {}
 
 
@@ -46,7 +45,7 @@ def _entry_points(text: str, group: str) -> dict:
     return out
 
 
-def scan(group: str = GROUP, path: Optional[list] = None) -> dict:
+def scan(group: str = GROUP, path: list | None = None) -> dict:
     """name -> value of every entry point in `group` of the distributions on `path` (sys.path), as
     importlib.metadata finds them: sys.path in order, one distribution of a name (the first), the first entry
     point of a name. Directories only (a zipped distribution is not read)."""
@@ -145,6 +144,6 @@ def help_text(name: str) -> str:
     return _part(name, "", "HELP", optional=True) or name
 
 
-def doctor_text(name: str) -> Optional[str]:
+def doctor_text(name: str) -> str | None:
     """What `kit doctor` checks on a cluster of this backend, or None when it checks nothing there."""
     return _part(name, "", "DOCTOR", optional=True)

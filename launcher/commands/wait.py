@@ -34,6 +34,7 @@ def wait(args) -> int:
         return 130
     status = record.read_status()
     code = end_code(state, status)
+    assert code is not None   # wait_end returns once the run is over
     if state == "lost":
         print(f"kit: run {name} lost{f': {note}' if note else ''} (exit code {code})", file=sys.stderr)
     else:

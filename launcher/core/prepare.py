@@ -128,5 +128,5 @@ def prepared_for(request: Request) -> Optional[Prepared]:
     return prepare(loaded, plan_for(loaded, request.run_id))
 
 
-__all__ = ["Request", "Loaded", "Prepared", "load", "plan_for", "check_code", "dry_checks", "prepare", "prepared_for", "new_run_id",
-           "overrides_from"]
+__all__ = ["Request", "Loaded", "Prepared", "load", "plan_for", "check_code", "dry_checks", "prepare", "prepared_for",
+           "new_run_id", "overrides_from"]

@@ -1,6 +1,6 @@
 """The cluster config: where a job runs and how to reach it (cluster_configs/*.yaml)."""
 
-from typing import Annotated, Literal, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Union
 
 from pydantic import Field, StringConstraints, create_model, field_validator, model_validator
 
@@ -85,19 +85,22 @@ class ClusterSpec(StrictModel):
     def model_for(cls, data) -> "type[ClusterSpec]":
         """The model that validates `data`: this one with the sections its backend declares as fields."""
         backend = data.get("backend") if isinstance(data, dict) else None
-        if cls is not ClusterSpec or not registry.known(backend):
+        if cls is not ClusterSpec or not isinstance(backend, str) or not registry.known(backend):
             return cls
         if backend not in _MODELS:
-            sections = registry.placement(backend).sections
-            _MODELS[backend] = create_model(f"ClusterSpec[{backend}]", __base__=ClusterSpec,
-                                            __module__=__name__,
-                                            **{name: (Optional[model], None) for name, model in sections.items()})
+            sections: dict[str, Any] = {name: (Optional[model], None)
+                                        for name, model in registry.placement(backend).sections.items()}
+            _MODELS[backend] = create_model(f"ClusterSpec[{backend}]", __base__=ClusterSpec, __module__=__name__,
+                                            **sections)
         return _MODELS[backend]
 
     @classmethod
     def model_validate(cls, obj, **kwargs):
         model = cls.model_for(obj)
         return super().model_validate(obj, **kwargs) if model is cls else model.model_validate(obj, **kwargs)
+
+    if TYPE_CHECKING:   # a backend's sections are fields of its model only: to a type checker, any attribute
+        def __getattr__(self, name: str) -> Any: ...
 
     def section(self, name: str) -> Optional[Section]:
         """The backend's section `name` as given (None when not given, or not one of the backend's)."""
@@ -138,7 +141,7 @@ class ClusterSpec(StrictModel):
         return self
 
 
-_MODELS: dict = {}   # backend name -> its ClusterSpec model
+_MODELS: dict[str, type[ClusterSpec]] = {}   # backend name -> its ClusterSpec model
 
 
 def _restore(backend: str, state: dict) -> ClusterSpec:

@@ -11,6 +11,7 @@ import signal
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 from launcher.supervise import tree
 from launcher.supervise.supervisor import Cancel
@@ -25,7 +26,7 @@ POLL_SECONDS = 0.2
 
 @dataclass
 class _Running:
-    trial: object
+    trial: Any   # a TrialPlan
     pid: int
     pipe: int
     started: float

@@ -4,6 +4,7 @@ closing them (connect.py opens them)."""
 import posixpath
 import threading
 import time
+from typing import Any
 
 from launcher.transport.endpoint import Endpoint
 
@@ -16,7 +17,7 @@ SETTLE_SECONDS = 10.0
 class Connection:
     def __init__(self, endpoint: Endpoint, client, jump=None):
         self.endpoint, self.client, self._jump = endpoint, client, jump
-        self._sftp = None
+        self._sftp: Any = None   # paramiko's SFTPClient, opened on first use
         self._dirs = set()   # directories known to exist on the host
         self._ahead = {}     # command -> sessions opened ahead of their use (open_ahead)
         self._sessions = []  # every long session opened (gates, nodes): close() lets them end first

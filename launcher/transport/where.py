@@ -13,7 +13,7 @@ import shutil
 import stat
 import subprocess
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from launcher.errors import KitError
 
@@ -34,6 +34,8 @@ class Result:
 class _Slurm:
     """The SLURM questions both places ask the same way, through their own run() (stderr captured: a cluster
     without accounting makes sacct print an error at every poll)."""
+    where: str   # the place, as messages name it
+    run: Callable[..., Result]
 
     def accounting_state(self, job_id: str) -> str:
         """The job's state as sacct has it; UNKNOWN without accounting or before sacct has a row."""

@@ -171,7 +171,8 @@ class SlurmBackend(Backend):
 
     def current_state(self, record: RunRecord, status: RunStatus) -> tuple[str, str]:
         state = status.state
-        if not status.handle.job_id and state in ACTIVE and status.supervisor_pid and liveness.supervisor(status) is None:
+        gone = status.supervisor_pid and liveness.supervisor(status) is None
+        if not status.handle.job_id and state in ACTIVE and gone:
             return "lost", f"kit (pid {status.supervisor_pid}) ended before SLURM took the job; nothing was queued"
         if state in FINAL or not status.handle.job_id:
             return state, status.ended_by or _requeue_note(status) or status.note

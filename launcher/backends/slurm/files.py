@@ -11,6 +11,7 @@ import re
 from typing import Optional
 
 from launcher.render.slurm import node_exit_file
+from launcher.status import RunStatus
 from launcher.transport.where import CommandError
 
 _NODE_LOG = re.compile(r"^node\d+\.log$")
@@ -30,7 +31,7 @@ def this_attempts_output(batch_text: str, restarts: int) -> Optional[str]:
     return None if at < 0 else batch_text[at:]
 
 
-def run_dir_on_cluster(status: dict) -> str:
+def run_dir_on_cluster(status: RunStatus) -> str:
     return os.path.join(status.handle.workdir, status.handle.run_dir)
 
 
@@ -76,7 +77,7 @@ def exit_file_mtime(where, status: dict, rank: int) -> float:
     return float("inf") if t is None else t
 
 
-def batch_output(where, status: dict) -> str:
+def batch_output(where, status: RunStatus) -> str:
     """The batch shell's output (#SBATCH --output=<run_dir>/slurm-%j.out), "" when there is none (yet)."""
     data = where.read(os.path.join(run_dir_on_cluster(status), f"slurm-{status.handle.job_id}.out"))
     return (data or b"").decode("utf-8", errors="replace")

@@ -46,8 +46,10 @@ def load_ahead() -> None:
 
 class SshBackend(Backend):
     name = "ssh"
-    # The hosts may have disks of their own: the record and the streamed logs stay where kit runs.
-    record_stays_here = True
+    @property
+    def record_stays_here(self) -> bool:
+        """The hosts may have disks of their own: the record and the streamed logs stay where kit runs."""
+        return True
 
     def __init__(self):
         self.settings, self.addresses, self.entrypoint = {}, {}, None

@@ -3,12 +3,12 @@ and the schemas and plan in the forked planner, commands/planner.py) and each ho
 shell's rc files) are most of the time to start, and they can overlap.
 
 `early_guess(request, cluster)` reads the job and cluster files as plain YAML (kit's process never loads the
-schemas for such a run), and `log_in_early(guess)` connects to the hosts the job will use in background threads (host keys checked
-as always) and opens each one's launch channel, whose gate waits for its program on stdin (gate.py). Nothing of
-the job starts: the check program is sent only once the plan is built and validated, and go only after every
-host passed its checks. The backend then takes a login only if its endpoint is exactly the one the validated
-config resolves to; anything else is closed and the backend connects as it would have. A guess that misses (an
-unusual config, overrides) only costs the early work.
+schemas for such a run), and `log_in_early(guess)` connects to the hosts the job will use in background threads
+(host keys checked as always) and opens each one's launch channel, whose gate waits for its program on stdin
+(gate.py). Nothing of the job starts: the check program is sent only once the plan is built and validated, and go
+only after every host passed its checks. The backend then takes a login only if its endpoint is exactly the one the
+validated config resolves to; anything else is closed and the backend connects as it would have. A guess that
+misses (an unusual config, overrides) only costs the early work.
 """
 
 import sys
