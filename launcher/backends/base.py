@@ -12,7 +12,6 @@ record. Planning (where the nodes go, what each node runs) is the backend's Plac
 
 import abc
 import os
-import sys
 from typing import Any, Optional
 
 from launcher.backends.result import Result
@@ -131,8 +130,3 @@ class Backend(abc.ABC):
         """Cancel what submit_many submitted as one; the line to print. None: the trials are cancelled one by
         one, each through its own record."""
         return None
-
-
-def note(text: str) -> None:
-    """kit's own line on stderr (for backends that have no Console)."""
-    print(text, file=sys.stderr, flush=True)

@@ -8,10 +8,11 @@ import sys
 import time
 
 from launcher import records
-from launcher.commands.status_text import duration, status_text, when as _when
+from launcher.commands.status_text import status_text, when as _when
 from launcher.core.cancel import cancel_run
 from launcher.core.describe import describe
 from launcher.errors import KitError
+from launcher.render.text import duration
 from launcher.core.lookup import all_roots, find_record, resolve_id, root_of, state_now
 from launcher.status import ACTIVE, FINAL, NOT_OVER, QUEUED
 from launcher.sweeps.record import find_sweep, is_sweep, list_sweeps, state_now as sweep_state

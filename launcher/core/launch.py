@@ -2,7 +2,6 @@
 and the Python API start runs through `launch()`; what differs per backend is the backend's (backends/base.py)."""
 
 import os
-import sys
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -11,7 +10,7 @@ from launcher.backends.attempts import run_attempts
 from launcher.backends import registry
 from launcher.backends.base import Result
 from launcher.environment import dropped_warning
-from launcher.errors import KitError, one_line
+from launcher.errors import KitError, note, one_line
 from launcher.planning.inputs import PlanInputs, replanner
 from launcher.planning.model import LaunchPlan
 from launcher.status import NOT_OVER
@@ -36,10 +35,6 @@ class Prepared:
 class Launched:
     record: records.RunRecord
     result: Optional[Result]           # None when detached: the run goes on without this process
-
-
-def note(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=None, console=None,

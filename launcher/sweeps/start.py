@@ -4,8 +4,8 @@ as a run's plan is in core/prepare.py), then its record and trials (execute.py).
 import dataclasses
 
 from launcher.backends import registry
-from launcher.core.launch import note
 from launcher.core.prepare import Loaded, check_code
+from launcher.errors import note
 from launcher.spec import load_user_deepspeed
 from launcher.sweeps.execute import run_sweep
 from launcher.sweeps.plan import SweepPlan, plan_sweep

@@ -2,16 +2,11 @@
 ssh.connect_timeout, and a failure one line naming the host."""
 
 import socket
-import sys
 
-from launcher.errors import KitError, per_line
+from launcher.errors import KitError, note, per_line
 from launcher.transport.endpoint import Endpoint
 from launcher.transport.hostkeys import Accepted, changed_key_message, load_known_hosts, unknown_key_message
 from launcher.transport.ssh import Connection
-
-
-def _note(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 def _sock_via_jump(endpoint: Endpoint, accepted: Accepted):
@@ -71,7 +66,7 @@ def connect(endpoint: Endpoint, accepted: Accepted, sock=None) -> Connection:
     paramiko = load_paramiko()
     client = paramiko.SSHClient()
     load_known_hosts(client, endpoint)
-    client.set_missing_host_key_policy(accepted.policy(endpoint, _note) if endpoint.accept_new
+    client.set_missing_host_key_policy(accepted.policy(endpoint, note) if endpoint.accept_new
                                        else paramiko.RejectPolicy())
     if endpoint.proxy_jump:
         jump, sock = _sock_via_jump(endpoint, accepted)

@@ -8,13 +8,13 @@ login host (`slurm.login_host`) over SSH and SFTP. The run record stays where `k
 import os
 import time
 
-from launcher.backends.base import Backend, Result, note
+from launcher.backends.base import Backend, Result
 from launcher.backends.slurm.follow import follow, note_info
 from launcher.backends.slurm.files import clear_node_exit_codes, confine, copy_node_logs
 from launcher.backends.slurm.outcome import describe, failure_of, final_fields, settle
 from launcher.backends.slurm.query import query
 from launcher.environment import process_env
-from launcher.errors import KitError
+from launcher.errors import KitError, note
 from launcher.planning.model import LaunchPlan
 from launcher.records import RunRecord
 from launcher.trust import require_trusted

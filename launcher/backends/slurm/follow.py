@@ -5,10 +5,10 @@ import dataclasses
 import os
 import time
 
-from launcher.backends.base import note
 from launcher.backends.slurm.files import copy_node_logs
 from launcher.backends.slurm.outcome import describe, final_fields, settle
 from launcher.backends.slurm.query import hostnames, query
+from launcher.errors import note
 from launcher.planning.model import LaunchPlan
 from launcher.preflight.reach import reach_command, reach_problem
 from launcher.preflight.stacks import dump_command, parse_dumps
