@@ -263,8 +263,8 @@ def main(argv=None) -> int:
         if args.command == "wait":
             from launcher.commands.wait import wait
             return wait(args)
-        from launcher.commands import records
-        return {"runs": records.runs_cmd, "status": records.status, "cancel": records.cancel}[args.command](args)
+        from launcher.commands import runs
+        return {"runs": runs.runs_cmd, "status": runs.status, "cancel": runs.cancel}[args.command](args)
     except KitError as e:
         print(f"{getattr(e, 'usage', '')}kit: error: {render(e)}", file=sys.stderr)
         return e.exit_code

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from launcher import run_index
-from launcher.commands.records import since
+from launcher.commands.runs import since
 from launcher.render.text import duration
 from launcher.errors import KitError
 from tests.launcher.localrun import LOCAL_CLUSTER, kit, kit_background, wait_for, write_job

@@ -247,11 +247,11 @@ class SshBackend(Backend):
         return results
 
     def current_state(self, record: RunRecord, status: RunStatus) -> tuple[str, str]:
-        from launcher.backends.ssh.records import current_state
+        from launcher.backends.ssh.cancel import current_state
         return current_state(record, status)
 
     def cancel(self, record: RunRecord, status: RunStatus) -> str:
-        from launcher.backends.ssh.records import cancel_ssh_run
+        from launcher.backends.ssh.cancel import cancel_ssh_run
         return cancel_ssh_run(record, status)
 
     def release(self) -> None:
