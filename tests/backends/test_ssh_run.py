@@ -6,7 +6,7 @@ import pytest
 
 from tests.backends.sshrun import cluster, leftovers, node_log, workdir
 from tests.launcher.localrun import kit, reports, write_job
-from tests.launcher.test_local_backend import HOSTILE_ARGS
+from tests.backends.test_local_backend import HOSTILE_ARGS
 
 
 @pytest.fixture(scope="module")

@@ -126,7 +126,7 @@ def test_slurm_rank_and_head_are_runtime_words():
 
 def test_world_of_one_is_not_distributed():
     """No launcher and no accelerate config: the process runs alone, as accelerate's simple launcher would run it
-    (tests/launcher/test_render_direct.py compares the two)."""
+    (tests/render/test_render_direct.py compares the two)."""
     p = plan(job(), cluster(LOCAL_CPU))
     assert p.nodes[0].argv[1:3] == ("-m", "train") and not p.files
     assert "--multi_gpu" not in p.nodes[0].argv and "--cpu" not in p.nodes[0].argv

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from tests.launcher.localrun import LOCAL_CLUSTER, pids_of_run
+from tests.launcher.localrun import LOCAL_CLUSTER, REPO, pids_of_run
 
-CRASH = os.path.join(os.path.dirname(__file__), "scripts", "collective_crash.py")
+CRASH = os.path.join(REPO, "tests", "launcher", "scripts", "collective_crash.py")
 WARNING = "FutureWarning: `batch_first` is deprecated"
 
 

@@ -10,7 +10,7 @@ from tests.launcher.planning import cluster, job, plan
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 RUN_ID = "golden-run"
 UPDATE_HINT = (
-    "if the change is intended, regenerate the golden files with: pytest tests/launcher/test_golden.py --update-golden"
+    "if the change is intended, regenerate the golden files with: pytest tests/render/test_golden.py --update-golden"
 )
 
 STRATEGIES = {
