@@ -26,6 +26,7 @@ def two_node_run(tmp_path_factory):
     return tmp, out, result
 
 
+@pytest.mark.slow
 def test_real_run_executes_exactly_the_dry_run_plan(two_node_run):
     tmp, out, result = two_node_run
     recorded = json.loads((tmp / "runs" / "two-node" / "plan.json").read_text())
@@ -86,6 +87,7 @@ def start_lingering_run(tmp_path, run_id):
     return proc, out
 
 
+@pytest.mark.slow
 def test_killing_one_rank_ends_the_whole_run(tmp_path):
     proc, out = start_lingering_run(tmp_path, "kill-one")
     try:
@@ -102,6 +104,7 @@ def test_killing_one_rank_ends_the_whole_run(tmp_path):
     assert status["state"] == "failed"
 
 
+@pytest.mark.slow
 def test_failing_rank_fails_the_run(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -111,6 +114,7 @@ def test_failing_rank_fails_the_run(tmp_path):
     assert pids_of_run("fail-one") == []
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_no_process(tmp_path):
     proc, out = start_lingering_run(tmp_path, "ctrl-c")
     try:
@@ -126,6 +130,7 @@ def test_ctrl_c_leaves_no_process(tmp_path):
     assert status["state"] == "cancelled"
 
 
+@pytest.mark.slow
 def test_cancel_stops_only_its_own_run(tmp_path):
     outs = {}
     procs = {}
@@ -151,6 +156,7 @@ def test_cancel_stops_only_its_own_run(tmp_path):
     assert pids_of_run("keep") == []
 
 
+@pytest.mark.slow
 def test_deepspeed_plan_forms_a_deepspeed_world_on_cpu(tmp_path):
     """kit's generated DEEPSPEED YAML + JSON (ZeRO-3, CPU offload, bf16) engage DeepSpeed across 2 nodes."""
     out = tmp_path / "out"
@@ -165,6 +171,7 @@ def test_deepspeed_plan_forms_a_deepspeed_world_on_cpu(tmp_path):
     assert all(r["mixed_precision"] == "bf16" and r["allreduce_sum"] == 3.0 for r in got)
 
 
+@pytest.mark.slow
 def test_detached_run_is_followed_and_cancelled_by_id(tmp_path):
     out = tmp_path / "out"
     out.mkdir()

@@ -49,6 +49,7 @@ def test_the_echo_backend_is_a_package_of_its_own():
     assert "echo" not in r.stdout.split("--backend", 1)[1].split("--since")[0]
 
 
+@pytest.mark.slow
 def test_a_job_runs_through_submit_status_logs_cancel(tmp_path, plugin_env):
     job, cluster = _files(tmp_path, greeting="hi there")
     r = kit("submit", job, "--cluster", cluster, "--run-id", "echo-run", "--detach", cwd=tmp_path, env=plugin_env)

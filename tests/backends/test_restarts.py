@@ -6,6 +6,8 @@ import json
 import os
 import signal
 
+import pytest
+
 from tests.launcher.localrun import LOCAL_CLUSTER, kit, kit_background, pids_of_run, wait_for
 from tests.train.support import resumable_args, synthetic_rows, write_csv
 
@@ -31,6 +33,7 @@ def _job(tmp_path, args, **fields):
     return str(path)
 
 
+@pytest.mark.slow
 def test_a_killed_rank_restarts_the_world_which_resumes_from_its_checkpoint(tmp_path):
     data = write_csv(tmp_path / "d.csv", synthetic_rows(400))
     out = tmp_path / "out"
@@ -66,6 +69,7 @@ def test_a_killed_rank_restarts_the_world_which_resumes_from_its_checkpoint(tmp_
     assert pids_of_run("restarted") == []
 
 
+@pytest.mark.slow
 def test_a_jobs_own_verdict_is_never_restarted(tmp_path):
     job = _job(tmp_path, ["--data", str(tmp_path / "missing.csv"), "--output-dir", str(tmp_path / "o")], restarts=2)
     r = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "refused", cwd=tmp_path, timeout=300)
@@ -75,6 +79,7 @@ def test_a_jobs_own_verdict_is_never_restarted(tmp_path):
 
 STEPPER = """
 import os, sys, time
+import pytest
 import torch, torch.distributed as dist
 dist.init_process_group("gloo")
 for step in range(600):
@@ -85,6 +90,7 @@ for step in range(600):
 """
 
 
+@pytest.mark.slow
 def test_a_restarted_world_that_never_forms_is_bounded_by_the_rendezvous_timeout(tmp_path):
     """Attempt 2's node 1 never starts its launcher (its setup line stalls): the world of attempt 2 did not form, and
     the dead world's log directories (attempt 1's) must not count as joined: the run ends at timeouts.rendezvous."""

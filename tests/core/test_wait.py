@@ -8,6 +8,7 @@ import os
 import signal
 import time
 
+import pytest
 import yaml
 
 from tests.launcher.localrun import LOCAL_CLUSTER, PROBE, kit, kit_background, pids_of_run, reports, wait_for
@@ -41,6 +42,7 @@ def _detach(tmp_path, run_id, job):
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow
 def test_wait_exits_with_a_ranks_own_code_and_at_once_when_over(tmp_path):
     job, _ = _job(tmp_path, args=["--fail-rank", "1", "--fail-code", "7"])
     _detach(tmp_path, "seven", job)
@@ -54,6 +56,7 @@ def test_wait_exits_with_a_ranks_own_code_and_at_once_when_over(tmp_path):
     assert kit("logs", "seven", "--follow", cwd=tmp_path).returncode == 7
 
 
+@pytest.mark.slow
 def test_a_rank_killed_from_outside_is_128_plus_the_signal_for_a_followed_run(tmp_path):
     job, out = _job(tmp_path, args=["--linger", "120"])
     proc = kit_background("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "oom", cwd=tmp_path)
@@ -75,6 +78,7 @@ def test_a_rank_killed_from_outside_is_128_plus_the_signal_for_a_followed_run(tm
     assert wait_for(lambda: pids_of_run("oom") == [], timeout=30)
 
 
+@pytest.mark.slow
 def test_a_timeout_is_its_own_code_and_leaves_the_run_alone(tmp_path):
     job, out = _job(tmp_path, args=["--linger", "120"])
     _detach(tmp_path, "slow", job)
@@ -99,6 +103,7 @@ def test_a_timeout_is_its_own_code_and_leaves_the_run_alone(tmp_path):
     assert waiter.returncode == 143 and "cancelled" in said, said   # kit cancel's SIGTERM, as recorded
 
 
+@pytest.mark.slow
 def test_a_run_whose_supervisor_died_reads_lost(tmp_path):
     job, out = _job(tmp_path, args=["--linger", "120"])
     proc = kit_background("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "orphan", cwd=tmp_path)
@@ -110,6 +115,7 @@ def test_a_run_whose_supervisor_died_reads_lost(tmp_path):
     assert wait_for(lambda: pids_of_run("orphan") == [], timeout=60)   # its watchdogs stop the nodes
 
 
+@pytest.mark.slow
 def test_a_restarted_run_lists_its_attempts(tmp_path):
     job, out = _job(tmp_path, args=["--linger", "6"], restarts=1)
     proc = kit_background("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "twice", cwd=tmp_path)
@@ -133,12 +139,14 @@ def test_a_restarted_run_lists_its_attempts(tmp_path):
     assert "  attempt 2  " in text and "succeeded, exit 0" in text, text
 
 
+@pytest.mark.slow
 def test_one_process_exit_code(tmp_path):
     job, _ = _job(tmp_path, procs=1, args=["--fail-rank", "0", "--fail-code", "7"])
     _detach(tmp_path, "one-seven", job)
     assert kit("wait", "one-seven", cwd=tmp_path).returncode == 7
 
 
+@pytest.mark.slow
 def test_one_process_killed_by_sigkill_is_137(tmp_path):
     job, out = _job(tmp_path, procs=1, args=["--linger", "120"])
     _detach(tmp_path, "one-oom", job)

@@ -42,6 +42,7 @@ def _writer(args):
     return role
 
 
+@pytest.mark.slow
 def test_racing_writers_never_lose_or_mix_a_verdict(tmp_path):
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(4) as pool:

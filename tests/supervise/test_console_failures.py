@@ -23,6 +23,7 @@ def _run(tmp_path, run_id, *flags, args=()):
     return r, logs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags, failing, node", [
     (("--procs-per-node", "4"), 2, 0),                    # one node of 4 ranks
     (("--nodes", "2", "--procs-per-node", "2"), 3, 1),    # the failing rank on node 1, the others on both nodes
@@ -47,6 +48,7 @@ def test_the_console_shows_the_failing_ranks_traceback_not_the_others(tmp_path, 
     assert logs.count(WARNING) == 4
 
 
+@pytest.mark.slow
 def test_a_rank_that_exits_without_a_traceback_leaves_the_console_without_any(tmp_path):
     r, _ = _run(tmp_path, "gives-up", "--procs-per-node", "2", args=["--fail-rank", "1", "--how", "exit",
                                                                          "--code", "9"])

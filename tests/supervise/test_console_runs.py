@@ -8,11 +8,13 @@ import subprocess
 import sys
 import time
 
+import pytest
 import yaml
 
 from tests.launcher.localrun import LOCAL_CLUSTER, PROBE, pids_of_run, wait_for, write_job
 
 
+@pytest.mark.slow
 def test_closed_output_pipe_never_stalls_the_run(tmp_path):
     """`kit submit ... | head -n 2`: kit's stdout closes early while the ranks write megabytes."""
     out = tmp_path / "out"
@@ -57,6 +59,7 @@ def _screen(proc, leader) -> str:
     return text
 
 
+@pytest.mark.slow
 def test_progress_bar_moves_live_when_kit_writes_to_a_terminal(tmp_path):
     text = _screen(*_under_a_terminal(tmp_path, 1, "tty"))
     # Every redraw reached the terminal, drawn over the previous one (no newline between them).
@@ -66,6 +69,7 @@ def test_progress_bar_moves_live_when_kit_writes_to_a_terminal(tmp_path):
     assert "step 1/40" in log and "step 40/40" not in log  # the log keeps one redraw per 30 s
 
 
+@pytest.mark.slow
 def test_ranks_progress_through_torchruns_tee_is_drawn_in_place_without_blank_lines(tmp_path):
     # Two processes: torchrun tees each rank's output from a file it reads in text mode, where a "\r" would
     # end a line (each redraw an empty tagged line, then a new line): kit's mark survives it.
@@ -79,6 +83,7 @@ def test_ranks_progress_through_torchruns_tee_is_drawn_in_place_without_blank_li
     assert log.count("step ") == 1 and "\x1b" not in log and "\r" not in log   # one redraw per 30 s, bare
 
 
+@pytest.mark.slow
 def test_a_rank_that_prints_without_flushing_is_seen_at_once(tmp_path):
     """kit's submitter may have no PYTHONUNBUFFERED; the plan sets it, so a plain print() reaches the log live."""
     script = os.path.join(os.path.dirname(PROBE), "quiet_printer.py")

@@ -3,9 +3,12 @@ rank's stack recorded and the stuck ranks named with their innermost frames (iss
 
 import os
 
+import pytest
+
 from tests.launcher.localrun import LOCAL_CLUSTER, kit, pids_of_run, write_job
 
 
+@pytest.mark.slow
 def test_a_hung_world_is_named_with_its_stacks(tmp_path):
     job = write_job(tmp_path, args=["--out", str(tmp_path), "--hang-rank", "1"], timeouts={"hang": 8})
     r = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "hung", cwd=tmp_path, timeout=180)

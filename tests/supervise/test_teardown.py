@@ -9,6 +9,8 @@ import os
 import signal
 import time
 
+import pytest
+
 from tests.launcher.localrun import LOCAL_CLUSTER, kit, kit_background, pids_of_run, reports, wait_for, write_job
 
 SAVE_SECONDS = 20
@@ -47,6 +49,7 @@ def _finish(proc, timeout=120):
     return proc.stdout.read()
 
 
+@pytest.mark.slow
 def test_ctrl_c_waits_for_slow_checkpoints_then_leaves_nothing(tmp_path):
     proc, out = _start(tmp_path, "slow-ctrl-c", "--on-term", f"save:{SAVE_SECONDS}")
     proc.send_signal(signal.SIGINT)
@@ -59,6 +62,7 @@ def test_ctrl_c_waits_for_slow_checkpoints_then_leaves_nothing(tmp_path):
     assert "Traceback" not in console
 
 
+@pytest.mark.slow
 def test_cancel_of_detached_run_waits_for_slow_checkpoints(tmp_path):
     _, out = _start(tmp_path, "slow-cancel", "--on-term", f"save:{SAVE_SECONDS}", detach=True)
     result = kit("cancel", "slow-cancel", cwd=tmp_path, timeout=150)
@@ -71,6 +75,7 @@ def test_cancel_of_detached_run_waits_for_slow_checkpoints(tmp_path):
     assert again.returncode == 0 and "already finished (cancelled" in again.stdout
 
 
+@pytest.mark.slow
 def test_failed_rank_stops_the_others_after_their_save_and_names_the_cause(tmp_path):
     proc, out = _start(tmp_path, "slow-fail", "--on-term", f"save:{SAVE_SECONDS}", "--fail-rank", "1",
                        "--fail-code", "4", "--fail-message", "bad data: /x.csv:1: missing column 'text'")
@@ -89,6 +94,7 @@ def test_failed_rank_stops_the_others_after_their_save_and_names_the_cause(tmp_p
     assert status["failure"]["rank"] == 1
 
 
+@pytest.mark.slow
 def test_kill_9_of_kit_still_tears_the_run_down(tmp_path):
     proc, out = _start(tmp_path, "slow-kill9", "--on-term", f"save:{SAVE_SECONDS}")
     os.kill(proc.pid, signal.SIGKILL)
@@ -100,6 +106,7 @@ def test_kill_9_of_kit_still_tears_the_run_down(tmp_path):
     assert "lost" in kit("runs", cwd=tmp_path).stdout
 
 
+@pytest.mark.slow
 def test_ranks_that_ignore_sigterm_are_killed_and_a_second_ctrl_c_shortens_the_wait(tmp_path):
     proc, out = _start(tmp_path, "deaf", "--on-term", "ignore")
     proc.send_signal(signal.SIGINT)
@@ -115,6 +122,7 @@ def test_ranks_that_ignore_sigterm_are_killed_and_a_second_ctrl_c_shortens_the_w
     assert _status(tmp_path, "deaf")["state"] == "cancelled"
 
 
+@pytest.mark.slow
 def test_ranks_that_exit_at_once_do_not_cost_the_grace_period(tmp_path):
     proc, out = _start(tmp_path, "quick")
     started = time.monotonic()
@@ -124,6 +132,7 @@ def test_ranks_that_exit_at_once_do_not_cost_the_grace_period(tmp_path):
     assert pids_of_run("quick") == []
 
 
+@pytest.mark.slow
 def test_preempted_rank_makes_the_run_preempted(tmp_path):
     proc, out = _start(tmp_path, "preempt", "--fail-rank", "0", "--fail-code", "75", "--fail-message",
                        "preempted at step 7", nodes=1)

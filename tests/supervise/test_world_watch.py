@@ -3,11 +3,13 @@ reach the master and why, found by checking from that node; nothing of the run i
 
 import time
 
+import pytest
 import yaml
 
 from tests.launcher.localrun import kit, pids_of_run, write_job
 
 
+@pytest.mark.slow
 def test_a_local_world_that_never_forms_names_the_node_and_the_cause(tmp_path):
     job = write_job(tmp_path, args=["--out", str(tmp_path)], timeouts={"rendezvous": 6})
     # Node 0 (the master) never gets past its setup: its launcher never listens, node 1 cannot connect. (Its
