@@ -102,11 +102,6 @@ class ClusterSpec(StrictModel):
     if TYPE_CHECKING:   # a backend's sections are fields of its model only: to a type checker, any attribute
         def __getattr__(self, name: str) -> Any: ...
 
-    def section(self, name: str) -> Optional[Section]:
-        """The backend's section `name` as given (None when not given, or not one of the backend's)."""
-        value = getattr(self, name, None) if name in type(self).model_fields else None
-        return value if isinstance(value, Section) else None
-
     @model_validator(mode="before")
     @classmethod
     def others_sections(cls, data):
