@@ -41,7 +41,7 @@ def test_two_node_probe_run_ranks_on_two_hosts(slurm_cluster, tmp_path):
     planned = json.loads(dry.stdout)["files"]["runs/slurm-probe/job.sbatch"]
     assert open(os.path.join(run_dir, "job.sbatch")).read() == planned
     # Once the controller forgets the job (MinJobAge), sacct is what kit asks.
-    assert wait_for(lambda: sacct_state(st["job_id"]) == "COMPLETED", timeout=30)
+    assert wait_for(lambda: sacct_state(st["handle"]["job_id"]) == "COMPLETED", timeout=30)
 
 
 def test_failing_rank_is_summarized_from_its_own_tagged_output(slurm_cluster, tmp_path):
