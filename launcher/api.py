@@ -16,7 +16,7 @@ import time
 from typing import Optional, Sequence
 
 from launcher import records
-from launcher.api_words import check_arguments, in_api_words
+from launcher.api_words import check_arguments, said_in_api_words
 from launcher.backends import registry
 from launcher.core.cancel import cancel_run
 from launcher.core.launch import launch
@@ -33,19 +33,6 @@ POLL = 0.5
 
 def _say(text: str) -> None:
     log.info(text)
-
-
-def _in_api_words(fn):
-    """A public function of the API: the core's one-line errors said with its keyword arguments, not flags."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*a, **kw):
-        try:
-            return fn(*a, **kw)
-        except KitError as e:
-            raise in_api_words(e) from None
-    return wrapper
 
 
 def _request(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, run_id,
@@ -105,7 +92,7 @@ class Plan:
         return f"<kit.Plan {self.run_id}: {w.num_machines} node(s) x {w.procs_per_node} on {self.plan.backend}>"
 
 
-@_in_api_words
+@said_in_api_words
 def plan(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
          procs_per_node: Optional[int] = None, strategy: Optional[str] = None, mixed_precision: Optional[str] = None,
          port: Optional[int] = None, set: Optional[dict] = None, args: Sequence[str] = (),
@@ -120,7 +107,7 @@ def plan(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] 
     return Plan(planned)
 
 
-@_in_api_words
+@said_in_api_words
 def submit(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
            procs_per_node: Optional[int] = None, strategy: Optional[str] = None,
            mixed_precision: Optional[str] = None, port: Optional[int] = None, set: Optional[dict] = None,
@@ -134,7 +121,7 @@ def submit(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int
     return Run(launched.record.path)
 
 
-@_in_api_words
+@said_in_api_words
 def get_run(run_id: Optional[str] = None, run_root: Optional[str] = None) -> "Run":
     """The run `run_id` (the latest one when None; the beginning of an id will do when it begins no other):
     wherever kit's index of your runs says, or under `run_root`."""
@@ -222,7 +209,7 @@ class Run:
         return f"<kit.Run {self.id} {self.status.state}>"
 
 
-@_in_api_words
+@said_in_api_words
 def sweep(job, *, sweep=None, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
           procs_per_node: Optional[int] = None, strategy: Optional[str] = None,
           mixed_precision: Optional[str] = None, port: Optional[int] = None, set: Optional[dict] = None,
@@ -239,7 +226,7 @@ def sweep(job, *, sweep=None, cluster=None, nodes: Optional[int] = None, gpus: O
     return Sweep(record.path)
 
 
-@_in_api_words
+@said_in_api_words
 def get_sweep(sweep_id: Optional[str] = None, run_root: Optional[str] = None) -> "Sweep":
     """The sweep `sweep_id` (the latest one when None): wherever kit's index says, or under `run_root`."""
     from launcher.core.lookup import root_of

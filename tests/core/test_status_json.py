@@ -46,8 +46,8 @@ def test_json_gives_every_attempt_in_the_stable_shape(tmp_path):
                       "duration_s": 30.0, "cause": "node 0 (n1) rank 1 exited 4 (bad data): row 7"}
     assert data["failure"] == {"node": 0, "host": "n1", "rank": 1, "exit_code": 4, "meaning": "bad data",
                                "last_line": "row 7", "cause": "node 0 (n1) rank 1 exited 4 (bad data): row 7"}
-    assert data["nodes"] == [{"node": 0, "host": "n1", "pid": 11, "exit_code": 0},
-                             {"node": 1, "host": "n2", "pid": 12, "exit_code": 1}]
+    assert data["nodes"] == [{"node": 0, "host": "n1", "pid": 11, "exit_code": 0, "stopped_by_kit": False},
+                             {"node": 1, "host": "n2", "pid": 12, "exit_code": 1, "stopped_by_kit": False}]
     assert data["hosts"] == ["n1", "n2"] and data["job_id"] is None
     assert data["times"] == {"created_at": 1000.0, "submitted_at": None, "started_at": 1000.5,
                              "finished_at": 1130.0, "duration_s": 129.5}
