@@ -5,9 +5,10 @@ import dataclasses
 import os
 import time
 
-from launcher.backends.slurm.files import copy_node_logs
+from launcher.backends.slurm.files import batch_output, copy_node_logs
 from launcher.backends.slurm.outcome import describe, final_fields, settle
 from launcher.backends.slurm.query import hostnames, query
+from launcher.backends.slurm.requeues import requeued_attempts
 from launcher.errors import note
 from launcher.planning.model import LaunchPlan
 from launcher.preflight.reach import reach_command, reach_problem
@@ -118,6 +119,9 @@ def note_info(where, record: RunRecord, info) -> RunStatus:
     hosts = hostnames(where, info.nodes) if info.kit_state == "running" or (info.finished and unknown) else []
     if hosts and len(hosts) == len(status.nodes):
         fields["nodes"] = [dataclasses.replace(n, host=h) for n, h in zip(status.nodes, hosts)]
+    if info.restarts > len(status.attempts):   # requeued by the queue itself: its ended attempts are listed
+        batch = batch_output(where, status)
+        record.amend(lambda current: requeued_attempts(current, info.restarts, batch, time.time()))
     return record.update_status(**fields)
 
 
