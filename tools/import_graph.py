@@ -29,7 +29,7 @@ LAYERS = [
     ("plan", ["launcher.planning", "launcher.environment"]),
     ("transport", ["launcher.transport"]),
     ("records", ["launcher.status", "launcher.records", "launcher.run_index"]),
-    ("supervise", ["launcher.supervise", "launcher.preflight"]),
+    ("supervise", ["launcher.supervise", "launcher.preflight", "launcher.insight"]),
     ("backends", ["launcher.backends"]),
     ("launch", ["launcher.launch", "launcher.lookup", "launcher.waiting", "launcher.describe", "launcher.sweeps"]),
     ("api", ["launcher.api", "launcher.commands", "launcher"]),   # launcher/__init__.py: the API's face

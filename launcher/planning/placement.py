@@ -46,6 +46,11 @@ class Placement:
     # left out.
     inherits_submit_env = False
 
+    # Where the nodes' environments are compared before training (render/envcheck.py): "task" (each task, before
+    # its launcher, meeting the others in the shared run directory), "checks" (the backend's checks before
+    # anything starts), "" (nowhere: the nodes share one machine).
+    env_check_where = ""
+
     # ---- the cluster config
     # A restart is the scheduler's requeue of the same job (SLURM): attempt k runs attempt 1's plan.
     restarts_in_place = False

@@ -39,6 +39,7 @@ def load_ahead() -> None:
     from launcher.backends.ssh.gate import read_checks  # noqa: F401
     from launcher.backends.ssh.preflight import gate_host  # noqa: F401
     from launcher.preflight.entrypoint import CheckResult  # noqa: F401
+    from launcher.render.envcheck import probe_lines  # noqa: F401
     from launcher.transport.sftp import SftpUnavailable  # noqa: F401
     from launcher.transport.ssh import connect_each  # noqa: F401
     boot_source()
@@ -123,6 +124,7 @@ class SshBackend(Backend):
         heartbeat = 2 * float(self.settings.get("host_timeout") or HOST_TIMEOUT)
 
         digests = synced = None
+        fingerprints = {}   # rank -> the node's environment, as its checks saw it (insight/drift.py)
         if plan.sync is not None:
             from launcher.backends.ssh.sync import LocalDigests
             digests, synced = LocalDigests(plan.sync), []
@@ -133,7 +135,7 @@ class SshBackend(Backend):
                 problem = self._sync(conn, plan, digests, synced)
                 if problem:
                     return {}, [problem]
-            return gate_host(conn, plan, self.entrypoint, heartbeat)
+            return gate_host(conn, plan, self.entrypoint, heartbeat, fingerprints)
 
         from launcher.backends.ssh.early import claim
         early = claim()   # logins opened while kit was starting, used where they match the validated config
@@ -151,6 +153,12 @@ class SshBackend(Backend):
         if problems:
             self._close()
             raise per_line(problems)  # one line per host, each like a single error
+        try:   # the job's env_check on the nodes' fingerprints: the table said; strict refuses the run
+            from launcher.insight.drift import judge_plan
+            judge_plan(plan, fingerprints, lambda text: print(text, file=sys.stderr, flush=True))
+        except KitError:
+            self._close()   # the waiting nodes end, having started nothing
+            raise
         if synced:
             from launcher.backends.ssh.sync import summary
             print(summary(sorted(synced, key=lambda s: s.host), plan.sync.source), file=sys.stderr, flush=True)
