@@ -59,4 +59,15 @@ def judge_plan(plan, fingerprints: dict, say: Callable[[str], None]) -> Optional
     return judge(plan.env_check, reports, say)
 
 
-__all__ = ["fingerprint", "differing", "table", "summary", "judge", "judge_plan"]
+def doctor_rows(reports: list) -> list:
+    """`kit doctor`'s rows for the check a run makes: one per host and differing item (`env ITEM`, FAIL, the
+    value: commands/doctor.py prints them as this module's table too), or one `environment` row per host."""
+    rows = differing(reports)
+    if not rows:
+        return [(host, "environment", "ok", "the same on every host (versions, CUDA/NCCL, the job's code)")
+                for host, _ in reports]
+    return [(host, f"env {item}", "FAIL", "-" if values[i] is None else str(values[i]))
+            for i, (host, _) in enumerate(reports) for item, values in rows]
+
+
+__all__ = ["fingerprint", "differing", "table", "summary", "judge", "judge_plan", "doctor_rows"]

@@ -77,3 +77,31 @@ def test_slurm_a_task_with_another_accelerate_fails_the_job_before_training(slur
     assert cause in shown.stdout, shown.stdout
     assert json.load(open(os.path.join(slurmrun.workdir(slurm_cluster), "runs", "slurm-drift", "env.0.node1.json"))
                      )["env"]["accelerate"] == "1.15.0"
+
+
+def test_ssh_doctor_shows_the_same_table(ssh_hosts, tmp_path):
+    job = write_job(tmp_path, args=["--out", str(tmp_path)])
+    cfg = cluster(ssh_hosts, tmp_path)
+    same = kit("doctor", "--cluster", cfg, "--job", job, "--format", "json", cwd=workdir(ssh_hosts), timeout=120)
+    checks = {(c["host"], c["check"]): c["verdict"] for c in json.loads(same.stdout)["checks"]}
+    assert checks[("n1", "environment")] == checks[("n2", "environment")] == "ok", same.stdout
+    with seen_on(ssh_hosts.hosts[1], metadata_path("accelerate"), with_version("accelerate", "1.15.0")):
+        r = kit("doctor", "--cluster", cfg, "--job", job, cwd=workdir(ssh_hosts), timeout=120)
+    assert r.returncode == 1, r.stdout
+    import accelerate
+    assert "the hosts' environments differ (a run with env_check: strict stops before training):" in r.stdout
+    assert "  environment  n1      n2" in r.stdout.splitlines(), r.stdout
+    assert _table_row(r.stdout, "accelerate") == ["accelerate", accelerate.__version__, "1.15.0"], r.stdout
+
+
+def test_slurm_doctor_shows_the_same_table(slurm_cluster, tmp_path):
+    job = write_job(tmp_path, args=["--out", str(tmp_path)])
+    cfg = slurmrun.cluster_file(slurm_cluster, tmp_path)
+    with seen_on(slurm_cluster.bed.hosts[1], metadata_path("accelerate"), with_version("accelerate", "1.15.0")):
+        r = kit("doctor", "--cluster", cfg, "--job", job, cwd=slurmrun.workdir(slurm_cluster), timeout=240)
+    assert r.returncode == 1, r.stdout + r.stderr
+    import accelerate
+    assert "  environment  n1      n2" in r.stdout.splitlines(), r.stdout
+    assert _table_row(r.stdout, "accelerate") == ["accelerate", accelerate.__version__, "1.15.0"], r.stdout
+    good = kit("doctor", "--cluster", cfg, "--job", job, cwd=slurmrun.workdir(slurm_cluster), timeout=240)
+    assert good.returncode == 0 and "n2     environment     ok" in good.stdout, good.stdout
