@@ -128,17 +128,19 @@ class RunRecord:
         """Attempt k's plan beside the first one's plan.json (secret values masked, as there)."""
         write_atomic(self.file(f"plan.attempt{plan.attempt}.json"), to_json(masked_dict(plan)))
 
-    def update_status(self, reopen: bool = False, **fields) -> RunStatus:
+    def update_status(self, reopen: bool = False, append: Optional[dict] = None, **fields) -> RunStatus:
         """Apply `fields` (RunStatus's own, type-checked) to the status on disk, under the record's lock (every
         writer goes through here: the follower, `kit status`, `kit cancel`, a sweep), and write it back atomically.
         The state moves only as states.py allows: once the run has ended, a writer that disagrees with its verdict
         (state, exit code, failure) is written into the record's history, not applied; `reopen`: a restart starts
-        an ended run again. A full disk costs a warning (once per record) and keeps the last good record."""
+        an ended run again. `append`: field -> entries added to that list field as it is on disk (writers that
+        race each keep theirs). A full disk costs a warning (once per record) and keeps the last good record."""
         with self._locked():
             current = self.read_status()
             if current.state == "corrupt":   # never written over: what it held is unknown, and may still matter
                 raise KitError(f"run record {self.path}: {STATUS} is unreadable ({current.note}); kit will not "
                                f"write over it: inspect or remove that directory")
+            fields.update({name: [*getattr(current, name), *more] for name, more in (append or {}).items()})
             status = current.replace(**_verdict_kept(current, fields, reopen))
             try:
                 write_atomic(self.file(STATUS), to_json(status.to_json()), reserve=self.file(RESERVE))

@@ -22,6 +22,7 @@ JOB_ID = re.compile(r"^\d+(_\d+)?$")                        # SLURM job id, or <
 TICKS = re.compile(r"^\d+$")                                # a process's start time in clock ticks (/proc)
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 RUN_DIR = re.compile(r"^[^\x00-\x1f\x7f]+$")   # a path (the cluster's run_root + the run id): one line
+EVENT = re.compile(r"^[a-z][a-z_ ]{0,40}$")     # a timeline event's or a section's name
 
 
 class BadStatus(ValueError):
@@ -133,7 +134,8 @@ def _attempt(v) -> dict:
         raise BadStatus(f"expected an attempt mapping, got {v!r}")
     return {"attempt": _int(v.get("attempt")), "started_at": _float(v.get("started_at")),
             "finished_at": _float(v.get("finished_at")), "state": _str(v.get("state")), "cause": _str(v.get("cause")),
-            "exit_code": _int(v.get("exit_code")), "master_port": _int(v.get("master_port"))}
+            "exit_code": _int(v.get("exit_code")), "master_port": _int(v.get("master_port")),
+            "host": _str(v.get("host"), HOST_NAME), "meaning": _str(v.get("meaning"))}
 
 
 def _history(v) -> dict:
@@ -141,6 +143,25 @@ def _history(v) -> dict:
         raise BadStatus(f"expected a history mapping, got {v!r}")
     return {"at": _float(v.get("at")), "pid": _pid(v.get("pid")), "state": _str(v.get("state")),
             "exit_code": _int(v.get("exit_code")), "kept": _str(v.get("kept"))}
+
+
+def _mark(v) -> dict:
+    """A timeline entry kit wrote (insight/timeline.py): when, what, which attempt, a word more."""
+    if not isinstance(v, dict):
+        raise BadStatus(f"expected a timeline mapping, got {v!r}")
+    return {"at": _float(v.get("at")), "event": _str(v.get("event"), EVENT) or "?", "attempt": _int(v.get("attempt")),
+            "detail": _str(v.get("detail")) or ""}
+
+
+def _straggler(v) -> Optional[dict]:
+    """The rank kit named a straggler (insight/stragglers.py)."""
+    if v is None:
+        return None
+    if not isinstance(v, dict):
+        raise BadStatus(f"expected a straggler mapping, got {v!r}")
+    return {"node": _int(v.get("node")), "host": _str(v.get("host"), HOST_NAME) or "?", "rank": _int(v.get("rank")),
+            "section": _str(v.get("section"), EVENT) or "?", "ratio": _float(v.get("ratio")),
+            "score": _float(v.get("score")), "at": _float(v.get("at"))}
 
 
 def _backend(v) -> str:
@@ -237,6 +258,10 @@ class RunStatus:
     note: str = _checked("", lambda v: _str(v) or "")
     # Writes the record refused: a verdict another writer disagreed with once the run had ended (records.py).
     history: tuple = _checked((), lambda v: tuple(_history(h) for h in (_list(v) or [])))
+    # What kit saw happen, beside attempts' starts and ends (insight/timeline.py): world formed, queued, ...
+    timeline: tuple = _checked((), lambda v: tuple(_mark(m) for m in (_list(v) or [])))
+    # The rank kit named as the one that paces the world (insight/stragglers.py), once.
+    straggler: Optional[dict] = _checked(None, _straggler)
 
     @property
     def over(self) -> bool:

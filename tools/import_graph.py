@@ -31,7 +31,8 @@ LAYERS = [
     ("records", ["launcher.status", "launcher.records", "launcher.run_index"]),
     ("supervise", ["launcher.supervise", "launcher.preflight", "launcher.insight"]),
     ("backends", ["launcher.backends"]),
-    ("launch", ["launcher.launch", "launcher.lookup", "launcher.waiting", "launcher.describe", "launcher.sweeps"]),
+    ("launch", ["launcher.launch", "launcher.lookup", "launcher.waiting", "launcher.describe", "launcher.sweeps",
+                "launcher.insight.run_report"]),
     ("api", ["launcher.api", "launcher.commands", "launcher"]),   # launcher/__init__.py: the API's face
     ("cli", ["launcher.cli", "launcher.__main__"]),
 ]

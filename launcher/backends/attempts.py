@@ -60,7 +60,10 @@ def _keep(record: RunRecord, plan: LaunchPlan, started: float, result: Result, w
     record.update_status(attempts=[*done, {"attempt": plan.attempt, "started_at": started,
                                            "finished_at": time.time(), "state": result.state,
                                            "exit_code": result.code, "cause": why,
-                                           "master_port": plan.world.master_port}])
+                                           "master_port": plan.world.master_port,
+                                           # whose failure it was (host health: insight/health.py)
+                                           "host": result.failure.host if result.failure else None,
+                                           "meaning": result.failure.meaning if result.failure else None}])
 
 
 __all__ = ["run_attempts", "Replan"]

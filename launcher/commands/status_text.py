@@ -45,6 +45,8 @@ def status_text(data: dict) -> str:
     for n in data["nodes"]:
         code = "-" if n["exit_code"] is None else n["exit_code"]
         lines.append(f"  node {n['node']}  host {n['host']}  pid {n['pid'] or '-'}  exit {code}")
+    if data.get("straggler"):
+        lines.append(f"  straggler: {data['straggler']['line']}")
     if data["failure"]:
         lines.append(f"  first failure: {data['failure']['cause']}")
     if data["exit_code"] is not None:

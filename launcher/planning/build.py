@@ -120,13 +120,15 @@ def _env_check_lines(job, shape, placement, python, run_dir, rank_word, files) -
 
 def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id: str,
                default_python: str = "python", user_deepspeed: Optional[dict] = None,
-               attempt: Attempt = Attempt()) -> LaunchPlan:
+               attempt: Attempt = Attempt(), failed_hosts: tuple = ()) -> LaunchPlan:
     """`attempt`: which attempt of the run this plan starts (planning/attempt.py: its port, hosts and
-    rendezvous id); attempt 1 is the run as submitted."""
+    rendezvous id); attempt 1 is the run as submitted. `failed_hosts`: ((host, why), ...) that caused a failure
+    lately (planning/health.py), read from the records by the caller."""
     if not RUN_ID_PATTERN.fullmatch(run_id):
         raise KitError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-' only")
     job, cluster = apply_overrides(job, cluster, overrides)
     placement: Placement = registry.placement(cluster.backend)
+    cluster, notes = placement.away_from(job, cluster, dict(failed_hosts))
     shape = resolve_shape(job, cluster)
     # A scheduler that requeues the job itself runs the same script again (its ranks and master resolved anew
     # in the new allocation): its attempt k is attempt 1's plan.
@@ -161,4 +163,5 @@ def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id:
         spare_hosts=tuple((h.name, h.address or h.name) for h in spares),
         attempt=attempt.number,
         env_check=job.env_check,
+        notes=notes,
     )

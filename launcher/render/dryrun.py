@@ -131,6 +131,7 @@ def render_text(plan: LaunchPlan) -> str:
         head.append(f"teardown: SIGTERM to every process of every node, SIGKILL after {plan.teardown_grace:g} s")
     head.append(_limits_line(plan))
     head += _env_line(plan)
+    head += [f"host health: {note}" for note in plan.notes]
     if plan.attempt > 1:
         head.append(_attempt_line(plan))
     head.append("network: " + _network_text(plan))

@@ -15,6 +15,7 @@ from launcher.backends.slurm.outcome import describe, failure_of, final_fields, 
 from launcher.backends.slurm.query import hostnames, query
 from launcher.environment import process_env
 from launcher.errors import KitError
+from launcher.insight.watch import InsightWatch
 from launcher.planning.model import LaunchPlan
 from launcher.records import RunRecord, require_trusted
 from launcher.status import ACTIVE, FINAL, RunStatus
@@ -195,8 +196,9 @@ class SlurmBackend(Backend):
                 watch = self._world_watch(plan, record)
                 hang = HangWatch(plan, watch, lambda: last_output[0], lambda: self._stacks(plan, record),
                                  record.path)
+                insight = InsightWatch(plan, record, watch, note, lambda n: _host_of(record, plan.nodes[n]))
             if watch is not None and stopped_by is None and not info.finished:
-                stopped_by = watch.poll() or hang.poll()
+                stopped_by = watch.poll() or hang.poll() or insight.poll()
                 if stopped_by is not None:
                     note(f"kit: {cause(stopped_by)}: cancelling SLURM job {status.job_id}")
                     self.where.cancel(status.job_id)
@@ -327,15 +329,17 @@ class SlurmBackend(Backend):
 def _note(where, record: RunRecord, info) -> RunStatus:
     """Keep the record's state, requeue count and hosts as SLURM last said them."""
     status = record.read_status()
-    fields = {"restarts": info.restarts, "slurm_state": info.slurm_state}
+    fields, moved = {"restarts": info.restarts, "slurm_state": info.slurm_state}, []
     if not info.finished:
         fields["state"] = info.kit_state
+        if info.kit_state != status.state:   # the queue's moves, in the timeline kit report reads
+            moved = [{"at": time.time(), "event": info.kit_state, "attempt": info.restarts + 1, "detail": info.reason}]
     # The allocation's hosts while it runs; a job that ended before kit saw it running still names the hosts it ran on.
     unknown = any(n.host == "?" for n in status.nodes)
     hosts = hostnames(where, info.nodes) if info.kit_state == "running" or (info.finished and unknown) else []
     if hosts and len(hosts) == len(status.nodes):
         fields["nodes"] = [dataclasses.replace(n, host=h) for n, h in zip(status.nodes, hosts)]
-    return record.update_status(**fields)
+    return record.update_status(append={"timeline": moved}, **fields)
 
 
 def _host_of(record: RunRecord, node) -> str:

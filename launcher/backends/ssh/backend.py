@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from launcher.backends.base import Backend, Result
 from launcher.environment import process_env
 from launcher.errors import KitError, per_line
+from launcher.insight.watch import InsightWatch
 from launcher.planning.model import LaunchPlan, NodePlan
 from launcher.records import RunRecord
 from launcher.status import LOST, Failure, RunStatus
@@ -211,7 +212,8 @@ class SshBackend(Backend):
             hang = HangWatch(plan, watch, lambda: console.rank_output_at, lambda: self._stacks(plan), record.path)
             outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
                 f"kit: stopping run {plan.run_id} on every host: SIGTERM to every process, SIGKILL after "
-                f"{plan.teardown_grace:.0f} s (a Ctrl-C shortens the wait)"), watches=[watch, hang])
+                f"{plan.teardown_grace:.0f} s (a Ctrl-C shortens the wait)"),
+                watches=[watch, hang, InsightWatch(plan, record, watch, console.note)])
             pinging.set()
             for node, t in zip(nodes, threads):
                 t.join(timeout=0.2 if node.lost else 10)   # a lost host's stream may never end
