@@ -103,8 +103,13 @@ class Insight:
                 if mod.training and self._started is not None:
                     self._forward += time.perf_counter() - self._started
                     self._started = None
-        module.register_forward_pre_hook(before)
-        module.register_forward_hook(after)
+        self._hooks = [module.register_forward_pre_hook(before), module.register_forward_hook(after)]
+
+    def close(self) -> None:
+        """Stop timing the model's forward (its hooks removed)."""
+        for hook in getattr(self, "_hooks", ()):
+            hook.remove()
+        self._hooks = []
 
     def batches(self, loader):
         """The loader's batches, the wait for each one timed (an epoch's first one, which syncs RNG, not)."""
