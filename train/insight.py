@@ -23,7 +23,7 @@ from contextlib import contextmanager
 
 MARK = "kit-insight: "
 REPORT_EVERY_S = float(os.environ.get("KIT_INSIGHT_EVERY") or 5.0)
-PROGRESS_EVERY_S = 2.0
+PROGRESS_EVERY_S = 0.5   # the lost work after a failure is known to this much
 
 
 def enabled() -> bool:

@@ -78,10 +78,11 @@ class Trainer:
             with self.preemption.deferred():
                 while self.state.step < self.total_steps:
                     if not self._run_epoch(bar):
+                        self.insight.event("end", step=self.state.step)   # preempted: saved, ending
                         return False
         finally:
             bar.close()
-            self.insight.event("end", step=self.state.step)
+        self.insight.event("end", step=self.state.step)   # not on an exception: that is a failure, not an end
         return True
 
     def _epoch_loader(self):

@@ -34,7 +34,7 @@ def report_text(data: dict) -> str:
         why = f": {a['cause']}" if a["cause"] else ""
         lines.append(f"  {a['attempt']}  {_clock(a['started_at'])} -> {_clock(a['finished_at'])}  "
                      f"{a['state']}{code}{why}")
-        if a.get("lost_s") is not None:
+        if a.get("lost_s") or a.get("restored_step") is not None:
             since = f" since its checkpoint of step {a['restored_step']}" if a.get("restored_step") else ""
             resumed = (f"; training resumed {a['resumed_after_s']:.1f} s after the failure"
                        if a.get("resumed_after_s") is not None else "")

@@ -1,8 +1,9 @@
 """Which rank paces the world? Under DDP every rank's step takes as long as the slowest one's, so step times name no
 one; the sections a rank times without a collective in them (train/insight.py: data loading, forward) do. As
-NVIDIA's NVRx does, each rank is scored against the fastest rank, section by section: (fastest + F) / (own + F),
-its score the lowest of its sections (F: a floor that keeps sections of microseconds from scoring noise). A rank
-whose score over the last WINDOW report windows stays below the threshold is named, once.
+NVIDIA's NVRx does, each rank is scored against the fastest rank, section by section and over its sections
+together: (fastest + F) / (own + F), its score the lowest of these (F: a floor that keeps sections of microseconds
+from scoring noise). A rank whose score over the last WINDOW report windows stays below the threshold is named,
+once.
 
 Pure: fed the training module's `sections` events (each rank's per-step means over one report window `w`)."""
 
@@ -14,6 +15,7 @@ THRESHOLD = 0.7
 WINDOW = 3          # report windows (train/insight.py: 5 s each by default) a rank's score is taken over
 FLOOR = 0.002       # seconds per step added to both sides of a section's ratio
 SECTIONS = ("data", "forward")
+BOTH = "data and forward"
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,8 @@ class Stragglers:
     def _lowest(self, means: dict) -> Optional[Straggler]:
         if len(means) < 2:
             return None
+        # The sections together too: a rank stopped from outside loses its time in whichever it was in.
+        means = {r: {**m, BOTH: sum(m.values())} if len(m) > 1 else m for r, m in means.items()}
         best = _best(means)
         found = None
         for r, sections in means.items():

@@ -49,3 +49,14 @@ def test_a_window_waits_for_every_rank():
     watch = Stragglers(3)
     for e in _window(0, (0.05, 0.2)) * 4:
         assert watch.feed(e) is None
+
+
+def test_time_lost_in_either_section_adds_up_over_both():
+    # Rank 1 loses 1.5 ms per step in data and in forward: either alone scores 0.73 with the 2 ms floor, both
+    # together 0.67.
+    watch = Stragglers(2)
+    slow = [{"e": "sections", "t": float(w), "r": r, "w": w, "n": 10, "node": r,
+             "data": (0.002, 0.0035)[r], "forward": (0.002, 0.0035)[r]} for w in range(4) for r in range(2)]
+    named = [f for f in map(watch.feed, slow) if f is not None]
+    assert len(named) == 1 and named[0].section == "data and forward" and named[0].ratio == 1.75
+    assert 0.66 < named[0].score < 0.67
