@@ -9,8 +9,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from launcher import records, run_index
-from launcher.status import HUNG, LOST, NEVER_JOINED
+from launcher import run_index
+
+# The failures' meanings (launcher/status.py's words; records and status are imported only when there are records:
+# a dry-run with none stays light).
+LOST, NEVER_JOINED, HUNG = "lost", "never joined", "hung"
 
 CLEARED_FILE = "hosts.json"
 RECENT = 2   # a host's last runs that count
@@ -66,7 +69,11 @@ def _failures(status) -> list:
 def ledger(roots: Optional[list] = None) -> dict:
     """host -> HostRecord, from every record under `roots` (default: every run root in kit's index)."""
     hosts: dict = {}
-    for root in (run_index.run_roots() if roots is None else roots):
+    roots = run_index.run_roots() if roots is None else roots
+    if not roots:
+        return {}
+    from launcher import records
+    for root in roots:
         for run_id, status in records.list_records(root):
             if status.state == "corrupt":
                 continue
@@ -104,6 +111,7 @@ def cleared() -> dict:
 
 
 def clear(host: str, now: Optional[float] = None) -> None:
+    from launcher import records
     data = {"cleared": {**cleared(), host: time.time() if now is None else now}}
     os.makedirs(run_index.kit_home(), mode=0o700, exist_ok=True)
     records.write_atomic(_cleared_path(), json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -96,3 +96,9 @@ def test_kit_hosts_lists_and_clears_and_the_dry_run_shows_the_move(tmp_path):
     assert "host health" not in again.stdout and "node 1  host n2" in again.stdout
     bad = kit("hosts", "--clear", "nope", cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.startswith("kit: error: --clear nope: no run of yours used")
+
+
+def test_the_words_are_the_records():
+    from launcher import status
+    from launcher.insight import health
+    assert (health.LOST, health.NEVER_JOINED, health.HUNG) == (status.LOST, status.NEVER_JOINED, status.HUNG)
