@@ -65,3 +65,18 @@ def test_a_slurm_jobs_wait_in_the_queue_is_queue_time():
     events = [ev("imported", 15), ev("world", 16), ev("train", 20), ev("end", 50)]
     r = report(0.0, 60.0, attempts, events, marks)
     assert r.badput["queue"] == 11 and r.badput["start-up and imports"] == 1 + 3 + 4 and r.goodput_s == 30
+
+
+def test_a_job_slurm_requeued_itself_is_two_windows_with_its_wait_as_queue():
+    from launcher.insight.run_report import requeued_apart
+    marks = [{"at": 5.0, "event": "running", "attempt": 1, "detail": ""},
+             {"at": 40.0, "event": "requeued", "attempt": 2, "detail": "BeginTime"},
+             {"at": 60.0, "event": "running", "attempt": 2, "detail": ""}]
+    windows = requeued_apart([Attempt(1, 1, 100, "succeeded")], marks)
+    assert [(w.number, w.start, w.end, w.state) for w in windows] == [(1, 1, 40, "requeued"), (2, 40, 100, "succeeded")]
+    events = [ev("imported", 6), ev("world", 7), ev("train", 10), span("save", 30, 31, step=20), ev("end", 31, step=20),
+              ev("imported", 62), ev("world", 63), span("restore", 64, 65, step=20), ev("train", 66),
+              ev("end", 90, step=50)]
+    r = report(0.0, 100.0, windows, events, marks)
+    assert r.badput["queue"] == 4 + 20 and r.goodput_s == 20 + 24 and "progress lost since the last checkpoint" not in r.badput
+    assert sum(r.badput.values()) + r.goodput_s == 100
