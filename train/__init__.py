@@ -9,6 +9,11 @@ Contract with the launcher
   ``KIT_EXPECTED_WORLD_SIZE``, ``KIT_EXPECTED_NUM_MACHINES``, ``KIT_EXPECTED_STRATEGY`` (ddp|deepspeed|fsdp),
   ``KIT_EXPECTED_MIXED_PRECISION`` (no|fp16|bf16) and ``KIT_EXPECTED_DEVICE`` (cpu|cuda).  A mismatch exits with
   code 3 (``EXIT_WORLD_CHECK``) and a message starting ``world check failed:``.
+* Data check: after loading, every rank hashes its split, tokenizer vocabulary and token ids and all-gathers them;
+  if any rank differs (a node whose cache holds another tokenizer), every rank exits 3 and the main process prints
+  one line, ``world check failed: the data pipeline differs between nodes: ...``, naming the nodes and what differs.
+  The tokenizer itself is built deterministically (``train/wordpiece.py``): the same data gives the same files on
+  every node.
 * Preemption: on SIGTERM or SIGUSR1 all ranks agree on a step, save a checkpoint, the main process writes
   ``<output_dir>/PREEMPTED`` (JSON: ``step``, ``checkpoint``, ``run_id``) and every rank exits with code 75
   (``EXIT_PREEMPTED``, EX_TEMPFAIL).  torchrun/accelerate collapse child exit codes to 1, so the launcher should

@@ -1,4 +1,4 @@
-"""Wiring: accelerator, world check, data, tokenizer, model, prepare, resume, train, test, outputs."""
+"""Wiring: accelerator, world check, data, tokenizer, data check, model, prepare, resume, train, test, outputs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from train import EXIT_BAD_DATA, EXIT_CONFIG, EXIT_PREEMPTED, EXIT_RESUME_REFUSED, EXIT_WORLD_CHECK
-from train import accumulation, checkpoint, data, fingerprint, model as model_lib
+from train import accumulation, checkpoint, data, data_check, fingerprint, model as model_lib
 from train import insight, preempt, results, resume, tokenize, world_check
 from train.batching import eval_loader, train_loader
 from train.progress import quiet_library_bars
@@ -43,6 +43,15 @@ def load_data(args, accelerator):
             tok_dir = tokenize.trained_tokenizer_dir(cache, splits, args.vocab_size)
         encoded = tokenize.encode_splits(cache, splits, tok_dir, args.max_length)
     return splits, tokenize.load_tokenizer(tok_dir), encoded
+
+
+def same_pipeline(args, accelerator, splits, tokenizer, encoded) -> str | None:
+    """Collective: the failure line when the ranks loaded different data, tokenizers or ids (else None)."""
+    from accelerate.utils import gather_object
+
+    mine = data_check.report(accelerator.process_index, splits, tokenizer, encoded)
+    return data_check.check(mine, lambda report: gather_object([report]), args.cache_dir,
+                            model_lib.is_local_model(args.model))
 
 
 def _warmup_steps(args, total: int) -> int:
@@ -133,6 +142,9 @@ def _run(args, ctx) -> int:
     except data.DataError as exc:
         print(f"bad data: {exc}", file=sys.stderr, flush=True)
         return EXIT_BAD_DATA
+    problem = same_pipeline(args, accelerator, splits, tokenizer, encoded)
+    if problem:
+        return _fail(EXIT_WORLD_CHECK, problem, accelerator)
     try:
         trainer = ctx["trainer"] = build_trainer(args, accelerator, splits, tokenizer, encoded)
     except world_check.WorldCheckError as exc:

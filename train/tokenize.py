@@ -1,9 +1,9 @@
 """Tokenizers and the on-disk cache of tokenized splits.
 
-A local pretrained model directory brings its own tokenizer; otherwise a WordPiece vocabulary is trained on the
-training split (BERT normalisation: every CJK character is its own token).  Both the trained tokenizer and the
-tokenized splits are cached under a key made of the data fingerprint and the tokenizer, written atomically by
-one process per node (the others wait at a barrier) and reused by later runs.
+A local pretrained model directory brings its own tokenizer; otherwise a WordPiece vocabulary is built from the
+training split (BERT normalisation: every CJK character is its own token), deterministically (train/wordpiece.py).
+Both the tokenizer and the tokenized splits are cached under a key made of the data fingerprint and the tokenizer,
+written atomically by one process per node (the others wait at a barrier) and reused by later runs.
 """
 
 from __future__ import annotations
@@ -16,9 +16,13 @@ from pathlib import Path
 
 import torch
 
+from train import wordpiece
 from train.data import Splits
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+# Part of the tokenizer's cache key: a new builder must not reuse what an older one left (before "wp2", the
+# library's trainer: a different vocabulary on every node).
+BUILDER = "wp2"
 
 
 @dataclass
@@ -60,15 +64,17 @@ def _atomic_dir(final: Path, write) -> None:
 
 
 def train_wordpiece(texts: list[str], vocab_size: int, out_dir: Path) -> None:
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    """A BERT WordPiece tokenizer whose vocabulary is built deterministically (train/wordpiece.py): the same texts
+    give the same files, byte for byte, on every node and in every run."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece()
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=2, special_tokens=SPECIAL_TOKENS,
-                                       show_progress=False)   # its bars print bare newlines in a pipe
-    tok.train_from_iterator(texts, trainer=trainer)
+    normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, lowercase=True)
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokens = wordpiece.build_vocab(wordpiece.count_words(texts, normalizer, pre_tokenizer), vocab_size,
+                                   SPECIAL_TOKENS, min_frequency=2)
+    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(tokens)}, unk_token="[UNK]"))
+    tok.normalizer, tok.pre_tokenizer, tok.decoder = normalizer, pre_tokenizer, decoders.WordPiece()
+    tok.add_special_tokens(SPECIAL_TOKENS)  # already ids 0-4: this only marks them special
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
@@ -98,7 +104,7 @@ def tokenizer_fingerprint(path: Path) -> str:
 
 def trained_tokenizer_dir(cache_dir: Path, splits: Splits, vocab_size: int) -> Path:
     """Train (once) and return the directory of the WordPiece tokenizer for this data and vocabulary size."""
-    final = cache_dir / f"tokenizer-{splits.fingerprint}-v{vocab_size}"
+    final = cache_dir / f"tokenizer-{BUILDER}-{splits.fingerprint}-v{vocab_size}"
     if not (final / "tokenizer.json").is_file():
         texts = [ex.text for ex in splits.train]  # training split only: validation/test stay unseen
         _atomic_dir(final, lambda tmp: train_wordpiece(texts, vocab_size, tmp))

@@ -1,10 +1,8 @@
 """`kit hosts [--clear HOST] [--json]`: the hosts of your runs, the failures each caused (with run ids and dates),
-and which ones kit places runs away from (insight/health.py)."""
+and which ones kit places runs away from (core/hosts.py)."""
 
 import json
 import time
-
-from launcher.errors import KitError
 
 
 def _when(ts) -> str:
@@ -12,24 +10,11 @@ def _when(ts) -> str:
 
 
 def hosts(args) -> int:
-    from launcher.insight.health import clear, cleared, ledger, suspect
-    book, forgiven = ledger(), cleared()
+    from launcher.core.hosts import clear_host, host_rows
     if args.clear:
-        if args.clear not in book:
-            known = ", ".join(sorted(book)) or "none yet"
-            raise KitError(f"--clear {args.clear}: no run of yours used a host of that name (hosts: {known})")
-        clear(args.clear)
-        print(f"kit: host {args.clear} forgiven: the failures it caused up to now no longer count; runs are placed "
-              f"on it again")
+        print(clear_host(args.clear))
         return 0
-    rows = []
-    for name in sorted(book):
-        h = book[name]
-        found = suspect(h, forgiven.get(name))
-        rows.append({"host": name, "backend": h.backend, "runs": len(h.runs), "avoided": found is not None,
-                     "why": found.why if found else "", "cleared_at": forgiven.get(name),
-                     "failures": [{"run_id": f.run_id, "attempt": f.attempt, "at": f.at, "cause": f.cause}
-                                  for f in h.failures]})
+    rows = host_rows()
     if args.json:
         print(json.dumps({"hosts": rows}, indent=2))
         return 0
@@ -48,10 +33,11 @@ def hosts(args) -> int:
     return 0
 
 
-def add_args(sub) -> None:
+def add_args(sub):
     p = sub.add_parser("hosts", help="the hosts of your runs, the failures each caused, which ones runs avoid")
     p.add_argument("--clear", metavar="HOST", help="forgive HOST: the failures it caused so far no longer count")
     p.add_argument("--json", action="store_true", help="the same as data")
+    return p
 
 
 __all__ = ["hosts", "add_args"]

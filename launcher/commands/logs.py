@@ -7,12 +7,13 @@ import time
 
 from launcher import records
 from launcher.backends import registry
-from launcher.lookup import find_record, resolve_id, root_of, state_now
+from launcher.core.lookup import find_record, resolve_id, root_of, state_now
 from launcher.errors import KitError
 from launcher.status import NOT_OVER
 from launcher.planning.tags import PROGRESS_MARK, is_tagged, node_tag
 from launcher.supervise.log_lines import node_logs, of_rank, print_new_lines
-from launcher.waiting import end_code
+from launcher.supervise.log_tail import complete_end, last_lines, lines_of
+from launcher.core.waiting import end_code
 
 FOLLOW_POLL = 0.3
 
@@ -24,26 +25,34 @@ def _node_logs(record: records.RunRecord, node) -> list[tuple[int, str]]:
     return found
 
 
-def _lines(node: int, path: str, rank, tail) -> list[str]:
-    """A node log's lines (tagged as on the console when a rank is asked for), its last `tail` ones when given."""
-    with open(path, encoding="utf-8", errors="replace", newline="") as f:
-        lines = f.read().replace(PROGRESS_MARK, "").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if rank is not None:
-        lines = [ln for ln in (ln if is_tagged(ln, node) else f"{node_tag(node)} {ln}" for ln in lines)
-                 if of_rank(ln, rank)]
-    return lines[-tail:] if tail else lines
+def _lines(node: int, path: str, rank, tail):
+    """A node log's lines (tagged as on the console when a rank is asked for), its last `tail` ones when given;
+    read in bounded memory (a log may have grown to gigabytes)."""
+    def shown(ln: str) -> str:
+        ln = ln.replace(PROGRESS_MARK, "")
+        return ln if rank is None or is_tagged(ln, node) else f"{node_tag(node)} {ln}"
+
+    def keep(ln: str) -> bool:
+        return rank is None or of_rank(shown(ln), rank)
+
+    if tail:
+        return [shown(ln) for ln in last_lines(path, tail, keep)]
+    return (shown(ln) for ln in lines_of(path) if keep(ln))
 
 
 def _print_whole(paths, rank=None, tail=None) -> None:
     shown = False
     for node, path in paths:
-        lines = _lines(node, path, rank, tail)
-        if rank is not None and not lines:
+        lines = iter(_lines(node, path, rank, tail))
+        first = next(lines, None)
+        if rank is not None and first is None:
             continue   # rank R lives on one node
         shown = True
-        sys.stdout.write(f"==> {os.path.basename(path)} <==\n" + "".join(ln + "\n" for ln in lines))
+        sys.stdout.write(f"==> {os.path.basename(path)} <==\n")
+        if first is not None:
+            sys.stdout.write(first + "\n")
+        for ln in lines:
+            sys.stdout.write(ln + "\n")
     if rank is not None and not shown:   # said, not an empty answer that looks like a broken filter
         print(f"kit: rank {rank} has written nothing to its node's log (yet)", file=sys.stderr)
 
@@ -72,14 +81,14 @@ def _follow(record: records.RunRecord, node, rank=None, tail=None) -> str:
     if tail:
         for n, path in node_logs(record.path, node):
             size = os.path.getsize(path)
+            cut = complete_end(path, size)   # a line still being written is printed whole when it ends
             with open(path, "rb") as f:
-                whole = f.read(size)
-            cut = whole.rfind(b"\n") + 1   # a line still being written is printed whole when it ends
-            offsets[path], pending[path] = size, whole[cut:]
-            shown = [ln if is_tagged(ln, n) else f"{node_tag(n)} {ln}"
-                     for ln in whole[:cut].decode("utf-8", errors="replace").split("\n")[:-1]]
-            shown = [ln for ln in shown if of_rank(ln, rank)][-tail:]
-            sys.stdout.write("".join(ln + "\n" for ln in shown))
+                f.seek(cut)
+                offsets[path], pending[path] = size, f.read(size - cut)
+            def tagged(ln: str, n: int = n) -> str:
+                return ln if is_tagged(ln, n) else f"{node_tag(n)} {ln}"
+            shown = last_lines(path, tail, lambda ln: of_rank(tagged(ln), rank), upto=cut)
+            sys.stdout.write("".join(tagged(ln) + "\n" for ln in shown))
         sys.stdout.flush()
     while True:
         state = state_now(record)[0]

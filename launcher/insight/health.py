@@ -1,7 +1,8 @@
 """Host health, read from the records in kit's index: per host, the runs it took part in and the failures it caused
-(lost, never joined, hung, a rank killed by a signal), with run ids and dates. A host that caused a failure in one
-of its last two runs is one to place away from (planning/health.py), until `kit hosts --clear HOST` forgives
-what it did up to then ($KIT_HOME/hosts.json keeps when)."""
+(lost, never joined, hung, a rank killed by a signal), with run ids and dates; only trusted records count
+(launcher/trust.py): a record another user could have written says nothing about a host. A host that caused a
+failure in one of its last two runs is one to place away from (planning/health.py), until `kit hosts --clear HOST`
+forgives what it did up to then ($KIT_HOME/hosts.json keeps when)."""
 
 import json
 import os
@@ -31,7 +32,8 @@ class HostFailure:
     @property
     def why(self) -> str:
         """How the placement notes say it: `failed in run R (lost, 2026-12-06 22:40)`."""
-        return f"failed in run {self.run_id} ({_kind(self.cause)}, {time.strftime('%Y-%m-%d %H:%M', time.localtime(self.at))})"
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.at))
+        return f"failed in run {self.run_id} ({_kind(self.cause)}, {when})"
 
 
 @dataclass
@@ -73,9 +75,10 @@ def ledger(roots: Optional[list] = None) -> dict:
     if not roots:
         return {}
     from launcher import records
+    from launcher.trust import untrusted
     for root in roots:
         for run_id, status in records.list_records(root):
-            if status.state == "corrupt":
+            if status.state == "corrupt" or untrusted(records.RunRecord(os.path.join(root, run_id))) is not None:
                 continue
             created = status.created_at or 0.0
             used = {n.host for n in status.nodes}
@@ -111,10 +114,12 @@ def cleared() -> dict:
 
 
 def clear(host: str, now: Optional[float] = None) -> None:
-    from launcher import records
-    data = {"cleared": {**cleared(), host: time.time() if now is None else now}}
+    """Forgive `host` as of `now`: one read-modify-write of hosts.json under its lock, written atomically."""
+    from launcher.filestore import locked, write_atomic
     os.makedirs(run_index.kit_home(), mode=0o700, exist_ok=True)
-    records.write_atomic(_cleared_path(), json.dumps(data, indent=2, sort_keys=True) + "\n")
+    with locked(_cleared_path() + ".lock"):
+        data = {"cleared": {**cleared(), host: time.time() if now is None else now}}
+        write_atomic(_cleared_path(), json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def suspect(h: HostRecord, forgiven: Optional[float] = None) -> Optional[HostFailure]:

@@ -25,6 +25,7 @@ from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 from launcher.spec.overrides import Overrides, apply_overrides
 
+FIRST = Attempt()   # a run's first attempt: the plan as submitted
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
@@ -120,7 +121,7 @@ def _env_check_lines(job, shape, placement, python, run_dir, rank_word, files) -
 
 def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id: str,
                default_python: str = "python", user_deepspeed: Optional[dict] = None,
-               attempt: Attempt = Attempt(), failed_hosts: tuple = ()) -> LaunchPlan:
+               attempt: Attempt = FIRST, failed_hosts: tuple = ()) -> LaunchPlan:
     """`attempt`: which attempt of the run this plan starts (planning/attempt.py: its port, hosts and
     rendezvous id); attempt 1 is the run as submitted. `failed_hosts`: ((host, why), ...) that caused a failure
     lately (planning/health.py), read from the records by the caller."""

@@ -34,7 +34,8 @@ def kit_env_dists():
             continue
         for name in names:
             if name.endswith((".dist-info", ".egg-info")):
-                found.setdefault(kit_env_norm(name.rsplit(".", 1)[0].split("-", 1)[0]), os.path.join(entry or ".", name))
+                key = kit_env_norm(name.rsplit(".", 1)[0].split("-", 1)[0])
+                found.setdefault(key, os.path.join(entry or ".", name))
     return found
 
 
@@ -148,8 +149,8 @@ def kit_env_table(reports, rows, columns=8):
         groups = {}
         for label, v in zip(labels, values):
             groups.setdefault(kit_env_show(v), []).append(label)
-        out.append(item + ": " + "; ".join(f"{v} on {', '.join(ls[:4])}{' and %d more' % (len(ls) - 4) if len(ls) > 4 else ''}"
-                                           for v, ls in groups.items()))
+        more = lambda ls: f" and {len(ls) - 4} more" if len(ls) > 4 else ""   # noqa: E731
+        out.append(item + ": " + "; ".join(f"{v} on {', '.join(ls[:4])}{more(ls)}" for v, ls in groups.items()))
     return out
 
 

@@ -1,7 +1,7 @@
 """kit cluster configs (cluster_configs/*.yaml format) pointing at a running harness.
 
 Every host sees the same filesystem, so a workdir under the testbed dir is a shared filesystem, as on a real
-cluster with NFS; pass workdir= to model separate disks.
+cluster with NFS; for separate disks pass a workdir= on a disk of each host's own (disks.py, fixture ssh_own_disks).
 """
 
 import os

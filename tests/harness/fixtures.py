@@ -3,6 +3,8 @@
     testbed        2 namespace hosts n1, n2 (Testbed): no daemons; `testbed.hosts[i].run([...])`
     ssh_hosts      sshd on those hosts (SshHosts): .hosts, .user, .identity_file, .known_hosts, .ssh_config,
                    .connect(host) -> paramiko client; ssh_cluster_config(ssh_hosts, path) writes a kit config
+    ssh_own_disks  (per test) the SSH hosts with a disk of their own each (disks.OwnDisks) at .paths["workdir"]
+                   (under the testbed dir) and .paths["cache"] (~/.cache/kit, the training module's cache)
     slurm_cluster  SLURM on the same hosts (SlurmCluster): .conf, .env, .nodes, .partition, .run([...]);
                    SLURM_CONF is exported in os.environ while it lives; slurm_cluster_config(...) writes a kit config
 
@@ -14,6 +16,7 @@ import os
 
 import pytest
 
+from tests.harness.disks import own_disks
 from tests.harness.leaks import footprint
 from tests.harness.preflight import require
 from tests.harness.session import check_clean
@@ -40,6 +43,14 @@ def ssh_hosts(testbed):
     ssh = start_ssh(testbed)
     yield ssh
     ssh.stop()
+
+
+@pytest.fixture
+def ssh_own_disks(ssh_hosts):
+    bed = ssh_hosts.bed
+    paths = {"workdir": bed.path("own", "work"), "cache": os.path.join(os.path.expanduser("~"), ".cache", "kit")}
+    with own_disks(bed, bed.hosts, paths) as disks:
+        yield disks
 
 
 @pytest.fixture(scope="session")

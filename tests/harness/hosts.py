@@ -36,7 +36,8 @@ class Host:
 
     def nsenter(self, argv, cwd=None):
         """argv prefixed to run inside all of the host's namespaces."""
-        wd = [f"--wd={cwd}"] if cwd else []
+        # --wdns: cwd as the host sees it (--wd would resolve it here, before entering: past a disk of the host's own)
+        wd = [f"--wdns={cwd}"] if cwd else []
         return ["nsenter", "-t", str(self.init_pid), "-n", "-m", "-u", "-p", *wd, "--", *argv]
 
     def run(self, argv, cwd=None, check=True, timeout=30, **kw):

@@ -68,7 +68,7 @@ def test_a_slurm_jobs_wait_in_the_queue_is_queue_time():
 
 
 def test_a_job_slurm_requeued_itself_is_two_windows_with_its_wait_as_queue():
-    from launcher.insight.run_report import requeued_apart
+    from launcher.core.report import requeued_apart
     marks = [{"at": 5.0, "event": "running", "attempt": 1, "detail": ""},
              {"at": 40.0, "event": "requeued", "attempt": 2, "detail": "BeginTime"},
              {"at": 60.0, "event": "running", "attempt": 2, "detail": ""}]

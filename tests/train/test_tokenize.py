@@ -47,3 +47,22 @@ def test_cache_key_changes_with_length_and_data(small_csv, tmp_path):
     other = data.load_splits(str(small_csv), "text", "label", 1, 0.1, 0.1)
     assert tokenize.trained_tokenizer_dir(cache, other, 200) != tok_dir
     assert len([n for n in os.listdir(cache) if n.startswith("encoded-")]) == 2
+
+
+def test_a_cache_of_the_old_nondeterministic_trainer_is_not_reused(small_csv, tmp_path):
+    s = splits(small_csv)
+    cache = tmp_path / "cache"
+    old = cache / f"tokenizer-{s.fingerprint}-v200"  # the key before the deterministic builder
+    old.mkdir(parents=True)
+    (old / "tokenizer.json").write_text("left by an older kit")
+    tok_dir = tokenize.trained_tokenizer_dir(cache, s, 200)
+    assert tok_dir != old and tokenize.load_tokenizer(tok_dir).tokenize("很好") == ["很", "好"]
+
+
+def test_two_caches_hold_the_same_tokenizer_and_ids(small_csv, tmp_path):
+    s = splits(small_csv)
+    a = tokenize.trained_tokenizer_dir(tmp_path / "node0", s, 200)
+    b = tokenize.trained_tokenizer_dir(tmp_path / "node1", s, 200)
+    assert {p.name: p.read_bytes() for p in a.iterdir()} == {p.name: p.read_bytes() for p in b.iterdir()}
+    ea, eb = (tokenize.encode_splits(d.parent, s, d, 16)["train"] for d in (a, b))
+    assert ea.ids.tolist() == eb.ids.tolist()

@@ -25,7 +25,8 @@ def env_rows(cluster, job, plan, where, partition) -> list:
     if nodes < 2 or job.env_check == "off":
         return [("slurm", "environment", "SKIP", "a run of one node (or env_check: off) compares nothing")]
     kind, target = ("module", job.entrypoint.module) if job.entrypoint.module else ("script", job.entrypoint.script)
-    text = node_command(cluster.workdir, tuple(cluster.setup), {}, (plan.nodes[0].argv[0], "-c", _program(kind, target)))
+    python = plan.nodes[0].argv[0]
+    text = node_command(cluster.workdir, tuple(cluster.setup), {}, (python, "-c", _program(kind, target)))
     argv = ["srun", f"--nodes={nodes}", "--ntasks-per-node=1", f"--immediate={WAIT}", "--job-name=kit-doctor",
             *([f"--partition={partition}"] if partition else []), "bash", "-c", text]
     try:
