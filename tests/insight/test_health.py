@@ -102,3 +102,24 @@ def test_the_words_are_the_records():
     from launcher import status
     from launcher.insight import health
     assert (health.LOST, health.NEVER_JOINED, health.HUNG) == (status.LOST, status.NEVER_JOINED, status.HUNG)
+
+
+def test_records_kit_does_not_trust_say_nothing_about_a_host(tmp_path):
+    """A record another user could have written (here: group-writable, as launcher/trust.py judges it) is not
+    counted: a planted failure must not steer placement away from a good host."""
+    root = str(tmp_path / "runs")
+    _record(root, "planted", 100.0, ["n1", "n2"], _lost("n2"))
+    _record(root, "mine", 200.0, ["n1", "n3"], _lost("n3"))
+    os.chmod(os.path.join(root, "planted", "status.json"), 0o664)
+    book = ledger()
+    assert "n2" not in book and [f.run_id for f in book["n3"].failures] == ["mine"]
+    assert dict(failed_hosts("ssh", ["n1", "n2", "n3"])).keys() == {"n3"}
+
+
+def test_the_api_faces_the_same_core(tmp_path):
+    import launcher as kit_api
+    root = str(tmp_path / "runs")
+    _record(root, "lost-one", 100.0, ["n1", "n2"], _lost("n2"))
+    rows = {r["host"]: r for r in kit_api.hosts()}
+    assert rows["n2"]["avoided"] and rows["n2"]["failures"][0]["run_id"] == "lost-one" and not rows["n1"]["avoided"]
+    assert not {r["host"]: r for r in kit_api.hosts(clear="n2")}["n2"]["avoided"]

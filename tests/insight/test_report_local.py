@@ -19,5 +19,9 @@ def test_a_job_that_reports_nothing_gets_what_kit_saw(tmp_path):
     assert "world formed" in [e["event"] for e in got["timeline"]]
     text = kit("report", "plain", cwd=tmp_path).stdout
     assert "goodput: unknown (the job reports no training steps" in text
+    import launcher as kit_api   # the API's Run.report() is the same core (core/report.py)
+    from_api = kit_api.get_run("plain").report(png=str(tmp_path / "t.png"))
+    assert from_api["badput"].keys() == got["badput"].keys() and from_api["total_s"] == got["total_s"]
+    assert (tmp_path / "t.png").stat().st_size > 0
     missing = kit("report", "nope", cwd=tmp_path)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "kit: error: run nope" in missing.stderr

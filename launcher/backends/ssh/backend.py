@@ -93,13 +93,13 @@ class SshBackend(Backend):
         digests = synced = None
         fingerprints = {}   # rank -> the node's environment, as its checks saw it (insight/drift.py)
         if plan.sync is not None:
-            from launcher.backends.ssh.sync import LocalDigests
+            from launcher.backends.ssh.sync import LocalDigests, sync_into
             digests, synced = LocalDigests(plan.sync), []
 
         def then(conn):
             connected.append(time.monotonic())
             if digests is not None:   # the code first: the checks look for the entrypoint in it
-                problem = self._sync(conn, plan, digests, synced)
+                problem = sync_into(conn, plan, digests, synced)
                 if problem:
                     return {}, [problem]
             return gate_host(conn, plan, self.entrypoint, heartbeat, fingerprints)
@@ -131,20 +131,6 @@ class SshBackend(Backend):
             print(summary(sorted(synced, key=lambda s: s.host), plan.sync.source), file=sys.stderr, flush=True)
         self.timings["connect_s"] = round(max(connected) - started, 3)  # the last host's handshake done
         self.timings["preflight_s"] = round(time.monotonic() - started - self.timings["connect_s"], 3)
-
-    @staticmethod
-    def _sync(conn, plan: LaunchPlan, digests, synced: list) -> str:
-        """Copy the sync's changes into each workdir this host's nodes use; "" or the one line saying why not."""
-        from launcher.backends.ssh.sync import sync_host
-        workdirs = dict.fromkeys(n.workdir for n in plan.nodes if n.host == conn.endpoint.name)
-        try:
-            for workdir in workdirs:
-                synced.append(sync_host(conn, plan.sync, digests, workdir))
-        except (OSError, KitError) as e:
-            return f"{conn.endpoint.where}: could not sync {plan.sync.source} into its workdir: {e}"
-        except Exception as e:   # paramiko's SSHException and its kin: the host went away mid-copy
-            return f"{conn.endpoint.where}: could not sync {plan.sync.source} into its workdir: {e!r}"
-        return ""
 
     def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
         console = console or Console(sys.stdout, sys.stderr, run_id=plan.run_id)
