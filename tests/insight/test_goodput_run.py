@@ -27,6 +27,17 @@ def _events(record: str) -> list:
     return sorted(out, key=lambda e: e["t"])
 
 
+def _progress_since_save(record: str) -> bool:
+    """The main process reported progress after the end of its last checkpoint save: only then has a kill now lost
+    work that the record shows (steps are quick and progress is reported every 0.5 s)."""
+    try:
+        events = _events(record)
+    except ValueError:   # a line still being written
+        return False
+    saves = [e for e in events if e["e"] == "save" and "t1" in e]
+    return bool(saves) and any(e["e"] == "progress" and e["t"] > saves[-1]["t1"] for e in events)
+
+
 def _recomputed(record: str) -> tuple:
     """(training kept, wall): the first attempt's training up to the end of its save of the step the second
     restored, the second's whole loop, less their saves and evaluations; wall from submission to the end."""
@@ -58,6 +69,7 @@ def test_report_of_a_run_restarted_after_a_sigkill(ssh_hosts, tmp_path):
         assert wait_for(lambda: ckpts.is_dir() and any(n.startswith("step-") for n in os.listdir(ckpts)),
                         timeout=300), "\n".join(lines.lines[-20:])
         assert lines.wait_for("[node0/rank0] step 30/80", timeout=120), "\n".join(lines.lines[-20:])
+        assert wait_for(lambda: _progress_since_save(record_dir(ssh_hosts, "twice")), timeout=60)
         for pid in rank_pids(n2, 1):
             os.kill(pid, signal.SIGKILL)
         assert proc.wait(timeout=600) == 0, lines.rest(5)[-4000:]
