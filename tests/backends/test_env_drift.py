@@ -2,7 +2,7 @@
 another version (its dist-info's METADATA, in that host's mount namespace) or whose copy of the script differs stops
 the run before it trains, exit 2, with a table naming the item and both values; on SSH in the checks (nothing
 started, no record), on SLURM in each task before its launcher (the job fails with the table as its cause);
-`env_check: warn` trains with the table said."""
+`env_check: warn` trains with the table said (on both)."""
 
 import json
 import os
@@ -77,6 +77,28 @@ def test_slurm_a_task_with_another_accelerate_fails_the_job_before_training(slur
     assert cause in shown.stdout, shown.stdout
     assert json.load(open(os.path.join(slurmrun.workdir(slurm_cluster), "runs", "slurm-drift", "env.0.node1.json"))
                      )["env"]["accelerate"] == "1.15.0"
+
+
+def test_slurm_a_task_whose_script_differs_fails_the_job_and_warn_trains(slurm_cluster, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    job = write_job(tmp_path, args=["--out", str(out)])
+    changed = open(PROBE).read() + "\n# this node's copy was edited\n"
+    cfg = slurmrun.cluster_file(slurm_cluster, tmp_path)
+    with seen_on(slurm_cluster.bed.hosts[1], PROBE, changed):
+        strict = kit("submit", job, "--cluster", cfg, "--gpus", "0", "--run-id", "slurm-code",
+                     cwd=slurmrun.workdir(slurm_cluster), timeout=240)
+        assert reports(out) == []   # no rank started
+        warn = kit("submit", job, "--cluster", cfg, "--gpus", "0", "--run-id", "slurm-warn", "--set",
+                   "env_check=warn", cwd=slurmrun.workdir(slurm_cluster), timeout=240)
+    assert strict.returncode == 2, strict.stdout + strict.stderr
+    row = _table_row(strict.stdout, "code")
+    assert len(row) == 3 and row[1] != row[2], strict.stdout
+    assert "environment drift between nodes: code " in strict.stderr.splitlines()[-1], strict.stderr
+    assert slurmrun.status_of(slurm_cluster, "slurm-code")["exit_code"] == 2
+    assert "(env_check: warn, training anyway)" in warn.stdout and _table_row(warn.stdout, "code") == row
+    assert warn.returncode == 0, warn.stdout + warn.stderr
+    assert sorted(g["rank"] for g in reports(out)) == [0, 1]
 
 
 def test_ssh_doctor_shows_the_same_table(ssh_hosts, tmp_path):
