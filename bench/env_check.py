@@ -56,7 +56,8 @@ def time_submit(h, base: Path, mode: str, attempt: int) -> tuple[float, float]:
         raise RuntimeError(proc.stderr[-2000:])
     took = _wait_stamps(stamps, 2) - started
     status = json.loads(Path(h.bed.path("work"), "runs", run_id, "status.json").read_text())
-    return took, status.get("timings", {}).get("preflight_s", float("nan"))
+    timings = (status.get("handle") or {}).get("timings") or {}   # the SSH backend's handle keeps them
+    return took, timings.get("preflight_s", float("nan"))
 
 
 def main() -> int:
