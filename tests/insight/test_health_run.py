@@ -28,7 +28,11 @@ def test_a_host_that_was_lost_is_avoided_next_time_and_listed(ssh_hosts, tmp_pat
 
     listed = kit("hosts", cwd=workdir(ssh_hosts))
     row = next(ln for ln in listed.stdout.splitlines() if ln.startswith("n2 "))
-    assert row.split()[:5] == ["n2", "ssh", "1", "1", "avoided:"] and "failed in run health-1 (lost, " in row
+    # Runs of other tests under the harness's shared run root (one whose n2 rank was killed) count too: n2 has at least
+    # this run and this failure, and this one, its latest, is why it is avoided.
+    host, backend, runs, failures, state = row.split()[:5]
+    assert (host, backend, state) == ("n2", "ssh", "avoided:") and int(runs) >= 1 and int(failures) >= 1, row
+    assert "failed in run health-1 (lost, " in row
     assert "run health-1 attempt 1: node 1 (n2) lost: no answer for " in listed.stdout, listed.stdout
     assert next(ln for ln in listed.stdout.splitlines() if ln.startswith("n1 ")).split()[-1] == "ok"
 
