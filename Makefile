@@ -38,7 +38,7 @@ lint: venv
 
 # Every benchmark runs; any missed target (a non-zero exit) fails the target at the end.
 bench: venv
-	status=0; for b in cli_latency train_overhead local_threads ssh_fanout slurm_submit restart launchers memory; do $(PY) bench/$$b.py || status=1; done; exit $$status
+	status=0; for b in cli_latency train_overhead local_threads ssh_fanout slurm_submit restart launchers memory env_check insight_overhead; do $(PY) bench/$$b.py || status=1; done; exit $$status
 
 clean:
 	rm -rf runs outputs .pytest_cache

@@ -6,13 +6,14 @@ From Python (launcher/api.py; loaded on first use, so `kit --help` stays fast):
     run = kit.submit("jobs/bert_cls.yaml", nodes=2)     # returns at once; the run goes on
     run.wait(); run.state; run.failure; run.logs(); run.cancel()
     kit.plan(...); kit.get_run(run_id); kit.runs(); kit.sweep(job, sweep="other_sweep.yaml")
+    run.report()       # where its time went (kit report); kit.hosts(clear=None): host health (kit hosts)
 """
 
 from launcher.errors import KitError
 
 __version__ = "0.1.0"
 
-_API = ("submit", "plan", "sweep", "get_run", "get_sweep", "runs", "Run", "Sweep", "Plan")
+_API = ("submit", "plan", "sweep", "get_run", "get_sweep", "runs", "hosts", "Run", "Sweep", "Plan")
 
 
 def __getattr__(name):

@@ -19,6 +19,7 @@ from launcher import records
 from launcher.api_words import check_arguments, said_in_api_words
 from launcher.backends import registry
 from launcher.core.cancel import cancel_run
+from launcher.core.hosts import hosts   # noqa: F401  (kit.hosts(clear=None): the hosts' health, as kit hosts --json)
 from launcher.core.launch import launch
 from launcher.core.lookup import find_record, state_now
 from launcher.core.prepare import dry_checks, load, plan_for, prepare
@@ -185,6 +186,11 @@ class Run:
         from launcher.core.describe import describe
         state, note = state_now(self.record)
         return describe(self.record, self.record.read_status(), state, note)
+
+    def report(self, png: Optional[str] = None) -> dict:
+        """Where the run's time went, as `kit report RUN --json` prints it; `png`: the timeline drawn there too."""
+        from launcher.core.report import report_run
+        return report_run(self.record, png=_path(png))
 
     def logs(self, node: Optional[int] = None) -> str:
         """The node logs' text (one node's with `node`), brought up to date where they are written elsewhere."""

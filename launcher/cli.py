@@ -10,7 +10,7 @@ FORMATS = ("text", "json")
 RUN_ROOT_HELP = ("only the records under this directory (default: every run in kit's index, $KIT_HOME or "
                  "~/.kit, and ./runs)")
 PREFIX_HELP = "its first characters will do when no other run begins so"
-COMMANDS = ("submit", "status", "logs", "cancel", "runs", "wait", "doctor", "sweep")
+COMMANDS = ("submit", "status", "logs", "cancel", "runs", "wait", "doctor", "sweep", "report", "hosts")
 
 
 class UsageError(KitError):
@@ -147,8 +147,18 @@ def _sweep_args(sub) -> None:
     s.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
 
 
+def _insight_args(sub) -> None:
+    from launcher.commands import hosts, report
+    def record_args(p) -> None:
+        p.add_argument("--run-root", help=RUN_ROOT_HELP)
+        _trust_arg(p)
+    report.add_args(sub, record_args)
+    _trust_arg(hosts.add_args(sub))   # whose records count besides yours
+
+
 _BUILDERS = {"submit": _submit_args, "status": _record_args, "logs": _record_args, "cancel": _record_args,
-             "wait": _wait_args, "runs": _record_args, "doctor": _doctor_args, "sweep": _sweep_args}
+             "wait": _wait_args, "runs": _record_args, "doctor": _doctor_args, "sweep": _sweep_args,
+             "report": _insight_args, "hosts": _insight_args}
 
 
 def build_parser(only=None) -> argparse.ArgumentParser:
@@ -263,6 +273,9 @@ def main(argv=None) -> int:
         if args.command == "wait":
             from launcher.commands.wait import wait
             return wait(args)
+        if args.command in ("report", "hosts"):
+            from launcher.commands import hosts, report
+            return {"report": report.report, "hosts": hosts.hosts}[args.command](args)
         from launcher.commands import runs
         return {"runs": runs.runs_cmd, "status": runs.status, "cancel": runs.cancel}[args.command](args)
     except KitError as e:

@@ -66,17 +66,19 @@ class RunRecord:
         """Attempt k's plan beside the first one's plan.json (secret values masked, as there)."""
         write_atomic(self.file(f"plan.attempt{plan.attempt}.json"), to_json(masked_dict(plan)))
 
-    def update_status(self, reopen: bool = False, **fields) -> RunStatus:
+    def update_status(self, reopen: bool = False, append: Optional[dict] = None, **fields) -> RunStatus:
         """Apply `fields` (RunStatus's own, type-checked) to the status on disk, under the record's lock (every
         writer goes through here: the follower, `kit status`, `kit cancel`, a sweep), and write it back atomically.
         The state moves only as states.py allows: once the run has ended, a writer that disagrees with its verdict
         (state, exit code, failure) is written into the record's history, not applied; `reopen`: a restart starts
-        an ended run again. A full disk costs a warning (once per record) and keeps the last good record."""
-        return self.amend(lambda current: fields, reopen)
+        an ended run again. `append`: field -> entries added to that list field as it is on disk (writers that
+        race each keep theirs). A full disk costs a warning (once per record) and keeps the last good record."""
+        return self.amend(lambda current: {**fields, **{name: [*getattr(current, name), *more]
+                                                        for name, more in (append or {}).items()}}, reopen)
 
     def amend(self, change: Callable[[RunStatus], dict], reopen: bool = False) -> RunStatus:
         """update_status with the fields computed from the status as it is under the lock, for a change that
-        depends on what is there (appending to a list: two writers each append, neither loses the other's)."""
+        depends on what is there (numbering an entry by the list's length)."""
         with self._locked():
             current = self.read_status()
             if current.state == "corrupt":   # never written over: what it held is unknown, and may still matter

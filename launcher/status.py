@@ -7,6 +7,7 @@ field; nothing read back is ever used as shell text or a path without its type a
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, fields
 from typing import Any, Optional
 
@@ -14,6 +15,8 @@ from launcher.backends import registry
 from launcher.states import ACTIVE, FINAL, NOT_OVER, QUEUED   # the run states (states.py), re-exported here
 from launcher.wellformed import (HOST_NAME, RUN_ID, TICKS, BadStatus, checked, integer, items, number, pid,
                                  text)
+
+EVENT = re.compile(r"^[a-z][a-z_ ]{0,40}$")     # a timeline event's or a section's name
 
 
 def _node(v) -> NodeStatus:
@@ -70,7 +73,9 @@ def _attempt(v) -> dict:
         raise BadStatus(f"expected an attempt mapping, got {v!r}")
     return {"attempt": integer(v.get("attempt")), "started_at": number(v.get("started_at")),
             "finished_at": number(v.get("finished_at")), "state": text(v.get("state")), "cause": text(v.get("cause")),
-            "exit_code": integer(v.get("exit_code")), "master_port": integer(v.get("master_port"))}
+            "exit_code": integer(v.get("exit_code")), "master_port": integer(v.get("master_port")),
+            # whose failure it was (host health: insight/health.py)
+            "host": text(v.get("host"), HOST_NAME), "meaning": text(v.get("meaning"))}
 
 
 def _history(v) -> dict:
@@ -78,6 +83,25 @@ def _history(v) -> dict:
         raise BadStatus(f"expected a history mapping, got {v!r}")
     return {"at": number(v.get("at")), "pid": pid(v.get("pid")), "state": text(v.get("state")),
             "exit_code": integer(v.get("exit_code")), "kept": text(v.get("kept"))}
+
+
+def _mark(v) -> dict:
+    """A timeline entry kit wrote (insight/timeline.py): when, what, which attempt, a word more."""
+    if not isinstance(v, dict):
+        raise BadStatus(f"expected a timeline mapping, got {v!r}")
+    return {"at": number(v.get("at")), "event": text(v.get("event"), EVENT) or "?",
+            "attempt": integer(v.get("attempt")), "detail": text(v.get("detail")) or ""}
+
+
+def _straggler(v) -> Optional[dict]:
+    """The rank kit named a straggler (insight/stragglers.py)."""
+    if v is None:
+        return None
+    if not isinstance(v, dict):
+        raise BadStatus(f"expected a straggler mapping, got {v!r}")
+    return {"node": integer(v.get("node")), "host": text(v.get("host"), HOST_NAME) or "?",
+            "rank": integer(v.get("rank")), "section": text(v.get("section"), EVENT) or "?",
+            "ratio": number(v.get("ratio")), "score": number(v.get("score")), "at": number(v.get("at"))}
 
 
 def _backend(v) -> str:
@@ -156,6 +180,10 @@ class RunStatus:
     note: str = checked("", lambda v: text(v) or "")
     # Writes the record refused: a verdict another writer disagreed with once the run had ended (records.py).
     history: tuple = checked((), lambda v: tuple(_history(h) for h in (items(v) or [])))
+    # What kit saw happen, beside attempts' starts and ends (insight/timeline.py): world formed, queued, ...
+    timeline: tuple = checked((), lambda v: tuple(_mark(m) for m in (items(v) or [])))
+    # The rank kit named as the one that paces the world (insight/stragglers.py), once.
+    straggler: Optional[dict] = checked(None, _straggler)
     # The backend's own facts about the run (a SLURM job id, SSH connection settings): its Handle
     # (backends/handle.py), checked by the backend's own rules; None for a backend that keeps none.
     handle: Any = checked(None, lambda v: v)

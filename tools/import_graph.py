@@ -34,7 +34,7 @@ LAYERS = [
     ("plan", ["launcher.planning", "launcher.environment"]),
     ("transport", ["launcher.transport"]),
     ("records", ["launcher.status", "launcher.records", "launcher.run_index", "launcher.filestore", "launcher.trust"]),
-    ("supervise", ["launcher.supervise", "launcher.preflight"]),
+    ("supervise", ["launcher.supervise", "launcher.preflight", "launcher.insight"]),
     ("backends", ["launcher.backends"]),
     ("core", ["launcher.core"]),              # load -> plan -> launch -> follow, for both faces
     ("sweeps", ["launcher.sweeps"]),          # many runs through the core

@@ -29,6 +29,9 @@ Contract with the launcher
   are set; a conflict exits with code 2 (``EXIT_CONFIG``, as for bad arguments), ``config error: ...``.
 * SIGTERM outside the training loop (data loading, final test) stops the rank at once with exit code 75 and no new
   checkpoint; during the final write of metrics and model it lets the write finish, then exits 75.
+* Reports: under kit (``KIT_RUN_ID`` set) the main process prints its timeline and every rank its collective-free
+  sections as ``kit-insight: {...}`` lines on stdout (train/insight.py), which kit's goodput report and straggler
+  watch read; ``KIT_INSIGHT=0`` turns them off.
 * Offline: importing this package sets ``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFFLINE=1`` (unless already set)
   before transformers is imported; nothing is ever downloaded.
 """

@@ -10,7 +10,7 @@ import torch
 
 from train import EXIT_BAD_DATA, EXIT_CONFIG, EXIT_PREEMPTED, EXIT_RESUME_REFUSED, EXIT_WORLD_CHECK
 from train import accumulation, checkpoint, data, data_check, fingerprint, model as model_lib
-from train import preempt, results, resume, tokenize, world_check
+from train import insight, preempt, results, resume, tokenize, world_check
 from train.batching import eval_loader, train_loader
 from train.progress import quiet_library_bars
 from train.trainer import Trainer
@@ -99,6 +99,7 @@ def run(args) -> int:
     stages = pipeline_run.stages_from_env()
     if stages > 1:   # kit's job `pipeline_stages`: the stages of the model across the world's processes
         return pipeline_run.run(args, stages)
+    insight.timeline_start()  # for kit's goodput report: when this process started, its imports done
     torch.manual_seed(args.seed)  # same initial weights on every rank, before any model is built
     quiet_library_bars()
     ctx = {"preemption": preempt.Preemption(), "accelerator": None, "trainer": None}
@@ -124,6 +125,7 @@ def _fail(code: int, message: str, accelerator=None) -> int:
 
 def _run(args, ctx) -> int:
     accelerator = ctx["accelerator"] = make_accelerator(args)
+    insight.world_formed(accelerator)
     try:
         world_check.check(accelerator)
         args.grad_accum = accumulation.resolve(args.grad_accum, accelerator)

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from train import checkpoint
+from train import checkpoint, insight
 from train.preempt import Preemption
 from train.progress import progress_bar
 
@@ -42,11 +42,14 @@ class Trainer:
         self.fingerprint = None  # what a checkpoint must match to be continued (train/fingerprint.py)
         self._owner = None  # does this process manage checkpoint directories on its file system?
         self._pending = (0.0, 0, 0)  # loss sum, micro-batches, tokens since the last log line (this rank)
+        self.insight = insight.for_trainer(accelerator, model)  # kit's timeline and straggler sections
 
     # --- resume -----------------------------------------------------------------------------------------------
     def resume(self, path) -> None:
-        self.accelerator.load_state(str(path))
-        self.state = State(**checkpoint.read_state(path))
+        with self.insight.span("restore") as late:
+            self.accelerator.load_state(str(path))
+            self.state = State(**checkpoint.read_state(path))
+            late["step"] = self.state.step
         self.checkpoint_path = path
         self.accelerator.print(f"resumed from {path} at step {self.state.step} (epoch {self.state.epoch}, "
                                f"{self.state.batches_done} batches in)")
@@ -57,9 +60,10 @@ class Trainer:
     def save(self):
         if self._owner is None:
             self._owner = checkpoint.directory_owner(self.accelerator, self.args.output_dir)
-        self.checkpoint_path = checkpoint.save(self.accelerator, self.args.output_dir, self.state.step,
-                                               asdict(self.state), self.args.keep_checkpoints, self._owner,
-                                               self.fingerprint)
+        with self.insight.span("save", step=self.state.step):
+            self.checkpoint_path = checkpoint.save(self.accelerator, self.args.output_dir, self.state.step,
+                                                   asdict(self.state), self.args.keep_checkpoints, self._owner,
+                                                   self.fingerprint)
         return self.checkpoint_path
 
     # --- training ---------------------------------------------------------------------------------------------
@@ -69,13 +73,16 @@ class Trainer:
         Signals only set a flag in here; all ranks act on it together at an optimizer-step boundary."""
         self.model.train()
         bar = progress_bar(self.total_steps, self.state.step, disable=not self.accelerator.is_main_process)
+        self.insight.event("train", step=self.state.step)
         try:
             with self.preemption.deferred():
                 while self.state.step < self.total_steps:
                     if not self._run_epoch(bar):
+                        self.insight.event("end", step=self.state.step)   # preempted: saved, ending
                         return False
         finally:
             bar.close()
+        self.insight.event("end", step=self.state.step)   # not on an exception: that is a failure, not an end
         return True
 
     def _epoch_loader(self):
@@ -89,7 +96,7 @@ class Trainer:
     def _run_epoch(self, bar) -> bool:
         loss_sum, tokens, micro = torch.zeros((), dtype=torch.float64), torch.zeros((), dtype=torch.int64), 0
         mark = time.perf_counter()
-        for batch in self._epoch_loader():
+        for batch in self.insight.batches(self._epoch_loader()):
             loss_sum += self._micro_step(batch)
             tokens += batch["attention_mask"].sum().cpu()
             micro += 1
@@ -99,6 +106,7 @@ class Trainer:
             self.state.step += 1
             bar.update(1)
             self.state.train_time += time.perf_counter() - mark
+            self.insight.step_done(self.state.step)
             self._account(float(loss_sum), int(tokens), micro)
             loss_sum.zero_(), tokens.zero_()
             micro = 0
@@ -164,7 +172,8 @@ class Trainer:
         return True
 
     def _record_eval(self) -> None:
-        result = self.evaluate("validation")
+        with self.insight.span("eval", step=self.state.step):
+            result = self.evaluate("validation")
         entry = {"step": self.state.step, "epoch": self.state.epoch, "loss": result["loss"],
                  "accuracy": result["accuracy"], "examples": result["examples"]}
         self.state.evals.append(entry)
@@ -191,4 +200,5 @@ class Trainer:
                 "examples": len(labels), "preds": preds.tolist(), "labels": labels.tolist()}
 
     def test(self) -> dict:
-        return self.evaluate("test")
+        with self.insight.span("test"):
+            return self.evaluate("test")

@@ -61,7 +61,10 @@ def _keep(record: RunRecord, plan: LaunchPlan, started: float, result: Result, w
     job the queue requeued by itself (preemption, the time-limit warning) ended attempts of its own, which its
     follower listed: they count against the same `restarts` budget."""
     ended = {"attempt": 0, "started_at": started, "finished_at": time.time(), "state": result.state,
-             "exit_code": result.code, "cause": why, "master_port": plan.world.master_port}
+             "exit_code": result.code, "cause": why, "master_port": plan.world.master_port,
+             # whose failure it was (host health: insight/health.py)
+             "host": result.failure.host if result.failure else None,
+             "meaning": result.failure.meaning if result.failure else None}
     status = record.amend(lambda current: {"attempts": [*current.attempts,
                                                         {**ended, "attempt": len(current.attempts) + 1}]})
     return len(status.attempts)

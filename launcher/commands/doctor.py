@@ -19,6 +19,7 @@ def doctor(args) -> int:
         sys.stdout.write(json.dumps({"cluster": name, "ok": not failed, "checks": data}, indent=2) + "\n")
     else:
         _table(rows)
+        _drift_table(rows)
         print(f"kit doctor: {name}: " + ("some checks FAILED" if failed else "every check passed"))
     return 1 if failed else 0
 
@@ -28,3 +29,17 @@ def _table(rows) -> None:
     print(f"{'HOST':<{widths[0]}}  {'CHECK':<{widths[1]}}  {'VERDICT':<{widths[2]}}  DETAIL")
     for host, check, verdict, detail in rows:
         print(f"{host:<{widths[0]}}  {check:<{widths[1]}}  {verdict:<{widths[2]}}  {detail}")
+
+
+def _drift_table(rows) -> None:
+    """The rows of items that differ between hosts (`env ITEM`), as the table `kit submit` says (item x host)."""
+    cells = [(host, check[4:], detail) for host, check, verdict, detail in rows if check.startswith("env ")]
+    if not cells:
+        return
+    from launcher.insight.drift import table
+    hosts, items = list(dict.fromkeys(c[0] for c in cells)), list(dict.fromkeys(c[1] for c in cells))
+    value = {(h, i): v for h, i, v in cells}
+    reports = [(h, {i: value.get((h, i)) for i in items}) for h in hosts]
+    print("the hosts' environments differ (a run with env_check: strict stops before training):")
+    for line in table(reports, [(i, [value.get((h, i)) for h in hosts]) for i in items]):
+        print("  " + line)

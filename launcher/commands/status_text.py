@@ -33,6 +33,8 @@ def status_text(data: dict) -> str:
         code = "-" if n["exit_code"] is None else n["exit_code"]
         by_kit = " (stopped by kit)" if n.get("stopped_by_kit") else ""
         lines.append(f"  node {n['node']}  host {n['host']}  pid {n['pid'] or '-'}  exit {code}{by_kit}")
+    if data.get("straggler"):
+        lines.append(f"  straggler: {data['straggler']['line']}")
     if data["failure"]:
         lines.append(f"  first failure: {data['failure']['cause']}")
     if data["exit_code"] is not None:

@@ -11,6 +11,8 @@ what the Python API's Run.describe() returns.
                                    node still ran when the run ended, its exit code is kit's teardown, not its own)
     hosts                          the nodes' hosts, each once, in node order
     job_id                         the scheduler's job id (SLURM), else null
+    straggler                      null, or the rank kit named as pacing the world: {node, host, rank, section,
+                                   ratio, score, at, line} (line: what kit status says)
     times                          {created_at, submitted_at, started_at, finished_at, duration_s}: started_at
                                    is when the run began (its first attempt, else its submission or creation)
 
@@ -35,6 +37,14 @@ def _failure(f: Optional[Failure]) -> Optional[dict]:
         return None
     return {"node": f.node, "host": f.host, "rank": f.rank, "exit_code": f.code, "meaning": f.meaning,
             "last_line": f.last_line, "cause": cause(f)}
+
+
+def _straggler(s: Optional[dict]) -> Optional[dict]:
+    if not s:
+        return None
+    from launcher.insight.stragglers import Straggler, line
+    named = Straggler(s["node"], s["rank"], s["section"], s["ratio"] or 0.0, s["score"] or 0.0)
+    return {**s, "line": line(named, s["host"])}
 
 
 def attempts(status: RunStatus, state: str, code: Optional[int], now: float) -> list[dict]:
@@ -65,6 +75,7 @@ def describe(record: RunRecord, status: RunStatus, state: str, note: str, now: O
         "state": state, "note": note, "exit_code": code, "failure": _failure(status.failure),
         "attempts": attempts(status, state, code, now),
         "nodes": nodes, "hosts": list(dict.fromkeys(n.host for n in status.nodes)), "job_id": status.scheduler_job_id,
+        "straggler": _straggler(status.straggler),
         "times": {"created_at": status.created_at, "submitted_at": status.submitted_at,
                   "started_at": status.began, "finished_at": status.finished_at,
                   "duration_s": _span(status.began, status.finished_at, code is None, now)},

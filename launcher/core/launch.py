@@ -61,6 +61,8 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
     if on_checked is not None:
         on_checked()
     procs, nodes = plan.world.world_size, len(plan.nodes)
+    for text in plan.notes:   # where host health moved the nodes (planning/health.py)
+        say(f"kit: {text}")
     say(f"kit: run {plan.run_id} ({procs} process{'es' * (procs != 1)} on {nodes} node{'s' * (nodes != 1)}); "
         f"record in {record.path}")
     if detach:

@@ -24,6 +24,7 @@ class Loaded:
     sweep: Any            # the sweep spec, when the submission is a sweep
     default_python: str
     built: bool = False   # the job was built from the command line (a script or -m MODULE), not read from a file
+    failed_hosts: tuple = ()   # ((host, why), ...): hosts that failed lately, from the records (insight/health.py)
 
 
 def new_run_id(job_name: str) -> str:
@@ -61,7 +62,16 @@ def load(request: Request) -> Loaded:
     default_python = registry.placement(resolved_cluster.backend).default_python(sys.executable)
     return Loaded(job, cluster, overrides, resolved_job, resolved_cluster,
                   sweep_of(job, request.job or f"-m {request.module}", request.sweep), default_python,
-                  request.built)
+                  request.built, failed_hosts_of(resolved_cluster))
+
+
+def failed_hosts_of(cluster) -> tuple:
+    """The hosts the planner should place away from (read from the records: the planner reads nothing)."""
+    scope = registry.placement(cluster.backend).health_scope(cluster)
+    if scope is None:
+        return ()
+    from launcher.insight.health import failed_hosts
+    return failed_hosts(cluster.backend, list(scope) or None)
 
 
 def plan_for(loaded: Loaded, run_id: Optional[str], attempt: int = 1) -> LaunchPlan:
@@ -81,7 +91,8 @@ def plan_for(loaded: Loaded, run_id: Optional[str], attempt: int = 1) -> LaunchP
         refuse_a_taken_id(run_id)
     plan = build_plan(loaded.resolved_job, loaded.resolved_cluster, Overrides(),
                       run_id or new_run_id(loaded.job.name), default_python=loaded.default_python,
-                      user_deepspeed=load_user_deepspeed(loaded.resolved_job), attempt=Attempt(attempt))
+                      user_deepspeed=load_user_deepspeed(loaded.resolved_job), attempt=Attempt(attempt),
+                      failed_hosts=loaded.failed_hosts)
     # What only this machine can tell (an SSH cluster's sync file list), added here at the edge, not by the planner.
     plan = registry.placement(loaded.resolved_cluster.backend).at_edge(plan, loaded.resolved_cluster,
                                                                        loaded.resolved_job)
@@ -116,7 +127,8 @@ def prepare(loaded: Loaded, plan: LaunchPlan) -> Prepared:
     placement = registry.placement(cluster.backend)
     placement.check_files(cluster)   # first: the checks' logins use them
     bound = placement.binding(cluster, job)
-    inputs = PlanInputs.of(job, cluster, plan.run_id, loaded.default_python, load_user_deepspeed(job))
+    inputs = PlanInputs.of(job, cluster, plan.run_id, loaded.default_python, load_user_deepspeed(job),
+                           loaded.failed_hosts)
     return Prepared(plan, cluster.workdir, spec_record(job, plan), spec_record(cluster, plan), bound, inputs)
 
 

@@ -16,6 +16,7 @@ from launcher.planning.tags import WORKER_TAG_ENV, worker_tag_template
 from launcher.render.accelerate import LaunchSettings, accelerate_config, distributed_type, launch_argv
 from launcher.render.deepspeed import deepspeed_config
 from launcher.render.direct import direct_argv, direct_env, is_direct
+from launcher.render.envcheck import file_name as env_check_file, program as env_check_program, task_line
 from launcher.render.fsdp import fsdp_config
 from launcher.render.shell import interface_lines, node_command, threads_lines
 from launcher.render.torchrun import torchrun_argv, torchrun_env
@@ -96,7 +97,8 @@ def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan
     # kit's tag wins over a job's own template; on SLURM its node number is resolved inside each task.
     env = {**env, WORKER_TAG_ENV: worker_tag_template(rank_word)}
     command = node_command(cluster.workdir, tuple(cluster.setup), env, argv, runtime_vars, prelude, secrets,
-                           job_args=len(job.args), runtime_env=(WORKER_TAG_ENV,))
+                           job_args=len(job.args), runtime_env=(WORKER_TAG_ENV,),
+                           before_exec=_env_check_lines(job, shape, placement, python, run_dir, rank_word, files))
     shared = tuple(p for p in files if not p.startswith(f"{run_dir}/accelerate"))
     own = (config_file,) if config_file is not None else ()
     return NodePlan(
@@ -106,15 +108,28 @@ def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan
     )
 
 
+def _env_check_lines(job, shape, placement, python, run_dir, rank_word, files) -> tuple:
+    """Where each task compares the nodes' environments itself (SLURM), its line before the launcher and the
+    program as a file of the plan; elsewhere nothing (the backend's checks compare them, or one node has no peer)."""
+    if placement.env_check_where != "task" or job.env_check == "off" or shape.nodes < 2:
+        return ()
+    files[env_check_file(run_dir)] = env_check_program()
+    kind = "module" if job.entrypoint.module is not None else "script"
+    return (task_line(python, run_dir, job.env_check, shape.nodes, rank_word, job.timeouts.rendezvous, kind,
+                      job.entrypoint.module or job.entrypoint.script, placement.runtime_vars),)
+
+
 def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id: str,
                default_python: str = "python", user_deepspeed: Optional[dict] = None,
-               attempt: Attempt = FIRST) -> LaunchPlan:
+               attempt: Attempt = FIRST, failed_hosts: tuple = ()) -> LaunchPlan:
     """`attempt`: which attempt of the run this plan starts (planning/attempt.py: its port, hosts and
-    rendezvous id); attempt 1 is the run as submitted."""
+    rendezvous id); attempt 1 is the run as submitted. `failed_hosts`: ((host, why), ...) that caused a failure
+    lately (planning/health.py), read from the records by the caller."""
     if not RUN_ID_PATTERN.fullmatch(run_id):
         raise KitError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-' only")
     job, cluster = apply_overrides(job, cluster, overrides)
     placement: Placement = registry.placement(cluster.backend)
+    cluster, notes = placement.away_from(job, cluster, dict(failed_hosts))
     shape = resolve_shape(job, cluster)
     # A scheduler that requeues the job itself runs the same script again (its ranks and master resolved anew
     # in the new allocation): its attempt k is attempt 1's plan.
@@ -148,4 +163,6 @@ def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id:
                       restarts=job.restarts),
         spare_hosts=tuple((h.name, h.address or h.name) for h in spares),
         attempt=attempt.number,
+        env_check=job.env_check,
+        notes=notes,
     )

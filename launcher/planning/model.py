@@ -92,6 +92,7 @@ class LaunchPlan:
     spare_hosts: tuple[tuple[str, str], ...] = ()
     sync: Optional[SyncPlan] = None
     attempt: int = 1                # which attempt of the run this plan starts (planning/attempt.py)
+    env_check: str = "strict"       # the job's env_check: nodes whose environments differ stop the run (strict)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -47,6 +47,11 @@ class Placement:
     # left out.
     inherits_submit_env = False
 
+    # Where the nodes' environments are compared before training (render/envcheck.py): "task" (each task, before
+    # its launcher, meeting the others in the shared run directory), "checks" (the backend's checks before
+    # anything starts), "" (nowhere: the nodes share one machine).
+    env_check_where = ""
+
     # ---- the cluster config
     # A restart is the scheduler's requeue of the same job (SLURM): attempt k runs attempt 1's plan.
     restarts_in_place = False
@@ -105,6 +110,20 @@ class Placement:
                 f"hosts; lower --nodes or add hosts"
             )
         return tuple(cluster.hosts[: job.nodes])
+
+    def health_scope(self, cluster: ClusterSpec) -> Optional[tuple]:
+        """Which hosts' health the planner wants (read from the records at the edge): the cluster's listed hosts;
+        () for every host this backend's runs used (a scheduler's nodes); None for none."""
+        return tuple(h.name for h in cluster.hosts) or None
+
+    def away_from(self, job: JobSpec, cluster: ClusterSpec, failed: dict) -> tuple[ClusterSpec, tuple[str, ...]]:
+        """(the cluster as this run uses it, notes) given the hosts that caused a failure lately (host -> why; the
+        planner's input, planning/health.py): listed hosts are reordered so that healthy spares take their nodes."""
+        if not failed or not cluster.hosts:
+            return cluster, ()
+        from launcher.planning.health import away_from_failed
+        hosts, notes = away_from_failed(tuple(cluster.hosts), job.nodes, failed)
+        return cluster.model_copy(update={"hosts": list(hosts)}), notes
 
     def spares(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
         """Hosts beyond the job's nodes, for a restart to move a lost host's node to."""

@@ -83,6 +83,20 @@ def _limits_line(plan: LaunchPlan) -> str:
             f"cannot reach the master; {hang}; {restarts}")
 
 
+def _env_line(plan: LaunchPlan) -> list:
+    """How the nodes' environments are compared before training (the job's env_check), where they can differ."""
+    where = registry.placement(plan.backend).env_check_where
+    if not where or len(plan.nodes) < 2:
+        return []
+    if plan.env_check == "off":
+        return ["env check: off (the nodes' environments are not compared)"]
+    how = ("by each task before its launcher (env_check.py, meeting in the run directory)" if where == "task"
+           else "in the checks on each host before anything starts")
+    verdict = "nodes that differ stop the run (exit 2)" if plan.env_check == "strict" else "a difference is said"
+    return [f"env check: {plan.env_check}: every node's Python, torch, accelerate, transformers, deepspeed and kit "
+            f"versions, CUDA and NCCL where present, and a hash of the job's code, compared {how}; {verdict}"]
+
+
 def _attempt_line(plan: LaunchPlan) -> str:
     """What makes this plan a restart's (attempt k > 1)."""
     k = plan.attempt
@@ -117,6 +131,8 @@ def render_text(plan: LaunchPlan) -> str:
     if plan.submission.kind == "processes":
         head.append(f"teardown: SIGTERM to every process of every node, SIGKILL after {plan.teardown_grace:g} s")
     head.append(_limits_line(plan))
+    head += _env_line(plan)
+    head += [f"host health: {note}" for note in plan.notes]
     if plan.attempt > 1:
         head.append(_attempt_line(plan))
     head.append("network: " + _network_text(plan))

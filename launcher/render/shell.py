@@ -93,16 +93,19 @@ def node_command(
     secret_env: tuple[str, ...] = (),
     job_args: int = 0,
     runtime_env: tuple[str, ...] = (),
+    before_exec: tuple[str, ...] = (),
 ) -> str:
     """The script a node runs with `bash -c`. Secrets (secret-looking names and every `secret_env` name) are
     left out: backends deliver them out of band so they never appear in a command line, a batch script or a log.
 
     Runtime variables expand only in kit's own words: the argv before the job's `job_args` arguments, and the
-    values of the `runtime_env` variables. The job's arguments and env values reach the node unchanged."""
+    values of the `runtime_env` variables. The job's arguments and env values reach the node unchanged.
+    `before_exec`: lines run in the node's environment right before its launcher (the SLURM env check)."""
     lines = [SETUP_CHECK_DEF, *checked(f"cd {shlex.quote(workdir)}"), *prelude]
     for line in setup:
         lines += checked(line)
     lines += [f"export {k}={quote_word(v, runtime_vars if k in runtime_env else ())}"
               for k, v in sorted(env.items()) if not is_secret(k, secret_env)]
+    lines += before_exec
     lines.append("exec " + join_argv(argv, runtime_vars, job_args))
     return "\n".join(lines) + "\n"

@@ -38,7 +38,7 @@ def _sbatch_options(cluster: ClusterSpec, job_name: str, nodes: int, gpus: int, 
     if s is not None:
         for key, value in (("partition", s.partition), ("account", s.account), ("qos", s.qos),
                            ("time", s.time), ("constraint", s.constraint), ("mem", s.mem),
-                           ("cpus-per-task", s.cpus_per_task)):
+                           ("cpus-per-task", s.cpus_per_task), ("exclude", ",".join(s.exclude) or None)):
             if value is not None:
                 opts[key] = str(value)
     lines = [f"#SBATCH --{k}={shlex.quote(v)}" for k, v in sorted(opts.items())]

@@ -136,6 +136,9 @@ class JobSpec(StrictModel):
     # failure that is not the job's own verdict: a node lost, a rank killed by a signal, a world that did not
     # form, a hang.
     restarts: Annotated[int, Field(ge=0, le=100)] = 0
+    # Before training, every node's Python, library versions and code hash are compared (render/envcheck.py):
+    # strict stops a run whose nodes differ (exit 2), warn says the table and trains, off skips it.
+    env_check: Literal["strict", "warn", "off"] = "strict"
     # A hyperparameter sweep over this job (see launcher/sweeps); `kit submit` then runs one run per trial.
     sweep: Optional[SweepSpec] = None
 

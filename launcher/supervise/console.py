@@ -11,6 +11,7 @@ import threading
 import time
 from typing import Optional
 
+from launcher.insight.events import is_insight
 from launcher.planning.tags import is_tagged, node_tag, split_progress
 from launcher.supervise.noise import NoiseFilter, is_worker_line
 from launcher.supervise.ranks_view import RanksView
@@ -153,6 +154,8 @@ def _show(line: str, node: int, console: Console, noise: NoiseFilter) -> None:
         console.rank_output_at = time.monotonic()
     if not is_tagged(line, node):
         line = f"{node_tag(node)} {line}"
+    if is_insight(line):   # the training module's word to kit: in the node log, off the terminal
+        return
     progress = split_progress(line)
     if progress is not None:
         console.progress(node, progress[0] + progress[1])

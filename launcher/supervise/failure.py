@@ -13,6 +13,7 @@ import re
 import signal
 from typing import Optional
 
+from launcher.insight.events import is_insight
 from launcher.planning.tags import PROGRESS_MARK
 from launcher.status import HUNG, LOST, NEVER_JOINED, NOT_STARTED, PREEMPTED, Failure
 from launcher.supervise.noise import is_launcher_noise, is_library_note, is_launcher_traceback, strip_tag
@@ -101,7 +102,8 @@ def rank_stderr(ranks_dir: str, local_rank: int) -> str:
 def summarize(node: int, host: str, node_code: int, log_text: str, known: dict = TRAIN_EXIT_CODES,
               ranks_dir: str = "", procs_per_node: int = 1) -> Failure:
     """`known`: what the entrypoint's exit codes mean (the training module's, or none for another program)."""
-    lines = [ln for ln in log_text.splitlines() if ln.strip()]
+    # The training module's lines for kit (insight/events.py) are never a rank's last words.
+    lines = [ln for ln in log_text.splitlines() if ln.strip() and not is_insight(ln)]
     setup = [ln for ln in lines if SETUP_FAILED in ln]
     if setup:
         return Failure(node, host, None, node_code, "setup failed", strip_tag(setup[-1]).strip())

@@ -4,6 +4,7 @@ console (`kit logs --follow`, the SLURM backend's following)."""
 import os
 import sys
 
+from launcher.insight.events import is_insight
 from launcher.planning.tags import PROGRESS_MARK, is_tagged, node_tag
 from launcher.supervise.noise import NoiseFilter, is_worker_line
 
@@ -43,7 +44,7 @@ def print_new_lines(record_path: str, node, offsets: dict, pending: dict, noise=
             ranks += is_worker_line(line)
             line = line if is_tagged(line, rank) else f"{node_tag(rank)} {line}"
             line = line.replace(PROGRESS_MARK, "", 1)   # a redraw is a line like any other here
-            if not of_rank(line, only_rank):
+            if not of_rank(line, only_rank) or is_insight(line):   # the training module's word to kit
                 continue
             shown = [line] if noise is None else noise.setdefault(path, NoiseFilter()).feed(line)
             if view is not None:

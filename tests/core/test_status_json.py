@@ -12,7 +12,7 @@ from launcher.core.waiting import LOST_CODE, end_code, status_code
 from tests.launcher.localrun import kit
 
 KEYS = {"run_id", "job", "backend", "record", "state", "note", "exit_code", "failure", "attempts", "nodes", "hosts",
-        "job_id", "times"}
+        "job_id", "times", "straggler"}
 ATTEMPT_KEYS = {"attempt", "state", "exit_code", "cause", "started_at", "finished_at", "duration_s"}
 
 

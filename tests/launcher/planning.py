@@ -33,8 +33,9 @@ def cluster(base: dict, **fields) -> ClusterSpec:
 
 
 def plan(job_spec: JobSpec, cluster_spec: ClusterSpec, run_id: str = RUN_ID, user_deepspeed=None,
-         attempt=None, **overrides):
+         attempt=None, failed_hosts=(), **overrides):
     extra = {"attempt": attempt} if attempt is not None else {}
+    extra["failed_hosts"] = failed_hosts
     return build_plan(job_spec, cluster_spec, Overrides(**overrides), run_id, default_python=PYTHON,
                       user_deepspeed=user_deepspeed, **extra)
 

@@ -45,8 +45,26 @@ def test_local_threads_exit_code_follows_the_target(monkeypatch, tmp_path, capsy
     assert f"ratio sized/default: {sized / 2:.2f}x" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("cost_us, code", [(5000.0, 1), (3.0, 0)])
+def test_insight_overhead_exit_code_follows_the_target(monkeypatch, capsys, cost_us, code):
+    bench = load("insight_overhead")
+    monkeypatch.setattr(bench, "instrumentation_us", lambda: cost_us)
+
+    class Loop:   # the trainer: never trained here (chunk_steps_per_s gives 5 steps/s, on and off alike)
+        def __init__(self, *a, **k):
+            pass
+    monkeypatch.setattr(bench, "chunk_steps_per_s", lambda trainer, steps, on: (5.0, 5.0))
+    import train.run
+    monkeypatch.setattr(train.run, "make_accelerator", lambda args: None)
+    monkeypatch.setattr(train.run, "load_data", lambda args, acc: ((), None, None))
+    monkeypatch.setattr(train.run, "build_trainer", lambda *a: Loop())
+    monkeypatch.setattr(sys, "argv", ["insight_overhead.py", "--pairs", "2"])
+    assert bench.main() == code
+    assert ("FAIL" in capsys.readouterr().out) == bool(code)
+
+
 def test_make_bench_runs_every_benchmark_and_fails_on_a_miss():
     recipe = (ROOT / "Makefile").read_text().split("\nbench:", 1)[1].split("\n\n", 1)[0]
-    for name in ("cli_latency", "train_overhead", "local_threads"):
+    for name in ("cli_latency", "train_overhead", "local_threads", "env_check", "insight_overhead"):
         assert name in recipe
     assert "status=1" in recipe and "exit $$status" in recipe

@@ -32,7 +32,8 @@ def _parsers(parser: argparse.ArgumentParser):
 
 def test_no_parser_guesses_abbreviations():
     parsers = list(_parsers(build_parser()))
-    assert len(parsers) == 10  # kit + submit, status, logs, cancel, wait, runs, doctor, sweep, sweep status
+    assert len(parsers) == 12  # kit + submit, status, logs, cancel, wait, runs, doctor, sweep, sweep status,
+    #                            report, hosts
     assert all(p.allow_abbrev is False for p in parsers)
 
 

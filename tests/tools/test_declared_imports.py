@@ -10,7 +10,7 @@ import tomllib
 
 from tests.launcher.localrun import REPO
 
-OWN = {"launcher", "train", "tests", "kit_echo_backend", "watchdog_output", "helper_builds_accelerator"}
+OWN = {"launcher", "train", "tests", "bench", "kit_echo_backend", "watchdog_output", "helper_builds_accelerator"}
 
 
 def _name(requirement: str) -> str:

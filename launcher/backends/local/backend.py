@@ -12,6 +12,7 @@ from launcher.backends.local.node import LocalNode, launcher_running
 from launcher.backends.local.preflight import preflight
 from launcher.environment import node_process_env
 from launcher.errors import KitError
+from launcher.insight.watch import InsightWatch
 from launcher.planning.model import LaunchPlan
 from launcher.preflight.reach import reach_command, reach_problem
 from launcher.preflight.stacks import dump_command, parse_dumps
@@ -58,7 +59,8 @@ class LocalBackend(Backend):
                              lambda: self._stacks(plan, base_dir, envs[0]), record.path)
             outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
                 f"kit: stopping run {plan.run_id}: SIGTERM to every process, SIGKILL after {grace:.0f} s"
-                " (a Ctrl-C shortens the wait)"), watches=[watch, hang])
+                " (a Ctrl-C shortens the wait)"),
+                watches=[watch, hang, InsightWatch(plan, record, watch, console.note)])
             for t in threads:
                 t.join(timeout=10)
             leftovers = tree.live_descendants()

@@ -10,6 +10,7 @@ from launcher.backends.slurm.outcome import describe, final_fields, settle
 from launcher.backends.slurm.query import hostnames, query
 from launcher.backends.slurm.requeues import requeued_attempts
 from launcher.errors import note
+from launcher.insight.watch import InsightWatch
 from launcher.planning.model import LaunchPlan
 from launcher.preflight.reach import reach_command, reach_problem
 from launcher.preflight.stacks import dump_command, parse_dumps
@@ -34,7 +35,7 @@ def follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: i
     # A requeued attempt's lines follow the last one's in the same logs: shown from where those end.
     offsets, pending, noise, said = (_log_ends(record.path) if requeues else {}), {}, {}, None
     view = RanksView(plan.run_id)   # later ranks' tracebacks and repeated warnings: in the node logs only
-    watch, hang, stopped_by, last_output = None, None, None, [time.monotonic()]
+    watch, hang, insight, stopped_by, last_output = None, None, None, None, [time.monotonic()]
     seen_running = False
     while True:
         info = settle(where, status, query(where, status.handle.job_id))
@@ -53,8 +54,9 @@ def follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: i
             watch = _world_watch(where, workdir, plan, record)
             hang = HangWatch(plan, watch, lambda: last_output[0], lambda: _stacks(where, workdir, plan, record),
                              record.path)
+            insight = InsightWatch(plan, record, watch, note, lambda n: _host_of(record, plan.nodes[n]))
         if watch is not None and stopped_by is None and not info.finished:
-            stopped_by = watch.poll() or hang.poll()
+            stopped_by = watch.poll() or hang.poll() or insight.poll()
             if stopped_by is not None:
                 note(f"kit: {cause(stopped_by)}: cancelling SLURM job {status.handle.job_id}")
                 # The verdict first: a `kit status` in another shell that sees the job CANCELLED before this
@@ -116,9 +118,11 @@ def _stacks(where, workdir: str, plan: LaunchPlan, record: RunRecord) -> dict:
 def note_info(where, record: RunRecord, info) -> RunStatus:
     """Keep the record's state, requeue count and hosts as SLURM last said them."""
     status = record.read_status()
-    fields = {"restarts": info.restarts, "slurm_state": info.slurm_state}
+    fields, moved = {"restarts": info.restarts, "slurm_state": info.slurm_state}, []
     if not info.finished and status.state not in OVER:   # a verdict kit wrote before cancelling stays
         fields["state"] = info.kit_state
+        if info.kit_state != status.state:   # the queue's moves, in the timeline kit report reads
+            moved = [{"at": time.time(), "event": info.kit_state, "attempt": info.restarts + 1, "detail": info.reason}]
     # The allocation's hosts while it runs; a job that ended before kit saw it running still names the hosts it ran on.
     unknown = any(n.host == "?" for n in status.nodes)
     hosts = hostnames(where, info.nodes) if info.kit_state == "running" or (info.finished and unknown) else []
@@ -127,7 +131,7 @@ def note_info(where, record: RunRecord, info) -> RunStatus:
     if info.restarts > len(status.attempts):   # requeued by the queue itself: its ended attempts are listed
         batch = batch_output(where, status)
         record.amend(lambda current: requeued_attempts(current, info.restarts, batch, time.time()))
-    return record.update_status(**fields)
+    return record.update_status(append={"timeline": moved}, **fields)
 
 
 def _host_of(record: RunRecord, node) -> str:

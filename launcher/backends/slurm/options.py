@@ -28,6 +28,10 @@ class SlurmOptions(Section):
     # Submit from elsewhere: run sbatch/squeue/sacct/scontrol/scancel on this host over SSH (the cluster's `ssh:`
     # section says how to log in) and reach its workdir over SFTP; unset = the SLURM commands run on this machine.
     login_host: Optional[HostName] = None
+    # Nodes never to run on (`#SBATCH --exclude`); with exclude_failed_nodes, also those that caused a failure in
+    # one of their last two runs (kit hosts lists them; kit hosts --clear NODE forgives one).
+    exclude: list[HostName] = []
+    exclude_failed_nodes: bool = False
 
 
 def login_fields(cluster) -> dict:

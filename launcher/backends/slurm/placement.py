@@ -18,6 +18,7 @@ class SlurmPlacement(Placement):
     prelude = (MASTER_ADDR_PRELUDE,)
     lanes_own_ports = False   # every array task is an allocation of its own
     restarts_in_place = True  # a restart is a requeue: the same script, resolved again in a new allocation
+    env_check_where = "task"   # the tasks meet in the shared run directory (env_check.py) before training
 
     def check_cluster(self, cluster: ClusterSpec) -> None:
         if cluster.hosts:
@@ -45,6 +46,20 @@ class SlurmPlacement(Placement):
     def hosts(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
         # Placeholders: the allocation decides.
         return tuple(Host(name=f"slurm-node-{i}") for i in range(job.nodes))
+
+    def health_scope(self, cluster: ClusterSpec):
+        return () if cluster.slurm is not None and cluster.slurm.exclude_failed_nodes else None
+
+    def away_from(self, job: JobSpec, cluster: ClusterSpec, failed: dict):
+        """With slurm.exclude_failed_nodes, the nodes that failed lately join slurm.exclude (`--exclude`)."""
+        s = cluster.slurm
+        if not failed or s is None or not s.exclude_failed_nodes:
+            return cluster, ()
+        from launcher.planning.health import excluded_note
+        names = sorted(n for n in failed if n not in s.exclude)
+        slurm = s.model_copy(update={"exclude": sorted({*s.exclude, *names})})
+        note = excluded_note(names, failed)
+        return cluster.model_copy(update={"slurm": slurm}), (note,) if note else ()
 
     def spares(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
         return ()   # the allocation decides; a requeue gets a new one

@@ -151,4 +151,7 @@ def doctor_rows(cluster, job, plan) -> list[tuple[str, str, str, str]]:
         except KitError as e:
             failed.add(name)
             rows.append(("slurm", name, "FAIL", str(e)))
+    if job is not None and not failed:
+        from launcher.backends.slurm.env_doctor import env_rows
+        rows += env_rows(cluster, job, plan, where_for(cluster), partition)
     return rows

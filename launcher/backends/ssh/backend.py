@@ -11,6 +11,7 @@ from launcher.backends.base import Backend, Result
 from launcher.backends.ssh.watch import HOST_TIMEOUT, fetch_rank_stderr, keep_in_touch, reach, stacks
 from launcher.environment import process_env
 from launcher.errors import KitError, per_line
+from launcher.insight.watch import InsightWatch
 from launcher.planning.model import LaunchPlan, NodePlan
 from launcher.records import RunRecord
 from launcher.status import LOST, Failure, RunStatus
@@ -38,6 +39,7 @@ def load_ahead() -> None:
     from launcher.backends.ssh.gate import read_checks  # noqa: F401
     from launcher.backends.ssh.preflight import gate_host  # noqa: F401
     from launcher.preflight.entrypoint import CheckResult  # noqa: F401
+    from launcher.render.envcheck import probe_lines  # noqa: F401
     from launcher.transport.sftp import SftpUnavailable  # noqa: F401
     from launcher.transport.connect import connect_each  # noqa: F401
     boot_source()
@@ -89,17 +91,18 @@ class SshBackend(Backend):
         heartbeat = 2 * float(self.settings.get("host_timeout") or HOST_TIMEOUT)
 
         digests = synced = None
+        fingerprints = {}   # rank -> the node's environment, as its checks saw it (insight/drift.py)
         if plan.sync is not None:
-            from launcher.backends.ssh.sync import LocalDigests
+            from launcher.backends.ssh.sync import LocalDigests, sync_into
             digests, synced = LocalDigests(plan.sync), []
 
         def then(conn):
             connected.append(time.monotonic())
             if digests is not None:   # the code first: the checks look for the entrypoint in it
-                problem = self._sync(conn, plan, digests, synced)
+                problem = sync_into(conn, plan, digests, synced)
                 if problem:
                     return {}, [problem]
-            return gate_host(conn, plan, self.entrypoint, heartbeat)
+            return gate_host(conn, plan, self.entrypoint, heartbeat, fingerprints)
 
         from launcher.backends.ssh.early import claim
         early = claim()   # logins opened while kit was starting, used where they match the validated config
@@ -117,25 +120,17 @@ class SshBackend(Backend):
         if problems:
             self._close()
             raise per_line(problems)  # one line per host, each like a single error
+        try:   # the job's env_check on the nodes' fingerprints: the table said; strict refuses the run
+            from launcher.insight.drift import judge_plan
+            judge_plan(plan, fingerprints, lambda text: print(text, file=sys.stderr, flush=True))
+        except KitError:
+            self._close()   # the waiting nodes end, having started nothing
+            raise
         if synced:
             from launcher.backends.ssh.sync import summary
             print(summary(sorted(synced, key=lambda s: s.host), plan.sync.source), file=sys.stderr, flush=True)
         self.timings["connect_s"] = round(max(connected) - started, 3)  # the last host's handshake done
         self.timings["preflight_s"] = round(time.monotonic() - started - self.timings["connect_s"], 3)
-
-    @staticmethod
-    def _sync(conn, plan: LaunchPlan, digests, synced: list) -> str:
-        """Copy the sync's changes into each workdir this host's nodes use; "" or the one line saying why not."""
-        from launcher.backends.ssh.sync import sync_host
-        workdirs = dict.fromkeys(n.workdir for n in plan.nodes if n.host == conn.endpoint.name)
-        try:
-            for workdir in workdirs:
-                synced.append(sync_host(conn, plan.sync, digests, workdir))
-        except (OSError, KitError) as e:
-            return f"{conn.endpoint.where}: could not sync {plan.sync.source} into its workdir: {e}"
-        except Exception as e:   # paramiko's SSHException and its kin: the host went away mid-copy
-            return f"{conn.endpoint.where}: could not sync {plan.sync.source} into its workdir: {e!r}"
-        return ""
 
     def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
         console = console or Console(sys.stdout, sys.stderr, run_id=plan.run_id)
@@ -169,7 +164,8 @@ class SshBackend(Backend):
             hang = HangWatch(plan, watch, lambda: console.rank_output_at, lambda: stacks(self.conns, plan), record.path)
             outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
                 f"kit: stopping run {plan.run_id} on every host: SIGTERM to every process, SIGKILL after "
-                f"{plan.teardown_grace:.0f} s (a Ctrl-C shortens the wait)"), watches=[watch, hang])
+                f"{plan.teardown_grace:.0f} s (a Ctrl-C shortens the wait)"),
+                watches=[watch, hang, InsightWatch(plan, record, watch, console.note)])
             pinging.set()
             for node, t in zip(nodes, threads):
                 t.join(timeout=0.2 if node.lost else 10)   # a lost host's stream may never end

@@ -60,17 +60,26 @@ def _said(out: str) -> list:
     return after_marker(out, MARK)
 
 
-def _facts(conn, cluster, python) -> tuple[dict, str]:
-    code, out, err = conn.run(_text(cluster, (python, "-c", FACTS_SOURCE)), timeout=120)
+def _facts(conn, cluster, python, entry=("", "")) -> tuple[dict, str]:
+    from launcher.render.envcheck import SOURCE, probe_lines
+    program = FACTS_SOURCE + SOURCE + probe_lines(MARK, *entry)   # and the fingerprint a run's checks take
+    code, out, err = conn.run(_text(cluster, (python, "-c", program)), timeout=120)
     said = _said(out)
     if not said:
         last = last_line(err)
         return {}, f"{python} not usable after the setup lines (exit {code}): {last}"
-    return json.loads(said[0]), ""
+    facts = json.loads(said[0])
+    facts["env"] = next((json.loads(v[4:]) for v in said[1:] if v.startswith("env ")), None)
+    return facts, ""
 
 
-def _host_rows(name, conn, cluster, python, gpus_wanted, entry_check) -> tuple[list, dict]:
-    facts, problem = _facts(conn, cluster, python)
+def _env_rows(facts: dict) -> list:
+    from launcher.insight.drift import doctor_rows as env_rows
+    return env_rows([(host, f["env"]) for host, f in facts.items() if f.get("env") is not None])
+
+
+def _host_rows(name, conn, cluster, python, gpus_wanted, entry_check, entry=("", "")) -> tuple[list, dict]:
+    facts, problem = _facts(conn, cluster, python, entry)
     if problem:
         return [(name, "python", "FAIL", problem)], {}
     rows = [(name, "python", "ok", f"{facts['python']} ({facts['version']})")]
@@ -154,6 +163,8 @@ def doctor_rows(cluster, job=None, plan=None) -> list:
     from launcher.transport.connect import connect
 
     settings = ssh_settings(cluster.ssh)
+    point = job.entrypoint if job is not None else None
+    entry = (("module", point.module) if point.module else ("script", point.script)) if point else ("", "")
     python = cluster.python or "python"
     rows, conns = [], {}
 
@@ -164,7 +175,7 @@ def doctor_rows(cluster, job=None, plan=None) -> list:
             return host.name, None, [(host.name, "ssh", "FAIL", str(e))], {}
         wanted = host.gpus if host.gpus is not None else cluster.gpus_per_node
         check = entry_checker(plan, host.name, job) if plan is not None else None
-        host_rows, facts = _host_rows(host.name, conn, cluster, python, wanted, check)
+        host_rows, facts = _host_rows(host.name, conn, cluster, python, wanted, check, entry)
         return host.name, conn, [(host.name, "ssh", "ok", "reachable, authenticated, host key known"),
                                  _sftp_row(host.name, conn)] + host_rows, facts
 
@@ -175,7 +186,7 @@ def doctor_rows(cluster, job=None, plan=None) -> list:
         rows += host_rows
         if conn is not None:
             conns[name] = conn
-    rows += _version_rows(facts)
+    rows += _version_rows(facts) + _env_rows(facts)
     try:
         head = cluster.hosts[0]
         if head.name in facts and set(facts) == set(conns):

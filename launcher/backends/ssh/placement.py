@@ -25,6 +25,7 @@ class SshPlacement(Placement):
     name = "ssh"
     sections = {"ssh": SshOptions, "sync": SyncOptions}
     uploads_files = True
+    env_check_where = "checks"   # each host's fingerprint comes back with its checks (ssh/preflight.py)
 
     def check_cluster(self, cluster: ClusterSpec) -> None:
         if not cluster.hosts:

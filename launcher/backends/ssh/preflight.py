@@ -2,6 +2,7 @@
 after the node's setup lines, the entrypoint there, the master port free. Each problem is one line naming the
 host."""
 
+import json
 import shlex
 
 from launcher.planning.model import LaunchPlan, NodePlan
@@ -51,6 +52,10 @@ def check_input(plan: LaunchPlan, node: NodePlan, entrypoint, heartbeat: float =
     from launcher.backends.ssh.gate import LOADER, gate_input
     port = plan.world.master_port if node.machine_rank == 0 else 0
     source, args = PROBE_SOURCE, [str(port)]
+    if entrypoint is not None and plan.env_check != "off" and len(plan.nodes) > 1:
+        # The node's fingerprint for the environment check (insight/drift.py), taken where the node will run.
+        from launcher.render.envcheck import SOURCE, probe_lines
+        source += SOURCE + probe_lines(PROBE, *entrypoint_target(entrypoint))
     if entrypoint is not None:
         kind, target = entrypoint_target(entrypoint)
         source, args = source + "sys.argv = sys.argv[1:]\n" + CHECK_SOURCE, args + [kind, target]
@@ -71,6 +76,17 @@ def _read_probe(plan: LaunchPlan, node: NodePlan, result: CheckResult):
     if said.get("port", "free").startswith("busy"):
         return (f"{where}: master port {plan.world.master_port} is in use on the master host; "
                 f"pick another with --port")
+    return None
+
+
+def fingerprint_of(result: CheckResult):
+    """The node's fingerprint its checks printed (render/envcheck.py), or None."""
+    for value in after_marker(result.stdout, PROBE):
+        if value.startswith("env "):
+            try:
+                return json.loads(value[4:])
+            except ValueError:
+                return None
     return None
 
 
@@ -95,11 +111,11 @@ def timed_out_step(e) -> str:
     return f"the checks (python, entrypoint, master port) did not finish within {e.timeout:.0f} s{last}"
 
 
-def gate_host(conn, plan: LaunchPlan, entrypoint, heartbeat: float = 0.0) -> tuple[dict, list]:
+def gate_host(conn, plan: LaunchPlan, entrypoint, heartbeat: float = 0.0, fingerprints=None) -> tuple[dict, list]:
     """The launch channels of the nodes on this connection's host, checks run and waiting for `go`:
     ({rank: (chan, early bytes)}, [problem lines naming the host]). The SFTP session for the upload (if the
     host's nodes have files) opens while the host runs the checks. On problems the caller closes the channels,
-    which starts nothing."""
+    which starts nothing. `fingerprints`: a dict that gets each node's fingerprint, by rank."""
     from launcher.backends.ssh.gate import GATE_COMMAND, ChecksTimedOut, read_checks
     from launcher.transport.sftp import SftpUnavailable
     host = conn.endpoint.name
@@ -116,6 +132,8 @@ def gate_host(conn, plan: LaunchPlan, entrypoint, heartbeat: float = 0.0) -> tup
             result, early, waiting = read_checks(chan, CHECK_TIMEOUT, (PROBE, MARKER))
             gates[node.machine_rank] = (chan, early)
             problem = _interpret(plan, node, entrypoint, result)
+            if fingerprints is not None and (fp := fingerprint_of(result)) is not None:
+                fingerprints[node.machine_rank] = fp
             if problem is None and not waiting:  # the checks passed, then the program died before waiting for kit
                 last = last_line(result.stderr)
                 problem = f"host {host}: the node's checks passed, then it ended (exit {result.returncode}): {last}"

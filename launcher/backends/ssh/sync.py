@@ -88,6 +88,21 @@ def sync_host(conn, sync: SyncPlan, digests: LocalDigests, workdir: str) -> Sync
     return Synced(conn.endpoint.name, workdir, len(changed), len(sync.files))
 
 
+def sync_into(conn, plan, digests: LocalDigests, synced: list) -> str:
+    """Copy the sync's changes into each workdir this host's nodes use (each host's Synced added to `synced`); ""
+    or the one line saying why not."""
+    from launcher.errors import KitError
+    workdirs = dict.fromkeys(n.workdir for n in plan.nodes if n.host == conn.endpoint.name)
+    try:
+        for workdir in workdirs:
+            synced.append(sync_host(conn, plan.sync, digests, workdir))
+    except (OSError, KitError) as e:
+        return f"{conn.endpoint.where}: could not sync {plan.sync.source} into its workdir: {e}"
+    except Exception as e:   # paramiko's SSHException and its kin: the host went away mid-copy
+        return f"{conn.endpoint.where}: could not sync {plan.sync.source} into its workdir: {e!r}"
+    return ""
+
+
 def summary(synced: list[Synced], source: str) -> str:
     """One line for the console: what was copied where."""
     copied = [s for s in synced if not s.shared]

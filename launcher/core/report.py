@@ -1,0 +1,101 @@
+"""A run's report, for both faces (`kit report RUN`, the API's Run.report()): its record (status.json, its timeline
+and attempts) and its node logs (the training module's events) made into one timeline, goodput and the badput
+breakdown (insight/goodput.py)."""
+
+import time
+from typing import Optional
+
+from launcher.backends import registry
+from launcher.core.describe import attempts as attempt_rows
+from launcher.core.lookup import state_now
+from launcher.core.waiting import end_code
+from launcher.insight.events import record_events
+from launcher.insight.goodput import Attempt, report
+from launcher.trust import untrusted
+
+# The training module's events, as the timeline names them.
+SAID = {"start": "process started", "imported": "imports done", "world": "world formed (process group)",
+        "train": "training loop started", "first_step": "first step", "restore": "checkpoint restored",
+        "save": "checkpoint saved", "eval": "evaluation", "test": "final test", "end": "training loop ended"}
+
+
+def report_run(record, png: Optional[str] = None) -> dict:
+    """The report of the run whose record this is, its node logs first brought up to date where they are written
+    elsewhere (a login host; only for a trusted record: kit acts on no other); `png`: the timeline drawn there."""
+    record.read_status(strict=True)
+    state, _ = state_now(record)
+    status = record.read_status()
+    if untrusted(record) is None:
+        registry.backend(status.backend).fetch_logs(record, status)
+    data = build(record, status, state)
+    if png:
+        from launcher.insight.report_png import draw
+        draw(data, png)
+    return data
+
+
+def build(record, status, state: str, now: Optional[float] = None) -> dict:
+    now = time.time() if now is None else now
+    code = end_code(state, status)
+    rows = attempt_rows(status, state, code, now)
+    ended = status.finished_at or now
+    windows = [Attempt(a["attempt"], a["started_at"] or status.created_at or now, a["finished_at"] or ended,
+                       a["state"] or "?", a["cause"] or "") for a in rows]
+    events = record_events(record.path)
+    marks = [dict(m) for m in status.timeline]
+    windows = requeued_apart(windows, marks)
+    created = status.created_at or (windows[0].start if windows else now)
+    r = report(created, ended, windows, events, marks)
+    return {"run_id": status.run_id, "job": status.job, "backend": status.backend, "state": state,
+            "exit_code": code, "total_s": r.total_s, "goodput_s": r.goodput_s,
+            "goodput": None if r.goodput is None else round(r.goodput, 4), "badput": r.badput,
+            "time_to_first_step_s": r.time_to_first_step_s,
+            "attempts": [_attempt(a, r.attempts) for a in rows], "straggler": r.straggler,
+            "timeline": _timeline(status, rows, marks, events), "segments": r.segments}
+
+
+def requeued_apart(windows: list, marks: list) -> list:
+    """A SLURM job requeued by SLURM itself (preemption, a time limit) runs again inside one of kit's attempts: each
+    requeue kit saw (the timeline's `requeued`) starts a window of its own, numbered on."""
+    cuts = sorted(m["at"] for m in marks if m["event"] == "requeued" and m.get("at") is not None)
+    out = []
+    for w in windows:
+        inside = [t for t in cuts if w.start < t < w.end]
+        start = w.start
+        for t in inside:
+            out.append(Attempt(0, start, t, "requeued", "requeued by SLURM"))
+            start = t
+        out.append(Attempt(0, start, w.end, w.state, w.cause))
+    for number, w in enumerate(out, 1):
+        w.number = number
+    return out
+
+
+def _attempt(a: dict, failures: list) -> dict:
+    failed = next((f for f in failures if f["attempt"] == a["attempt"]), {})
+    return {**a, "lost_s": failed.get("lost_s"), "restored_step": failed.get("restored_step"),
+            "resumed_after_s": failed.get("resumed_after_s")}
+
+
+def _timeline(status, rows: list, marks: list, events: list) -> list:
+    """Everything that happened, in time order: what kit recorded and what the main process reported."""
+    out = [{"at": status.created_at, "event": "submitted", "attempt": None, "detail": ""}]
+    for a in rows:
+        out.append({"at": a["started_at"], "event": "attempt started", "attempt": a["attempt"], "detail": ""})
+        if a["finished_at"]:
+            out.append({"at": a["finished_at"], "event": "attempt ended", "attempt": a["attempt"],
+                        "detail": f"{a['state']}" + (f": {a['cause']}" if a["cause"] else "")})
+    out += [{**m, "event": "queued" if m["event"] in ("pending", "requeued") else m["event"]} for m in marks]
+    for e in events:
+        if e["e"] in SAID and e.get("r", 0) == 0:
+            detail = f"step {e['step']}" if "step" in e else ""
+            if "t0" in e and "t1" in e:
+                detail = (detail + ", " if detail else "") + f"{e['t1'] - e['t0']:.2f} s"
+            out.append({"at": e.get("at", e.get("t0", e["t"])), "event": SAID[e["e"]], "attempt": None,
+                        "detail": detail})
+    if status.finished_at:
+        out.append({"at": status.finished_at, "event": "end", "attempt": None, "detail": status.state})
+    return sorted((x for x in out if x["at"] is not None), key=lambda x: x["at"])
+
+
+__all__ = ["report_run", "build"]

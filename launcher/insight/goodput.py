@@ -1,0 +1,227 @@
+"""Goodput and badput of a run, from its record alone (pure): every second between its submission and its end is
+given one category, so the categories add up to the run's wall time.
+
+Goodput is the time the world spent in training steps whose progress was kept (not redone after a restart), less
+what a straggler cost; badput is the rest, by cause. kit's record says when each attempt started and ended, how it
+ended, when the world formed and a SLURM job's queue moves; the training module's events (train/insight.py, in the
+node logs) say when its imports were done, when its world formed, its training loop, checkpoint saves and
+restores, evaluations and progress. A job that reports nothing gets what kit saw: its queue, its start until the
+world formed, then "running (not reported)", and no goodput figure."""
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from launcher.insight.stragglers import Stragglers
+
+QUEUE, STARTUP, RENDEZVOUS = "queue", "start-up and imports", "rendezvous"
+RESTORE, SAVE, EVAL = "checkpoint restore", "checkpoint save", "evaluation"
+LOST, DETECTION, RESTART = "progress lost since the last checkpoint", "failure detection", "restart"
+WRAP_UP, UNREPORTED, STRAGGLER = "wrap-up and teardown", "running (not reported)", "straggler"
+TRAINING = "training"
+BADPUT = (QUEUE, STARTUP, RENDEZVOUS, RESTORE, SAVE, EVAL, STRAGGLER, LOST, DETECTION, RESTART, WRAP_UP, UNREPORTED)
+SLACK = 1.0   # seconds an event may lie outside its attempt's window (clocks, kit's polling)
+
+
+@dataclass
+class Attempt:
+    number: int
+    start: float
+    end: float
+    state: str
+    cause: str = ""
+    events: list = field(default_factory=list)   # the main process's timeline events in this attempt
+    sections: list = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    total_s: float
+    goodput_s: Optional[float]
+    badput: dict
+    time_to_first_step_s: Optional[float]
+    attempts: list
+    segments: list            # [start, end, category, attempt]
+    straggler: Optional[dict]
+
+    @property
+    def goodput(self) -> Optional[float]:
+        return None if self.goodput_s is None or self.total_s <= 0 else self.goodput_s / self.total_s
+
+
+class Painter:
+    """Non-overlapping (start, end, category, attempt) segments; a later coat covers what is under it."""
+
+    def __init__(self):
+        self.segments: list = []
+
+    def paint(self, start, end, category, attempt=None, only=None) -> None:
+        if end is None or start is None or end <= start:
+            return
+        out = []
+        for s, e, c, a in self.segments:
+            if e <= start or s >= end or (only is not None and c != only):
+                out.append((s, e, c, a))
+                continue
+            if s < start:
+                out.append((s, start, c, a))
+            out.append((max(s, start), min(e, end), category, a if attempt is None else attempt))
+            if e > end:
+                out.append((end, e, c, a))
+        if only is None:
+            covered = sorted((max(s, start), min(e, end)) for s, e, _, _ in self.segments if s < end and e > start)
+            at = start
+            for s, e in covered + [(end, end)]:
+                if s > at:
+                    out.append((at, s, category, attempt))
+                at = max(at, e)
+        self.segments = sorted(out)
+
+    def total(self, category) -> float:
+        return sum(e - s for s, e, c, _ in self.segments if c == category)
+
+    def within(self, start, end, category) -> float:
+        return sum(max(0.0, min(e, end) - max(s, start)) for s, e, c, _ in self.segments if c == category)
+
+
+def _t(e: dict, key: str = "t") -> Optional[float]:
+    v = e.get(key)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def assign(attempts: list, events: list) -> None:
+    """Each event into the attempt whose window holds it (the latest that started before it)."""
+    for e in events:
+        t = _t(e)
+        home = None
+        for a in attempts:
+            if a.start - SLACK <= t <= a.end + SLACK:
+                home = a
+        if home is not None:
+            (home.sections if e["e"] == "sections" else home.events).append(e)
+
+
+def _first(events, name) -> Optional[dict]:
+    return next((e for e in events if e["e"] == name), None)
+
+
+def _paint_attempt(p: Painter, a: Attempt, formed: Optional[float]) -> Optional[float]:
+    """The attempt's time by phase; returns when its training loop ended or stopped being seen (None: no
+    training reported)."""
+    ev = a.events
+    clamp = lambda t: None if t is None else min(max(t, a.start), a.end)   # noqa: E731
+    imported, world = clamp(_t(_first(ev, "imported") or {})), clamp(_t(_first(ev, "world") or {}))
+    loop = clamp(_t(_first(ev, "train") or {}))
+    if loop is None:   # nothing reported (another program), or it died before training
+        upto = world or formed or imported
+        p.paint(a.start, clamp(upto) or a.end, STARTUP, a.number)
+        if upto is not None:
+            p.paint(clamp(upto), a.end, DETECTION if ev and a.state in ("failed", "lost") else UNREPORTED, a.number)
+        return None
+    done = _first(ev, "end")
+    seen = [x for e in ev for x in (_t(e), _t(e, "t1")) if x is not None]
+    stop = clamp(_t(done)) if done else clamp(max(seen))
+    p.paint(a.start, imported or world or loop, STARTUP, a.number)
+    p.paint(imported or world or loop, world or loop, RENDEZVOUS, a.number)
+    p.paint(world or loop, loop, STARTUP, a.number)
+    p.paint(loop, stop, TRAINING, a.number)
+    p.paint(stop, a.end, DETECTION if not done and a.state in ("failed", "lost") else WRAP_UP, a.number)
+    for name, category in (("restore", RESTORE), ("save", SAVE), ("eval", EVAL), ("test", EVAL)):
+        for e in ev:
+            if e["e"] == name:
+                p.paint(clamp(_t(e, "t0")), clamp(_t(e, "t1")), category, a.number)
+    return stop
+
+
+def _kept_until(a: Attempt, restored_step: Optional[int]) -> Optional[float]:
+    """When the attempt's last kept progress was made: the end of its save of the step the next attempt restored
+    (None: all of it was kept; the attempt's own loop start: none of it)."""
+    if restored_step is None:
+        return None
+    saves = [e for e in a.events if e["e"] == "save" and e.get("step") == restored_step]
+    if saves:
+        return _t(saves[-1], "t1")
+    return _t(_first(a.events, "train") or {})
+
+
+def report(created: float, ended: float, attempts: list, events: list, marks: list) -> Report:
+    """`attempts`: Attempt windows from the record (oldest first); `events`: the training module's, every rank;
+    `marks`: the record's timeline (world formed, a SLURM job's queue moves)."""
+    assign(attempts, [e for e in events if e.get("r", 0) == 0 or e["e"] == "sections"])
+    p = Painter()
+    p.paint(created, attempts[0].start if attempts else ended, STARTUP)
+    for before, after in zip(attempts, attempts[1:]):
+        p.paint(before.end, after.start, RESTART, after.number)
+    reported = False
+    stops = {}
+    for a in attempts:
+        formed = next((m["at"] for m in marks if m["event"] == "world formed" and m.get("attempt") == a.number), None)
+        stops[a.number] = _paint_attempt(p, a, formed)
+        reported |= stops[a.number] is not None
+    failures = []
+    for i, a in enumerate(attempts):
+        nxt = attempts[i + 1] if i + 1 < len(attempts) else None
+        restored = _first(nxt.events, "restore") if nxt else None
+        if a.state == "succeeded" or stops[a.number] is None:
+            continue
+        if nxt is None and a.state in ("preempted", "running", "still running"):
+            continue
+        step = restored.get("step") if restored else (0 if nxt else _last_saved(a))
+        cut = _kept_until(a, step) if step else _t(_first(a.events, "train") or {})
+        lost_before = p.total(LOST)
+        p.paint(max(cut or a.start, a.start), stops[a.number], LOST, a.number, only=TRAINING)
+        resumed = _t(_first(nxt.events, "first_step") or {}) if nxt else None
+        failures.append({"attempt": a.number, "cause": a.cause, "failed_at": stops[a.number],
+                         "lost_s": round(p.total(LOST) - lost_before, 3), "restored_step": step if nxt else None,
+                         "resumed_after_s": round(resumed - stops[a.number], 3) if resumed else None})
+    if attempts:
+        _paint_queue(p, marks, attempts[0].start)
+    straggler = _straggler(attempts)
+    training = p.total(TRAINING)
+    badput = {c: round(p.total(c), 3) for c in BADPUT}
+    if straggler:
+        badput[STRAGGLER] = round(min(straggler["lost_s"], training), 3)
+    first = next((_t(e) for a in attempts for e in a.events if e["e"] == "first_step"), None)
+    return Report(total_s=round(ended - created, 3),
+                  goodput_s=round(training - badput[STRAGGLER], 3) if reported else None,
+                  badput={c: v for c, v in badput.items() if v > 0}, time_to_first_step_s=(
+                      round(first - created, 3) if first else None),
+                  attempts=failures, segments=[list(s) for s in p.segments], straggler=straggler)
+
+
+def _last_saved(a: Attempt) -> Optional[int]:
+    saves = [e.get("step") for e in a.events if e["e"] == "save"]
+    return saves[-1] if saves else None
+
+
+def _paint_queue(p: Painter, marks: list, first_start: float) -> None:
+    """A SLURM job's waits (the record's timeline): from its submission (its first attempt's start) or a requeue
+    to running."""
+    marks = sorted((m for m in marks if m.get("at") is not None), key=lambda m: m["at"])
+    waiting = first_start if any(m["event"] == "running" for m in marks) else None
+    for m in marks:
+        if m["event"] in ("pending", "requeued") and waiting is None:
+            waiting = m["at"]
+        elif m["event"] == "running" and waiting is not None:
+            p.paint(waiting, m["at"], QUEUE)
+            waiting = None
+
+
+def _straggler(attempts: list) -> Optional[dict]:
+    """What the slowest rank cost over the run (insight/stragglers.py on every section report), and who it was."""
+    lost, named = 0.0, None
+    for a in attempts:
+        if not a.sections:
+            continue
+        world = len({e["r"] for e in a.sections if isinstance(e.get("r"), int)})
+        watch = Stragglers(world)
+        for e in sorted(a.sections, key=lambda e: e["t"]):
+            found = watch.feed(e)
+            named = named or found
+        lost += watch.lost_s
+    if not lost and named is None:
+        return None
+    who = {"node": named.node, "rank": named.rank, "section": named.section, "ratio": named.ratio} if named else {}
+    return {**who, "lost_s": round(lost, 3)}
+
+
+__all__ = ["Attempt", "Report", "report", "Painter", "BADPUT", "TRAINING"]

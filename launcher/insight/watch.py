@@ -1,0 +1,74 @@
+"""kit's watch over a running attempt (polled with the world and hang watches, supervise/supervisor.py): it marks
+in the record when the world formed, and reads the training module's section reports from the node logs as they
+grow, naming a straggler once (insight/stragglers.py): one line on the console, and in the record for kit status.
+It never stops a run."""
+
+import os
+import time
+from typing import Callable, Optional
+
+from launcher.insight import timeline
+from launcher.insight.events import read_log_events
+from launcher.insight.stragglers import Stragglers, line
+
+POLL = 1.0
+
+
+class InsightWatch:
+    """`world`: the attempt's WorldWatch (or None); `say`: kit's line to the console; `host_of(node)`: the host
+    to name (a SLURM node's comes from the allocation)."""
+
+    def __init__(self, plan, record, world, say: Callable[[str], None], host_of=None, clock=time.monotonic):
+        self.plan, self.record, self.world, self.say, self.clock = plan, record, world, say, clock
+        self.host_of = host_of or (lambda node: plan.nodes[node].host if 0 <= node < len(plan.nodes) else "?")
+        self.stragglers = Stragglers(plan.world.world_size)
+        # An attempt's lines follow the last attempt's in the same logs: read from where they end now.
+        self._offsets = {n.machine_rank: _size(self._log(n.machine_rank)) for n in plan.nodes}
+        self._formed = False
+        self._next = 0.0
+
+    def _log(self, node: int) -> str:
+        return self.record.file(f"node{node}.log")
+
+    def poll(self) -> Optional[object]:
+        now = self.clock()
+        if now < self._next:
+            return None
+        self._next = now + POLL
+        if not self._formed and self.world is not None and self.world.formed:
+            self._formed = True
+            ago = max(0.0, now - (self.world.formed_at or now))
+            timeline.mark(self.record, timeline.WORLD_FORMED, self.plan.attempt, at=time.time() - ago)
+        if self.stragglers.named is None:
+            self._read()
+        return None
+
+    def _read(self) -> None:
+        for node, offset in self._offsets.items():
+            events, self._offsets[node] = read_log_events(self._log(node), offset, node)
+            for event in events:
+                found = self.stragglers.feed(event)
+                if found is not None:
+                    self._name(found)
+                    return
+
+    def _name(self, found) -> None:
+        host = self.host_of(found.node) if found.node is not None else "?"
+        self.say(f"kit: straggler: {line(found, host)} (its relative score {found.score:.2f} < "
+                 f"{self.stragglers.threshold:g} over its last report windows; the world steps at its pace)")
+        try:
+            self.record.update_status(straggler={"node": found.node, "host": host, "rank": found.rank,
+                                                 "section": found.section, "ratio": found.ratio,
+                                                 "score": found.score, "at": time.time()})
+        except Exception:   # the record keeps its last good state; the console said it
+            pass
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+__all__ = ["InsightWatch"]

@@ -1,0 +1,74 @@
+"""What the training module tells kit (train/insight.py): nothing unless kit runs it; spans and events from the
+main process only; every rank's sections, forward timed inside the model's own forward while it trains (never in
+evaluation), the loader's wait timed except an epoch's first batch, reported per step over a report window."""
+
+import json
+import time
+
+import torch
+
+from train import insight
+from train.insight import MARK, Insight
+
+
+def _said(capsys) -> list:
+    return [json.loads(ln[len(MARK):]) for ln in capsys.readouterr().out.splitlines() if ln.startswith(MARK)]
+
+
+def test_silent_unless_kit_runs_it(monkeypatch, capsys):
+    monkeypatch.delenv("KIT_RUN_ID", raising=False)
+    monkeypatch.delenv("KIT_INSIGHT", raising=False)
+    off = Insight()
+    off.event("start")
+    off.step_done(1)
+    assert not off.on and _said(capsys) == []
+    monkeypatch.setenv("KIT_RUN_ID", "r")
+    assert Insight().on
+    monkeypatch.setenv("KIT_INSIGHT", "0")
+    assert not Insight().on
+
+
+def test_spans_and_events_come_from_the_main_process_only(capsys):
+    main, other = Insight(0, True, on=True), Insight(1, False, on=True)
+    with main.span("restore") as late:
+        late["step"] = 7
+    with other.span("save", step=3):
+        pass
+    said = _said(capsys)
+    assert [(e["e"], e["step"]) for e in said] == [("restore", 7)] and said[0]["t0"] <= said[0]["t1"]
+
+
+def test_sections_time_forward_in_training_only_and_skip_an_epochs_first_batch(monkeypatch, capsys):
+    monkeypatch.setattr(insight, "REPORT_EVERY_S", 0.05)
+
+    class Slow(torch.nn.Module):
+        def forward(self, x):
+            time.sleep(0.02)
+            return x
+
+    model = Slow()
+    ins = Insight(1, False, on=True)
+    ins.watch_forward(model, cuda=False)
+
+    def loader():
+        for i in range(4):
+            time.sleep(0.03 if i == 0 else 0.01)
+            yield i
+
+    step = 0
+    for batch in ins.batches(loader()):
+        model.train()
+        model(torch.zeros(1))
+        model.eval()
+        model(torch.zeros(1))   # evaluation: not timed
+        step += 1
+        ins.step_done(step)
+    time.sleep(0.06)
+    ins.step_done(step + 1)
+    said = [e for e in _said(capsys) if e["e"] == "sections"]
+    assert said and all(e["r"] == 1 and {"w", "from", "to", "n", "data", "forward"} <= set(e) for e in said)
+    steps = sum(e["n"] for e in said)
+    forward = sum(e["forward"] * e["n"] for e in said) / steps
+    data = sum(e["data"] * e["n"] for e in said) / steps
+    assert 0.018 < forward * (steps / 4) < 0.04            # four training forwards of 20 ms, none of evaluation
+    assert data * steps < 0.03 + 0.01 and data * steps >= 3 * 0.009   # three waits of 10 ms; the first not
