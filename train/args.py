@@ -60,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping (0 disables)")
     t.add_argument("--no-bucketing", dest="bucketing", action="store_false",
                    help="plain shuffled batches instead of length-bucketed ones (bucketing cuts padding)%(default).0s")
+    pre = p.add_argument_group("pretraining (masked language model on the training texts, before fine-tuning)")
+    pre.add_argument("--pretrain-epochs", type=float, default=3.0,
+                     help="epochs of masked-language-model pretraining of the encoder (0: none; presets only)")
+    pre.add_argument("--pretrain-steps", type=int, default=0, help="optimizer steps; > 0 overrides --pretrain-epochs")
+    pre.add_argument("--pretrain-lr", type=_positive(float), default=1e-3, help="peak learning rate of pretraining")
+    pre.add_argument("--mask-prob", type=_fraction, default=0.15, help="share of tokens masked and predicted")
     r = p.add_argument_group("run")
     r.add_argument("--eval-every", type=int, default=0, help="evaluate every N optimizer steps (0: once per epoch)")
     r.add_argument("--save-every", type=int, default=0,
@@ -80,4 +86,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
     if args.warmup < 0:
         build_parser().error("--warmup must be >= 0")
+    if args.pretrain_epochs < 0 or args.pretrain_steps < 0:
+        build_parser().error("--pretrain-epochs and --pretrain-steps must be >= 0")
     return args

@@ -27,6 +27,7 @@ import torch.distributed as dist
 from train import EXIT_BAD_DATA, EXIT_CONFIG, EXIT_PREEMPTED, EXIT_RESUME_REFUSED, EXIT_WORLD_CHECK
 from train import checkpoint, data, data_check, fingerprint, model as model_lib, preempt, resume, tokenize
 from train.batching import BucketBatchSampler
+from train.pretrain import enabled as pretrain_enabled
 from train.pipeline import LayoutError, StageModule, describe, layer_split, layout
 
 STAGES_ENV, MICROBATCHES_ENV = "KIT_EXPECTED_PIPELINE_STAGES", "KIT_EXPECTED_PIPELINE_MICROBATCHES"
@@ -375,6 +376,10 @@ class PipelineRun:
 
 def run(args, stages: int) -> int:
     microbatches = int(os.environ.get(MICROBATCHES_ENV) or stages)
+    if pretrain_enabled(args):  # not built for stages: say so, and record what runs (fingerprint, metrics)
+        if int(os.environ.get("RANK", "0")) == 0:
+            _say("pipeline: no pretrain phase under pipeline stages; fine-tuning starts from a random encoder")
+        args.pretrain_epochs, args.pretrain_steps = 0.0, 0
     if args.batch_size % microbatches:
         print(f"config error: --batch-size {args.batch_size} is not a multiple of the {microbatches} pipeline "
               f"micro-batches", file=sys.stderr, flush=True)
