@@ -1,10 +1,10 @@
 """Mixed precision that proves itself: at start, one forward of the prepared model must compute in the planned dtype.
 
-accelerate decides the precision from kit's config, but a run may silently compute in float32 all the same (on CPU
-accelerate 1.16 under DDP leaves the prepared model's forward without autocast; a config whose precision never
-reached the engine).  The training loop runs every forward under `accelerator.autocast()`, and this check runs one
-such forward on every rank, records the output dtype of every linear layer, and fails the run (exit 3, one line)
-when any of them is not the planned dtype.  PyTorch's CPU autocast knows bfloat16 only, so fp16 on CPU fails here
+accelerate decides the precision from kit's config, but a run may silently compute in float32 all the same: whether
+accelerate wraps the prepared model's forward in autocast depends on its version and launch path (on CPU it has
+been seen not to), and a config's precision may never reach the engine.  The training loop runs every forward under `accelerator.autocast()` (Trainer.forward), and
+this check runs that very forward once on every rank, records the output dtype of every linear layer, and fails the
+run (exit 3, one line) when any of them is not the planned dtype.  PyTorch's CPU autocast knows bfloat16 only, so fp16 on CPU fails here
 (kit refuses it before launch; this catches a launch by hand).
 """
 
@@ -22,8 +22,9 @@ def sample_batch(encoded_split, device, length: int = 16) -> dict:
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
 
 
-def linear_dtypes(accelerator, model, batch: dict) -> list[torch.dtype]:
-    """Collective (a forward through the prepared model on every rank): the output dtype of each linear layer."""
+def linear_dtypes(accelerator, model, forward, batch: dict) -> list[torch.dtype]:
+    """Collective (one `forward(batch)` of the prepared model on every rank, the training loop's own forward):
+    the output dtype of each linear layer."""
     seen: list[torch.dtype] = []
     inner = accelerator.unwrap_model(model)
     hooks = [m.register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
@@ -31,8 +32,8 @@ def linear_dtypes(accelerator, model, batch: dict) -> list[torch.dtype]:
     was_training = model.training
     model.eval()
     try:
-        with torch.no_grad(), accelerator.autocast():
-            model(**batch)
+        with torch.no_grad():
+            forward(batch)
     finally:
         for hook in hooks:
             hook.remove()
@@ -63,10 +64,10 @@ def describe(planned: str, device: str, seen: list[torch.dtype]) -> str:
            f"layers, {how})"
 
 
-def check(accelerator, model, batch: dict) -> str | None:
+def check(accelerator, model, forward, batch: dict) -> str | None:
     """Collective: None when every rank computed in the planned dtype, else the failure line (the same on all)."""
     planned, device = str(accelerator.mixed_precision), accelerator.device.type
-    seen = linear_dtypes(accelerator, model, batch)
+    seen = linear_dtypes(accelerator, model, forward, batch)
     problem = verdict(planned, device, seen)
     failed = accelerator.reduce(torch.tensor([1.0 if problem else 0.0], device=accelerator.device), "sum")
     count = int(failed.item())
@@ -82,8 +83,9 @@ class PrecisionError(RuntimeError):
     """The planned precision did not engage; the message is the run's one line."""
 
 
-def require(accelerator, model, encoded_split) -> None:
-    """Collective: raise PrecisionError on every rank unless every rank computed in the planned dtype."""
-    problem = check(accelerator, model, sample_batch(encoded_split, accelerator.device))
+def require(accelerator, trainer, encoded_split) -> None:
+    """Collective: raise PrecisionError on every rank unless every rank's training forward (trainer.forward)
+    computed in the planned dtype."""
+    problem = check(accelerator, trainer.model, trainer.forward, sample_batch(encoded_split, accelerator.device))
     if problem:
         raise PrecisionError(problem)

@@ -113,8 +113,7 @@ class PretrainTrainer(Trainer):
         sums = torch.zeros(3, dtype=torch.float64)
         examples = 0
         for batch in self.loaders[split]:
-            with self.accelerator.autocast():
-                logits = self.model(**batch).logits
+            logits = self.forward(batch).logits
             parts = self.accelerator.gather_for_metrics(mlm.per_example(logits, batch["labels"]))
             sums += torch.stack([p.sum().cpu() for p in parts])
             examples += len(parts[0])
@@ -193,6 +192,15 @@ def load_encoder(classifier, state: dict) -> None:
                            f"unexpected {unexpected}")
 
 
+def recorded(output_dir) -> dict | None:
+    """What a finished phase in this directory did (for metrics.json when fine-tuning resumes), if anything."""
+    try:
+        done = json.loads((directory(output_dir) / FINISHED).read_text())
+    except (OSError, ValueError):
+        return None
+    return {**done.get("summary", {}), "reused": True}
+
+
 def read_encoder(output_dir) -> dict:
     from safetensors.torch import load_file
 
@@ -214,10 +222,10 @@ def run(args, accelerator, ctx, classifier, encoded: dict, tokenizer, current: d
     out = args.output_dir
     kind, path = agree(accelerator, args.resume, out, phase_fingerprint(current), shared, strategy_name(accelerator))
     if kind == "done":
-        done = json.loads((directory(out) / FINISHED).read_text())
         load_encoder(classifier, read_encoder(out))
-        accelerator.print(f"pretrain: reusing the finished phase in {directory(out)} (step {done['step']})")
-        return {**done.get("summary", {}), "reused": True}
+        summary = recorded(out) or {"reused": True}
+        accelerator.print(f"pretrain: reusing the finished phase in {directory(out)} (step {summary.get('steps')})")
+        return summary
     if kind == "fresh":
         clear(out, owner)
     if owner:
@@ -225,7 +233,7 @@ def run(args, accelerator, ctx, classifier, encoded: dict, tokenizer, current: d
     accelerator.wait_for_everyone()
     trainer = ctx["trainer"] = build(args, accelerator, classifier.config, encoded, tokenizer, current)
     world_check.check(accelerator, model=trainer.model)
-    precision.require(accelerator, trainer.model, encoded["validation"])
+    precision.require(accelerator, trainer, encoded["validation"])
     trainer.preemption = ctx["preemption"]
     trainer.set_owner(owner)
     if path is not None:

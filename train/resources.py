@@ -157,12 +157,12 @@ def summary(train_log: list[dict]) -> list[dict]:
             for rank, r in sorted(ranks.items())]
 
 
-def lines(info: dict, rows: list[dict]) -> list[str]:
-    """The run's last lines: one per rank."""
+def lines(info: dict, rows: list[dict], span: str = "") -> list[str]:
+    """The run's last lines: one per rank (`span`: what the figures cover, when more than fine-tuning)."""
     gpu = info.get("device") == "cuda"
     out = []
     for row in rows:
         util = "unknown" if row["utilization_pct"] is None else f"{row['utilization_pct']:.0f}%"
         out.append(f"rank {row['rank']}: peak {'CUDA memory' if gpu else 'RSS'} {row['peak_memory_mib']:.0f} MiB, "
-                   f"{'GPU (NVML)' if gpu else 'CPU (process)'} {util}, {row['samples_per_s']} samples/s")
+                   f"{'GPU (NVML)' if gpu else 'CPU (process)'} {util}, {row['samples_per_s']} samples/s{span}")
     return out

@@ -54,8 +54,9 @@ def dump_params(accelerator, model, directory: str) -> None:
 
 
 def resource_report(trainer) -> dict:
-    """What was measured and, per rank over the run, peak memory, mean utilisation and samples/s."""
-    return {**trainer.resources.describe(), "per_rank": resources.summary(trainer.state.train_log)}
+    """What was measured and, per rank over the run (pretraining too), peak memory, mean utilisation, samples/s."""
+    before = (trainer.pretrain or {}).get("train_log") or []
+    return {**trainer.resources.describe(), "per_rank": resources.summary(before + trainer.state.train_log)}
 
 
 def _gpu_rows(report: dict) -> list[dict] | None:
@@ -92,7 +93,7 @@ def _metrics(args, accelerator, trainer, test: dict, report: dict) -> dict:
         "tokens_per_s": None if tokens_per_s is None else round(tokens_per_s, 2),
         **_efficiency(accelerator, trainer, tokens_per_s), "evals": s.evals, "train_log": s.train_log,
         "test": {"loss": test["loss"], "accuracy": test["accuracy"], "examples": test["examples"]},
-        "labels": trainer.labels, "resources": report, "gpu": _gpu_rows(report),
+        "labels": trainer.labels, "resources": report, "gpu": _gpu_rows(report), "pretrain": trainer.pretrain,
         "run_id": os.environ.get("KIT_RUN_ID"),
         "args": {k: v for k, v in vars(args).items()},
     }
@@ -119,7 +120,8 @@ def _write(args, accelerator, trainer, tokenizer, out: Path, test: dict, metrics
     metrics["test"].update(data)
     (out / "classification_report.txt").write_text(text)
     outputs.write_json(out / "metrics.json", metrics)
-    outputs.plot_curves(out / "curves.png", trainer.state.train_log, trainer.state.evals, metrics["resources"])
+    outputs.plot_curves(out / "curves.png", trainer.state.train_log, trainer.state.evals, metrics["resources"],
+                        trainer.pretrain)
     if args.save_model:
         unwrapped = accelerator.unwrap_model(trainer.model)
         unwrapped.save_pretrained(str(out / "model"), state_dict=state_dict, safe_serialization=True)
@@ -130,5 +132,6 @@ def _write(args, accelerator, trainer, tokenizer, out: Path, test: dict, metrics
     if metrics["mfu"] is not None:
         print(f"model FLOPs utilisation {100 * metrics['mfu']:.1f}% of {metrics['device_name']}'s 16-bit peak "
               f"({metrics['model_flops_per_token'] / 1e6:.1f} MFLOPs per token)", flush=True)
-    for line in resources.lines(metrics["resources"], metrics["resources"]["per_rank"]):
+    span = " (pretraining and fine-tuning)" if (trainer.pretrain or {}).get("train_log") else ""
+    for line in resources.lines(metrics["resources"], metrics["resources"]["per_rank"], span):
         print(line, flush=True)

@@ -161,8 +161,10 @@ def _run(args, ctx) -> int:
             if ctx["pretrain"] is None:
                 return _stopped(accelerator, ctx["trainer"], out)
             torch.manual_seed(args.seed)  # fine-tuning draws the same dropout whether it pretrained now or earlier
+        elif pretrain.enabled(args):
+            ctx["pretrain"] = pretrain.recorded(out)
         trainer = ctx["trainer"] = build_trainer(args, accelerator, splits, tokenizer, encoded, net, run_fingerprint)
-        precision.require(accelerator, trainer.model, encoded["validation"])
+        precision.require(accelerator, trainer, encoded["validation"])
     except world_check.WorldCheckError as exc:
         print(exc, file=sys.stderr, flush=True)
         return EXIT_WORLD_CHECK

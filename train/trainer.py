@@ -78,6 +78,7 @@ class Trainer:
 
         Signals only set a flag in here; all ranks act on it together at an optimizer-step boundary."""
         self.model.train()
+        self.resources.probe.start()  # the first interval starts with the loop, not with building it
         bar = progress_bar(self.total_steps, self.state.step, disable=not self.accelerator.is_main_process,
                            desc=self.name)
         try:
@@ -123,10 +124,16 @@ class Trainer:
             self.state.epoch, self.state.batches_done = self.state.epoch + 1, 0
         return True
 
+    def forward(self, batch):
+        """Every forward of the loop, under the planned precision (train/precision.py checks this very path).
+        accelerate's own wrapping of the prepared model is not relied on: whether it autocasts depends on its
+        version and launch path (on CPU it has been seen not to)."""
+        with self.accelerator.autocast():
+            return self.model(**batch)
+
     def _micro_step(self, batch) -> torch.Tensor:
         with self.accelerator.accumulate(self.model):
-            with self.accelerator.autocast():  # on CPU accelerate does not autocast the prepared model by itself
-                loss = self.model(**batch).loss
+            loss = self.forward(batch).loss
             self.accelerator.backward(loss)
             if self.accelerator.sync_gradients and self.args.max_grad_norm > 0:
                 self.accelerator.clip_grad_norm_(self.model.parameters(), self.args.max_grad_norm)
@@ -193,8 +200,7 @@ class Trainer:
         self.model.eval()
         losses, preds, labels = [], [], []
         for batch in self.loaders[split]:
-            with self.accelerator.autocast():
-                logits = self.model(**batch).logits.float()
+            logits = self.forward(batch).logits.float()
             loss = F.cross_entropy(logits, batch["labels"], reduction="none")
             loss, pred, label = self.accelerator.gather_for_metrics((loss, logits.argmax(-1), batch["labels"]))
             losses.append(loss.cpu())
