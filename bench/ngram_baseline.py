@@ -21,11 +21,15 @@ sys.path.insert(0, str(REPO))
 C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
 
 
-def split_for(data: str, seed: int, val_fraction: float = 0.1, test_fraction: float = 0.1):
-    """The reference job's split (defaults of `python -m train`: deduplicated)."""
+def split_for(data: str, seed: int):
+    """The reference job's split: train/data.py with `python -m train`'s own defaults (fractions, deduplication,
+    columns) and this seed, so the baseline follows the job if they change."""
     from train import data as data_lib
+    from train.args import parse_args
 
-    return data_lib.load_splits(data, "text", "label", seed, val_fraction, test_fraction, True)
+    a = parse_args(["--data", data, "--seed", str(seed)])
+    return data_lib.load_splits(a.data, a.text_column, a.label_column, a.seed, a.val_fraction, a.test_fraction,
+                                a.dedupe)
 
 
 def run(splits) -> dict:

@@ -2,10 +2,11 @@
 
 accelerate decides the precision from kit's config, but a run may silently compute in float32 all the same: whether
 accelerate wraps the prepared model's forward in autocast depends on its version and launch path (on CPU it has
-been seen not to), and a config's precision may never reach the engine.  The training loop runs every forward under `accelerator.autocast()` (Trainer.forward), and
-this check runs that very forward once on every rank, records the output dtype of every linear layer, and fails the
-run (exit 3, one line) when any of them is not the planned dtype.  PyTorch's CPU autocast knows bfloat16 only, so fp16 on CPU fails here
-(kit refuses it before launch; this catches a launch by hand).
+been seen not to), and a config's precision may never reach the engine.  The training loop runs every forward under
+`accelerator.autocast()` (Trainer.forward), and this check runs that very forward once on every rank, records the
+output dtype of every linear layer, and fails the run (exit 3, one line) when any of them is not the planned dtype.
+PyTorch's CPU autocast knows bfloat16 only, so fp16 on CPU fails here (kit refuses it before launch; this catches a
+launch by hand).
 """
 
 from __future__ import annotations

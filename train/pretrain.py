@@ -19,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-from train import checkpoint, fingerprint, mlm, model as model_lib
+from train import checkpoint, fingerprint, mlm
+from train import model as model_lib
 from train.resume import ResumeRefused, advice
 from train.trainer import Trainer
 

@@ -15,6 +15,8 @@ import time
 import torch
 
 _HWM = re.compile(r"^VmHWM:\s+(\d+) kB", re.MULTILINE)
+# NVML's nvmlValueType_t -> the field of the sample's value union
+_SAMPLE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 
 
 def _peak_rss_mib() -> float | None:
@@ -61,7 +63,7 @@ class _Nvml:
         nvml = self.nvml
         try:
             kind, samples = nvml.nvmlDeviceGetSamples(self.handle, nvml.NVML_GPU_UTILIZATION_SAMPLES, self.last)
-            field = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal"}.get(kind, "uiVal")
+            field = _SAMPLE_FIELDS.get(kind, "uiVal")
             fresh = [s for s in samples if s.timeStamp > self.last]
             if fresh:
                 self.last = max(s.timeStamp for s in fresh)

@@ -163,8 +163,8 @@ class Trainer:
         self._logged_time = self.state.train_time
         self.state.train_log.append({"step": self.state.step, "loss": loss, "lr": lr, "ranks": ranks})
         if self.accelerator.is_main_process:
-            tqdm.write(f"{self.prefix}step {self.state.step}/{self.total_steps} epoch {self.state.epoch} loss {loss:.4f} "
-                       f"lr {lr:.2e}")
+            tqdm.write(f"{self.prefix}step {self.state.step}/{self.total_steps} epoch {self.state.epoch} "
+                       f"loss {loss:.4f} lr {lr:.2e}")
 
     def _between_steps(self, end_of_epoch: bool) -> bool:
         """Eval, checkpoint, preemption; False when preempted (after saving)."""
@@ -190,8 +190,8 @@ class Trainer:
                  "accuracy": result["accuracy"], "examples": result["examples"]}
         self.state.evals.append(entry)
         if self.accelerator.is_main_process:
-            tqdm.write(f"{self.prefix}eval step {entry['step']}: loss {entry['loss']:.4f} accuracy {entry['accuracy']:.4f} "
-                       f"({entry['examples']} examples)")
+            tqdm.write(f"{self.prefix}eval step {entry['step']}: loss {entry['loss']:.4f} "
+                       f"accuracy {entry['accuracy']:.4f} ({entry['examples']} examples)")
 
     # --- evaluation -------------------------------------------------------------------------------------------
     @torch.no_grad()
