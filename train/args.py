@@ -43,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"size preset ({', '.join(PRESETS)}) built from BertConfig, or a local pretrained directory")
     m.add_argument("--vocab-size", type=_positive(int), default=6000,
                    help="WordPiece vocabulary trained on the training split (presets only)")
+    m.add_argument("--cjk", choices=("words", "chars"), default="chars",
+                   help="CJK text in the vocabulary: 'words' merges characters into frequent multi-character pieces "
+                        "as in other scripts; 'chars' makes every character its own token (BERT's recipe; presets "
+                        "only)")
     m.add_argument("--max-length", type=_positive(int), default=256, help="max tokens per example (truncation)")
     m.add_argument("--dropout", type=float, default=0.2, help="hidden/attention dropout (presets only)")
     t = p.add_argument_group("optimisation")

@@ -122,7 +122,7 @@ class PipelineRun:
         for turn in (True, False):   # the node's first process builds the caches, the others then read them
             if turn == local_first:
                 tok_dir = (Path(args.model) if model_lib.is_local_model(args.model)
-                           else tokenize.trained_tokenizer_dir(cache, splits, args.vocab_size))
+                           else tokenize.trained_tokenizer_dir(cache, splits, args.vocab_size, args.cjk))
                 encoded = tokenize.encode_splits(cache, splits, tok_dir, args.max_length)
             dist.barrier()
         self.splits, self.tokenizer, self.encoded = splits, tokenize.load_tokenizer(tok_dir), encoded

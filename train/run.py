@@ -41,7 +41,7 @@ def load_data(args, accelerator):
         if model_lib.is_local_model(args.model):
             tok_dir = Path(args.model)
         else:
-            tok_dir = tokenize.trained_tokenizer_dir(cache, splits, args.vocab_size)
+            tok_dir = tokenize.trained_tokenizer_dir(cache, splits, args.vocab_size, args.cjk)
         encoded = tokenize.encode_splits(cache, splits, tok_dir, args.max_length)
     return splits, tokenize.load_tokenizer(tok_dir), encoded
 
