@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.kit-installed
 
-.PHONY: venv demo test bench clean
+.PHONY: venv demo test test-fast lint bench clean
 
 venv: $(STAMP)
 
@@ -25,6 +25,16 @@ demo: venv
 
 test: venv
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# The edit-test loop: no test cluster (SSH and SLURM hosts: tests marked `harness`, tests/conftest.py) and no long
+# training runs (marked `slow`); a few minutes here. `make test` still runs everything.
+test-fast: venv
+	$(PY) -m pytest -q -p no:cacheprovider -m "not harness and not slow"
+
+# ruff and mypy on launcher/, configured in pyproject.toml; .ci/run runs this before the tests.
+lint: venv
+	$(VENV)/bin/ruff check launcher
+	$(VENV)/bin/mypy
 
 # Every benchmark runs; any missed target (a non-zero exit) fails the target at the end.
 bench: venv

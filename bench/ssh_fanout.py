@@ -116,7 +116,7 @@ def time_train(h, base: Path) -> dict:
     if proc.wait() != 0 or first is None:
         raise RuntimeError("the training run failed or printed no step")
     status = json.loads(Path(h.bed.path("work"), "runs", "fanout-train", "status.json").read_text())
-    phases = status["timings"]
+    phases = status["handle"]["timings"]
     nodes_up = status["started_at"] - started
     return {"first_step_s": round(first, 2), "kit_startup_s": round(nodes_up - sum(phases.values()), 2),
             **phases, "rendezvous_s": round(first - nodes_up, 2)}

@@ -16,12 +16,15 @@ import time
 from typing import Optional, Sequence
 
 from launcher import records
+from launcher.api_words import check_arguments, said_in_api_words
 from launcher.backends import registry
-from launcher.api_words import check_arguments, in_api_words
+from launcher.core.cancel import cancel_run
+from launcher.core.launch import launch
+from launcher.core.lookup import find_record, state_now
+from launcher.core.prepare import dry_checks, load, plan_for, prepare
+from launcher.core.request import Request
 from launcher.errors import KitError
-from launcher.launch import launch
-from launcher.lookup import find_record, state_now
-from launcher.status import NOT_OVER, RunStatus
+from launcher.status import RunStatus
 from launcher.supervise.failure import cause
 
 log = logging.getLogger("kit")
@@ -32,39 +35,20 @@ def _say(text: str) -> None:
     log.info(text)
 
 
-def _in_api_words(fn):
-    """A public function of the API: the core's one-line errors said with its keyword arguments, not flags."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*a, **kw):
-        try:
-            return fn(*a, **kw)
-        except KitError as e:
-            raise in_api_words(e) from None
-    return wrapper
-
-
-class _Args:
-    """What the command line would have parsed, for the shared first half of `kit submit` (commands/prepare.py)."""
-
-    def __init__(self, job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args,
-                 run_id, sweep=None):
-        check_arguments(nodes=nodes, gpus=gpus, procs_per_node=procs_per_node, strategy=strategy,
-                        mixed_precision=mixed_precision, port=port, run_id=run_id, args=args, cluster=cluster,
-                        sweep=sweep)
-        if not isinstance(job, (str, os.PathLike)):
-            raise KitError(f"job: a job spec's path, e.g. 'jobs/bert_cls.yaml' (got {job!r})")
-        self.job, self.cluster, self.run_id, self.sweep = os.fspath(job), _path(cluster), run_id, _path(sweep)
-        self.nodes, self.gpus, self.procs_per_node = nodes, gpus, procs_per_node
-        self.strategy, self.mixed_precision, self.port = strategy, mixed_precision, port
-        if not isinstance(set or {}, dict):
-            raise KitError(f"set: a mapping of field to value, e.g. {{'deepspeed.zero_stage': 3}} (got {set!r})")
-        self.set = [_set_item(k, v) for k, v in (set or {}).items()]
-        if isinstance(args, str):
-            raise KitError("args: a list of words, e.g. args=['--epochs', '1'] (not one string)")
-        self.args = list(args or ())
-        self.module, self.dry_run, self.format, self.detach = None, False, None, True
+def _request(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, run_id,
+             sweep=None) -> Request:
+    """The submission the keywords name, as the core takes it; a keyword of the wrong kind is a one-line KitError."""
+    check_arguments(nodes=nodes, gpus=gpus, procs_per_node=procs_per_node, strategy=strategy,
+                    mixed_precision=mixed_precision, port=port, run_id=run_id, args=args, cluster=cluster, sweep=sweep)
+    if not isinstance(job, (str, os.PathLike)):
+        raise KitError(f"job: a job spec's path, e.g. 'jobs/bert_cls.yaml' (got {job!r})")
+    if not isinstance(set or {}, dict):
+        raise KitError(f"set: a mapping of field to value, e.g. {{'deepspeed.zero_stage': 3}} (got {set!r})")
+    if isinstance(args, str):
+        raise KitError("args: a list of words, e.g. args=['--epochs', '1'] (not one string)")
+    return Request(job=os.fspath(job), cluster=_path(cluster), sweep=_path(sweep), run_id=run_id, nodes=nodes,
+                   gpus=gpus, procs_per_node=procs_per_node, strategy=strategy, mixed_precision=mixed_precision,
+                   port=port, sets=tuple(_set_item(k, v) for k, v in (set or {}).items()), args=tuple(args or ()))
 
 
 def _path(p) -> Optional[str]:
@@ -83,11 +67,6 @@ def _set_item(key, value) -> str:
     except yaml.YAMLError:
         raise KitError(f"set: {key}: {value!r} is not plain data (numbers, strings, booleans, lists, "
                        f"mappings)") from None
-
-
-def _load(a: _Args):
-    from launcher.commands.prepare import load
-    return load(a)
 
 
 class Plan:
@@ -113,38 +92,36 @@ class Plan:
         return f"<kit.Plan {self.run_id}: {w.num_machines} node(s) x {w.procs_per_node} on {self.plan.backend}>"
 
 
-@_in_api_words
+@said_in_api_words
 def plan(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
          procs_per_node: Optional[int] = None, strategy: Optional[str] = None, mixed_precision: Optional[str] = None,
          port: Optional[int] = None, set: Optional[dict] = None, args: Sequence[str] = (),
          run_id: Optional[str] = None) -> Plan:
     """The dry-run of `kit submit` as data: nothing is written or started."""
-    from launcher.commands.prepare import dry_checks, plan_for
-    a = _Args(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, run_id)
-    loaded = _load(a)
+    request = _request(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, run_id)
+    loaded = load(request)
     if loaded.sweep is not None:
-        raise KitError(f"{a.job} has a sweep section; kit.sweep() runs it (kit.plan plans one run)")
+        raise KitError(f"{request.job} has a sweep section; kit.sweep() runs it (kit.plan plans one run)")
     planned = plan_for(loaded, run_id)
     dry_checks(loaded, planned)
     return Plan(planned)
 
 
-@_in_api_words
+@said_in_api_words
 def submit(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
            procs_per_node: Optional[int] = None, strategy: Optional[str] = None,
            mixed_precision: Optional[str] = None, port: Optional[int] = None, set: Optional[dict] = None,
            args: Sequence[str] = (), run_id: Optional[str] = None) -> "Run":
     """Check, record and start the run; return its handle at once (the run goes on without this process)."""
-    from launcher.commands.prepare import plan_for, prepare
-    a = _Args(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, run_id)
-    loaded = _load(a)
+    request = _request(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, run_id)
+    loaded = load(request)
     if loaded.sweep is not None:
-        raise KitError(f"{a.job} has a sweep section; kit.sweep() runs it")
+        raise KitError(f"{request.job} has a sweep section; kit.sweep() runs it")
     launched = launch(prepare(loaded, plan_for(loaded, run_id)), os.getcwd(), detach=True, say=_say)
     return Run(launched.record.path)
 
 
-@_in_api_words
+@said_in_api_words
 def get_run(run_id: Optional[str] = None, run_root: Optional[str] = None) -> "Run":
     """The run `run_id` (the latest one when None; the beginning of an id will do when it begins no other):
     wherever kit's index of your runs says, or under `run_root`."""
@@ -158,7 +135,7 @@ def get_run(run_id: Optional[str] = None, run_root: Optional[str] = None) -> "Ru
 def runs_under(run_root: Optional[str] = None) -> list:
     """Every run under `run_root`, or (None) every run of yours kit's index knows and those under ./runs; oldest
     first."""
-    from launcher.lookup import all_roots
+    from launcher.core.lookup import all_roots
     found = [(st.created_at or 0, os.path.abspath(os.path.join(root, run_id)))
              for root in ([run_root] if run_root is not None else all_roots())
              for run_id, st in records.list_records(root)]
@@ -197,7 +174,7 @@ class Run:
 
     def wait(self, timeout: Optional[float] = None, poll: float = POLL) -> str:
         """Block until the run is over (as `kit wait` does); its final state. TimeoutError after `timeout` s."""
-        from launcher.waiting import StillGoing, wait_end
+        from launcher.core.waiting import StillGoing, wait_end
         try:
             return wait_end(self.record, timeout, poll)[0]
         except StillGoing as e:
@@ -205,7 +182,7 @@ class Run:
 
     def describe(self) -> dict:
         """The run as data, as `kit status RUN --json` prints it: state, exit_code, failure, attempts, nodes, ..."""
-        from launcher.describe import describe
+        from launcher.core.describe import describe
         state, note = state_now(self.record)
         return describe(self.record, self.record.read_status(), state, note)
 
@@ -218,7 +195,7 @@ class Run:
         if node is not None and not found:
             raise KitError(f"node {node}: no such node log in {self.path}")
         texts = []
-        for rank, path in found:
+        for _, path in found:
             with open(path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
             texts.append(text if node is not None else f"==> {os.path.basename(path)} <==\n{text}")
@@ -226,47 +203,34 @@ class Run:
 
     def cancel(self) -> str:
         """Stop every process of the run, wherever it is; returns once none is left (the line kit prints)."""
-        status = self.status
-        backend = registry.backend(status.backend)
-        state, _ = backend.current_state(self.record, status)
-        if state not in NOT_OVER + ("lost",):
-            return f"run {self.id}: already finished ({state}); nothing to cancel"
-        return backend.cancel(self.record, self.record.read_status())
+        return cancel_run(self.record)
 
     def __repr__(self) -> str:
         return f"<kit.Run {self.id} {self.status.state}>"
 
 
-@_in_api_words
+@said_in_api_words
 def sweep(job, *, sweep=None, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
           procs_per_node: Optional[int] = None, strategy: Optional[str] = None,
           mixed_precision: Optional[str] = None, port: Optional[int] = None, set: Optional[dict] = None,
           args: Sequence[str] = (), sweep_id: Optional[str] = None) -> "Sweep":
     """Start a sweep (the job's `sweep:` section, or the file `sweep`); return its handle at once: its trials run
     on (in a driver process of their own, or as a scheduler's job array)."""
-    from launcher.spec import check_ssh_files, load_user_deepspeed
-    from launcher.sweeps.execute import run_sweep
-    from launcher.sweeps.plan import plan_sweep
-    a = _Args(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, sweep_id,
-              sweep=sweep)
-    loaded = _load(a)
+    from launcher.sweeps.start import start_sweep, sweep_plan
+    request = _request(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args,
+                       sweep_id, sweep=sweep)
+    loaded = load(request)
     if loaded.sweep is None:
-        raise KitError(f"{a.job} has no sweep section; pass sweep='FILE.yaml' (a file with a sweep: section)")
-    sweep_plan = plan_sweep(loaded.job, loaded.sweep, loaded.cluster, loaded.overrides, sweep_id=sweep_id,
-                            default_python=loaded.default_python,
-                            user_deepspeed=load_user_deepspeed(loaded.resolved_job))
-    from launcher.commands.sweep import at_edge
-    sweep_plan = at_edge(sweep_plan, loaded.resolved_cluster, loaded.resolved_job)
-    check_ssh_files(loaded.resolved_cluster)
-    record = run_sweep(sweep_plan, loaded.resolved_job, loaded.resolved_cluster, detach=True, say=_say)
+        raise KitError(f"{request.job} has no sweep section; pass sweep='FILE.yaml' (a file with a sweep: section)")
+    record = start_sweep(loaded, sweep_plan(loaded, sweep_id), detach=True, say=_say)
     return Sweep(record.path)
 
 
-@_in_api_words
+@said_in_api_words
 def get_sweep(sweep_id: Optional[str] = None, run_root: Optional[str] = None) -> "Sweep":
     """The sweep `sweep_id` (the latest one when None): wherever kit's index says, or under `run_root`."""
-    from launcher.lookup import latest_sweep_root, root_of
-    from launcher.sweeps.record import find_sweep, latest_sweep
+    from launcher.core.lookup import root_of
+    from launcher.sweeps.record import find_sweep, latest_sweep, latest_sweep_root
     root = root_of(run_root, sweep_id) if sweep_id else latest_sweep_root(run_root)
     sweep_id = sweep_id or latest_sweep(root)
     if sweep_id is None:

@@ -56,4 +56,17 @@ def in_api_words(error: KitError) -> KitError:
     return out
 
 
-__all__ = ["check_arguments", "in_api_words"]
+def said_in_api_words(fn):
+    """A public function of the API: the core's one-line errors said with its keyword arguments, not flags."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        try:
+            return fn(*a, **kw)
+        except KitError as e:
+            raise in_api_words(e) from None
+    return wrapper
+
+
+__all__ = ["check_arguments", "in_api_words", "said_in_api_words"]

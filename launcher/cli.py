@@ -52,7 +52,8 @@ def _submit_args(sub) -> None:
                                           "built from the flags (train.py)")
     p.set_defaults(args=[])   # the words after `--` (parse() splits them off)
     p.add_argument("-m", "--module", help="run a Python module (python -m MODULE) as a job built from the flags")
-    p.add_argument("--cluster", help="cluster config YAML (default: this machine, local backend)")
+    p.add_argument("--cluster", help=f"cluster config YAML (default: this machine); backends: "
+                                     f"{_backends(described=True)}")
     p.add_argument("--nodes", type=int, help="number of nodes")
     p.add_argument("--gpus", type=int, help="GPUs per node (0: a CPU job)")
     p.add_argument("--procs-per-node", type=int, help="processes per node on CPU nodes")
@@ -94,7 +95,7 @@ def _record_args(sub) -> None:
     p.add_argument("--run-root", help=RUN_ROOT_HELP)
     _trust_arg(p)
     p.add_argument("--state", help="only runs in this state (running, succeeded, failed, cancelled, lost, ...)")
-    p.add_argument("--backend", help="only runs of this backend (local, ssh, slurm) or sweeps (sweep)")
+    p.add_argument("--backend", help=f"only runs of this backend ({_backends()}) or sweeps (sweep)")
     p.add_argument("--since", metavar="WHEN", help="only runs started since WHEN: 30m, 6h, 2d, or a date "
                                                    "(2026-12-01 or '2026-12-01 08:00')")
 
@@ -117,10 +118,20 @@ def _wait_args(sub) -> None:
     _trust_arg(p)
 
 
+def _backends(described: bool = False, doctor: bool = False) -> str:
+    """The installed backends as the help names them, `described` in their own words, or with `doctor` those kit
+    doctor checks, with what it checks there (each backend's package says, backends/registry.py)."""
+    from launcher.backends import registry
+    if doctor:
+        return "; ".join(f"{name}: {registry.doctor_text(name)}" for name in registry.names()
+                         if registry.doctor_text(name))
+    return ", ".join(f"{name} ({registry.help_text(name)})" if described else name for name in registry.names())
+
+
 def _doctor_args(sub) -> None:
-    p = sub.add_parser("doctor", help="check that a cluster can run jobs: every host of an ssh cluster "
-                                             "(reach, python, versions, ports), what sbatch needs on a slurm one")
-    p.add_argument("--cluster", required=True, help="cluster config YAML (an ssh or slurm cluster)")
+    p = sub.add_parser("doctor", help=f"check that a cluster can run jobs ({_backends(doctor=True)})")
+    p.add_argument("--cluster", required=True, help="cluster config YAML (a cluster of a backend kit doctor "
+                                                    "checks)")
     p.add_argument("--job", help="job spec YAML, or a Python script (train.py) as kit submit takes it: also check "
                                  "that its entrypoint is there on every host")
     p.add_argument("-m", "--module", help="or a module (python -m MODULE), as kit submit -m takes it")
@@ -190,7 +201,8 @@ def _set_misread(argv: list[str], extra: list[str]):
         else:
             continue
         if "=" not in key and value in extra:
-            return f"--set {key} {value}: --set takes KEY=VALUE; did you mean --set {key}={value}? (see kit submit --help)"
+            return (f"--set {key} {value}: --set takes KEY=VALUE; did you mean --set {key}={value}? "
+                    f"(see kit submit --help)")
     return None
 
 
@@ -234,7 +246,7 @@ def main(argv=None) -> int:
     try:
         args = parse(argv)
         if getattr(args, "trust_owner", None):
-            from launcher.records import trust_owners
+            from launcher.trust import trust_owners
             trust_owners(args.trust_owner)
         if args.command == "submit":
             from launcher.commands.submit import submit
@@ -251,8 +263,8 @@ def main(argv=None) -> int:
         if args.command == "wait":
             from launcher.commands.wait import wait
             return wait(args)
-        from launcher.commands import records
-        return {"runs": records.runs_cmd, "status": records.status, "cancel": records.cancel}[args.command](args)
+        from launcher.commands import runs
+        return {"runs": runs.runs_cmd, "status": runs.status, "cancel": runs.cancel}[args.command](args)
     except KitError as e:
         print(f"{getattr(e, 'usage', '')}kit: error: {render(e)}", file=sys.stderr)
         return e.exit_code

@@ -1,4 +1,6 @@
-"""User-facing errors: one line, exit code 2, never a traceback."""
+"""User-facing errors: one line, exit code 2, never a traceback; and kit's own lines on stderr (note)."""
+
+import sys
 
 USER_ERROR_EXIT = 2
 
@@ -26,3 +28,8 @@ def one_line(text: str) -> str:
 def render(error: Exception) -> str:
     """The text after the first `kit: error: `: each of a per-line error's lines kept, each made one line."""
     return PER_LINE.join(one_line(part) for part in str(error).split(PER_LINE))
+
+
+def note(text: str) -> None:
+    """kit's own line on stderr (a warning, what it does next), at once."""
+    print(text, file=sys.stderr, flush=True)

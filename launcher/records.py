@@ -1,18 +1,16 @@
 """Run records: runs/<run-id>/ holds the resolved specs, the plan, the generated files, logs and status (its
 fields typed in status.py)."""
 
-import errno
-import fcntl
 import json
 import os
 import sys
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional
 
 from launcher.errors import KitError
+from launcher.filestore import locked, publish_new, reserve_room, unlink_quietly, write_atomic
 from launcher.planning.model import LaunchPlan
 from launcher.render.dryrun import masked_dict
 from launcher.render.text import to_json, to_yaml
@@ -21,71 +19,11 @@ from launcher.states import allowed
 from launcher.status import RunStatus, corrupt
 
 STATUS = "status.json"
+# What a sweep's directory holds instead (sweeps/record.py): run ids and sweep ids share one namespace.
+SWEEP_FILE = "sweep.json"
 LOCK = ".status.lock"       # flock'd around each read-modify-write of the status
 RESERVE = ".status.reserve"  # room kept for the status on a disk that fills up (write_atomic)
-RESERVE_BYTES = 64 * 1024
-LOCK_WAIT = 30.0
 VERDICT = ("state", "exit_code", "failure", "finished_at", "node_exit_codes", "ended_by")
-
-
-def write_atomic(path: str, text: str, reserve: Optional[str] = None) -> None:
-    """Write via a temporary file in the same directory, flushed to disk, and rename: readers see the old file or
-    the new one, never half of one; a write that fails (a full disk) leaves no temporary file behind and the old
-    file as it was. `reserve`: a file of spare bytes given up (deleted) to make room when the disk is full."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    try:
-        _replace(path, text)
-    except OSError as e:
-        if reserve is None or e.errno != errno.ENOSPC or not os.path.exists(reserve):
-            raise
-        _unlink(reserve)
-        _replace(path, text)
-
-
-def _replace(path: str, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path) or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink(tmp)
-        raise
-
-
-def reserve_room(path: str) -> None:
-    """Keep RESERVE_BYTES at `path` for a status write on a full disk (best effort: no room, no reserve)."""
-    try:
-        with open(path, "wb") as f:
-            f.write(bytes(RESERVE_BYTES))
-    except OSError:
-        _unlink(path)
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-
-
-def publish_new(path: str, text: str) -> bool:
-    """Write `path` only if nothing is there: the complete file appears at once or not at all (a hard link of a
-    written temporary file fails when the name exists). False when another process got there first."""
-    tmp = f"{path}.new.{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)   # whatever the umask: a group-writable record is not trusted (untrusted())
-        os.link(tmp, path)
-        return True
-    except FileExistsError:
-        return False
-    finally:
-        _unlink(tmp)
 
 
 def spec_record(spec, plan: LaunchPlan) -> dict:
@@ -153,31 +91,6 @@ class RunRecord:
         return locked(self.file(LOCK))
 
 
-@contextmanager
-def locked(path: str):
-    """An exclusive flock on the file `path` (made if absent), held for one read-modify-write of a record; a
-    lock held by another process for over LOCK_WAIT seconds is one line."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:   # a record this user cannot lock (read-only, full disk): the write fails after anyway
-        yield
-        return
-    try:
-        deadline = time.monotonic() + LOCK_WAIT
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise KitError(f"{os.path.dirname(path)}: its lock is held for over {LOCK_WAIT:g} s by "
-                                   f"another process; try again") from None
-                time.sleep(0.01)
-        yield
-    finally:
-        os.close(fd)   # releases the lock
-
-
 def _verdict_kept(current: RunStatus, fields: dict, reopen: bool) -> dict:
     """`fields` as the transition table lets them apply to `current`: a state it may not move to is dropped with
     the verdict that came with it (exit code, failure, end time), and the refused write goes into the history."""
@@ -221,7 +134,7 @@ def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
             write_atomic(os.path.join(workdir, rel), content)
     except OSError as e:
         for name in written:
-            _unlink(name)
+            unlink_quietly(name)
         raise KitError(f"cannot write the run record in {path}: {e.strerror or e}; free space or pick "
                        f"another run root (cluster's run_root / workdir)") from None
     return record
@@ -245,60 +158,13 @@ def tentative(workdir: str, plan: LaunchPlan, job, cluster):
         if record is not None:
             written = [record.file(n) for n in ("job.yaml", "cluster.yaml", "plan.json", STATUS, RESERVE, LOCK)]
             for name in [*written, *(os.path.join(workdir, rel) for rel in plan.files)]:
-                _unlink(name)
+                unlink_quietly(name)
         for d in made:
             try:
                 os.rmdir(d)
             except OSError:   # not empty: something else is in it now
                 pass
         raise
-
-
-_TRUSTED_OWNERS: set = set()   # uids the user vouched for (--trust-owner USER), besides themselves and root
-
-
-def trust_owners(names) -> None:
-    """Trust the records of these users (names or uids) as one's own, for this process."""
-    import pwd
-    from launcher.errors import KitError as _KitError
-    for name in names or ():
-        try:
-            _TRUSTED_OWNERS.add(int(name) if str(name).isdigit() else pwd.getpwnam(name).pw_uid)
-        except KeyError:
-            raise _KitError(f"--trust-owner {name}: no such user on this machine") from None
-
-
-def untrusted(record: RunRecord, name: str = STATUS) -> Optional[str]:
-    """Why kit must not act on this record (log in where it says, copy the files it names, signal the processes it
-    lists), or None. As OpenSSH treats a config file: the record's file `name` and its directory must belong to
-    you (or root, or a user you trust with --trust-owner) and be writable by nobody else, since anyone who can
-    write into a shared run root could otherwise make `kit runs` act in the reader's name."""
-    me = os.geteuid()
-    for path in (record.file(name), record.path):
-        try:
-            st = os.stat(path)
-        except OSError as e:
-            return f"{path}: {e.strerror}"
-        if st.st_uid not in (me, 0) and st.st_uid not in _TRUSTED_OWNERS:
-            return f"{path} belongs to {_owner(st.st_uid)}, not you"
-        if st.st_mode & 0o022:
-            return f"{path} is writable by others (mode {st.st_mode & 0o777:o})"
-    return None
-
-
-def _owner(uid: int) -> str:
-    import pwd
-    try:
-        return f"user {pwd.getpwuid(uid).pw_name}"
-    except KeyError:
-        return f"uid {uid}"
-
-
-def require_trusted(record: RunRecord, name: str = STATUS) -> None:
-    why = untrusted(record, name)
-    if why:
-        raise KitError(f"run record {record.path} is not trusted: {why}; kit acts only on records that are yours "
-                       f"and writable by nobody else (chmod go-w, or --trust-owner USER for a user you trust)")
 
 
 def find(run_root: str, run_id: str) -> RunRecord:

@@ -7,68 +7,13 @@ field; nothing read back is ever used as shell text or a path without its type a
 from __future__ import annotations
 
 import dataclasses
-import math
-import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any, Optional
 
 from launcher.backends import registry
-
-# Run states and their transitions: states.py.
-from launcher.states import ACTIVE, FINAL, NOT_OVER, QUEUED  # noqa: E402  (re-exported: status.ACTIVE, ...)
-
-HOST_NAME = re.compile(r"^[A-Za-z0-9?][A-Za-z0-9_.:%-]*$")   # "?": a SLURM node not known yet; %: IPv6 zone
-JOB_ID = re.compile(r"^\d+(_\d+)?$")                        # SLURM job id, or <array id>_<task>
-TICKS = re.compile(r"^\d+$")                                # a process's start time in clock ticks (/proc)
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-RUN_DIR = re.compile(r"^[^\x00-\x1f\x7f]+$")   # a path (the cluster's run_root + the run id): one line
-
-
-class BadStatus(ValueError):
-    """A field of a record read back is not what kit writes there."""
-
-
-def _int(v) -> Optional[int]:
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise BadStatus(f"expected an integer, got {v!r}")
-    return v
-
-
-def _pid(v) -> Optional[int]:
-    if v is None or v == "-":   # SLURM records say "-" where no pid is known
-        return None
-    v = _int(v)
-    if v <= 0:
-        raise BadStatus(f"expected a process id, got {v!r}")
-    return v
-
-
-def _float(v) -> Optional[float]:
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise BadStatus(f"expected a number, got {v!r}")
-    return float(v)
-
-
-def _str(v, pattern=None) -> Optional[str]:
-    if v is None:
-        return None
-    if not isinstance(v, str):
-        raise BadStatus(f"expected a string, got {v!r}")
-    if pattern is not None and not pattern.fullmatch(v):
-        raise BadStatus(f"{v!r} is not well-formed")
-    return v
-
-
-def _dict(v) -> Optional[dict]:
-    if v is None:
-        return None
-    if not isinstance(v, dict):
-        raise BadStatus(f"expected a mapping, got {v!r}")
-    return v
+from launcher.states import ACTIVE, FINAL, NOT_OVER, QUEUED   # the run states (states.py), re-exported here
+from launcher.wellformed import (HOST_NAME, RUN_ID, TICKS, BadStatus, checked, integer, items, number, pid,
+                                 text)
 
 
 def _node(v) -> NodeStatus:
@@ -76,9 +21,9 @@ def _node(v) -> NodeStatus:
         return v
     if not isinstance(v, dict):
         raise BadStatus(f"expected a node mapping, got {v!r}")
-    checks = {"rank": lambda x: _int(x) or 0, "host": lambda x: _str(x, HOST_NAME) or "?", "pid": _pid,
-              "start": _float, "address": lambda x: _str(x, HOST_NAME), "pgid": _pid,
-              "start_ticks": lambda x: _str(_ticks(x), TICKS), "remote_start": _float}
+    checks = {"rank": lambda x: integer(x) or 0, "host": lambda x: text(x, HOST_NAME) or "?", "pid": pid,
+              "start": number, "address": lambda x: text(x, HOST_NAME), "pgid": pid,
+              "start_ticks": lambda x: text(_ticks(x), TICKS), "remote_start": number}
     values = {}
     for name, check in checks.items():
         try:
@@ -97,15 +42,15 @@ def _failure(v) -> Optional[Failure]:
         return v
     if not isinstance(v, dict):
         raise BadStatus(f"expected a failure mapping, got {v!r}")
-    return Failure(node=_int(v.get("node")) or 0, host=_str(v.get("host")) or "?", rank=_int(v.get("rank")),
-                   code=_int(v.get("code")) or 0, meaning=_str(v.get("meaning")) or "",
-                   last_line=_str(v.get("last_line")) or "")
+    return Failure(node=integer(v.get("node")) or 0, host=text(v.get("host")) or "?", rank=integer(v.get("rank")),
+                   code=integer(v.get("code")) or 0, meaning=text(v.get("meaning")) or "",
+                   last_line=text(v.get("last_line")) or "")
 
 
 def _codes(v) -> tuple:
     if not isinstance(v, (list, tuple)):
         raise BadStatus(f"expected a list, got {v!r}")
-    return tuple(_int(c) for c in v)
+    return tuple(integer(c) for c in v)
 
 
 def _nodes(v) -> tuple:
@@ -120,39 +65,26 @@ def _nodes(v) -> tuple:
     return tuple(out)
 
 
-def _list(v) -> Optional[list]:
-    if v is None:
-        return None
-    if not isinstance(v, (list, tuple)):
-        raise BadStatus(f"expected a list, got {v!r}")
-    return list(v)
-
-
 def _attempt(v) -> dict:
     if not isinstance(v, dict):
         raise BadStatus(f"expected an attempt mapping, got {v!r}")
-    return {"attempt": _int(v.get("attempt")), "started_at": _float(v.get("started_at")),
-            "finished_at": _float(v.get("finished_at")), "state": _str(v.get("state")), "cause": _str(v.get("cause")),
-            "exit_code": _int(v.get("exit_code")), "master_port": _int(v.get("master_port"))}
+    return {"attempt": integer(v.get("attempt")), "started_at": number(v.get("started_at")),
+            "finished_at": number(v.get("finished_at")), "state": text(v.get("state")), "cause": text(v.get("cause")),
+            "exit_code": integer(v.get("exit_code")), "master_port": integer(v.get("master_port"))}
 
 
 def _history(v) -> dict:
     if not isinstance(v, dict):
         raise BadStatus(f"expected a history mapping, got {v!r}")
-    return {"at": _float(v.get("at")), "pid": _pid(v.get("pid")), "state": _str(v.get("state")),
-            "exit_code": _int(v.get("exit_code")), "kept": _str(v.get("kept"))}
+    return {"at": number(v.get("at")), "pid": pid(v.get("pid")), "state": text(v.get("state")),
+            "exit_code": integer(v.get("exit_code")), "kept": text(v.get("kept"))}
 
 
 def _backend(v) -> str:
-    v = _str(v) or registry.DEFAULT
+    v = text(v) or registry.DEFAULT
     if not registry.known(v):
         raise BadStatus(f"{v!r} is not a backend kit has")
     return v
-
-
-def _checked(default, check):
-    """A RunStatus field's default, with the function that checks a value read back or written."""
-    return field(default=default, metadata={"check": check})
 
 
 MAX_LAST_LINE = 400
@@ -201,42 +133,36 @@ class NodeStatus:
 
 @dataclass(frozen=True)
 class RunStatus:
-    run_id: str = _checked("", lambda v: _str(v, RUN_ID) or "")
-    job: str = _checked("", lambda v: _str(v) or "")
-    backend: str = _checked(registry.DEFAULT, _backend)
-    state: str = _checked("?", lambda v: _str(v) or "?")
-    created_at: Optional[float] = _checked(None, _float)
-    submitted_at: Optional[float] = _checked(None, _float)
-    started_at: Optional[float] = _checked(None, _float)
-    finished_at: Optional[float] = _checked(None, _float)
-    exit_code: Optional[int] = _checked(None, _int)
-    node_exit_codes: tuple = _checked((), _codes)           # per node: int, or None when it wrote none
-    failure: Optional[Failure] = _checked(None, _failure)
-    nodes: tuple = _checked((), _nodes)                     # NodeStatus per node
-    supervisor_pid: Optional[int] = _checked(None, _pid)    # the kit process that follows the run (local, SSH)
-    supervisor_start: Optional[float] = _checked(None, _float)
-    teardown_grace: Optional[float] = _checked(None, _float)
-    # SSH
-    ssh: Optional[dict] = _checked(None, _dict)             # connection settings (no secrets), to log in again
-    accepted_host_keys: Optional[list] = _checked(None, _list)
-    timings: Optional[dict] = _checked(None, _dict)         # seconds per phase (bench/ssh_fanout.py reads them)
-    # SLURM
-    job_id: Optional[str] = _checked(None, lambda v: _str(v, JOB_ID))
-    array_job_id: Optional[str] = _checked(None, lambda v: _str(v, JOB_ID))
-    workdir: Optional[str] = _checked(None, _str)           # the cluster's workdir as the SLURM commands see it
-    run_dir: Optional[str] = _checked(None, lambda v: _str(v, RUN_DIR))   # relative to workdir
-    max_requeues: Optional[int] = _checked(None, _int)
-    login_host: Optional[str] = _checked(None, lambda v: _str(v, HOST_NAME))
-    login_ssh: Optional[dict] = _checked(None, _dict)
-    restarts: int = _checked(0, lambda v: _int(v) or 0)
-    slurm_state: Optional[str] = _checked(None, _str)
-    ended_by: str = _checked("", lambda v: _str(v) or "")
+    run_id: str = checked("", lambda v: text(v, RUN_ID) or "")
+    job: str = checked("", lambda v: text(v) or "")
+    backend: str = checked(registry.DEFAULT, _backend)
+    state: str = checked("?", lambda v: text(v) or "?")
+    created_at: Optional[float] = checked(None, number)
+    submitted_at: Optional[float] = checked(None, number)
+    started_at: Optional[float] = checked(None, number)
+    finished_at: Optional[float] = checked(None, number)
+    exit_code: Optional[int] = checked(None, integer)
+    node_exit_codes: tuple = checked((), _codes)           # per node: int, or None when it wrote none
+    stopped_nodes: tuple = checked((), _codes)              # nodes kit stopped: their exit codes are kit's doing
+    failure: Optional[Failure] = checked(None, _failure)
+    nodes: tuple = checked((), _nodes)                     # NodeStatus per node
+    supervisor_pid: Optional[int] = checked(None, pid)     # the kit process that follows the run (local, SSH)
+    supervisor_start: Optional[float] = checked(None, number)
+    teardown_grace: Optional[float] = checked(None, number)
+    ended_by: str = checked("", lambda v: text(v) or "")
     # Earlier attempts of a run kit started again (restarts): attempt, started_at, finished_at, state, exit_code, cause.
-    attempts: tuple = _checked((), lambda v: tuple(_attempt(a) for a in (_list(v) or [])))
+    attempts: tuple = checked((), lambda v: tuple(_attempt(a) for a in (items(v) or [])))
     # Why the state is what it is, when kit knows more than the state.
-    note: str = _checked("", lambda v: _str(v) or "")
+    note: str = checked("", lambda v: text(v) or "")
     # Writes the record refused: a verdict another writer disagreed with once the run had ended (records.py).
-    history: tuple = _checked((), lambda v: tuple(_history(h) for h in (_list(v) or [])))
+    history: tuple = checked((), lambda v: tuple(_history(h) for h in (items(v) or [])))
+    # The backend's own facts about the run (a SLURM job id, SSH connection settings): its Handle
+    # (backends/handle.py), checked by the backend's own rules; None for a backend that keeps none.
+    handle: Any = checked(None, lambda v: v)
+
+    def __post_init__(self):
+        if self.handle is None and (kind := registry.handle_class(self.backend)) is not None:
+            object.__setattr__(self, "handle", kind())
 
     @property
     def over(self) -> bool:
@@ -249,28 +175,45 @@ class RunStatus:
         first = self.attempts[0].get("started_at") if self.attempts else None
         return first or self.started_at or self.submitted_at or self.created_at
 
+    @property
+    def scheduler_job_id(self) -> Optional[str]:
+        """The id a scheduler knows the run by (a SLURM job), as its backend's handle says; else None."""
+        return self.handle.scheduler_job_id() if self.handle is not None else None
+
     def replace(self, **changes) -> "RunStatus":
-        """A copy with `changes` applied; a name that is no field is a bug (TypeError), not a new key."""
-        return dataclasses.replace(self, **{k: _coerce(k, v) for k, v in changes.items()})
+        """A copy with `changes` applied, the fields of the backend's handle among them (set on the handle); a name
+        that is neither is a bug (TypeError), not a new key."""
+        own = {k: _coerce(k, v) for k, v in changes.items() if k in _CHECKS}
+        theirs = {k: v for k, v in changes.items() if k not in _CHECKS}
+        if theirs:
+            if self.handle is None:
+                raise TypeError(f"RunStatus has no field {next(iter(theirs))!r} (a {self.backend} run keeps no handle)")
+            own["handle"] = own.get("handle", self.handle).replace(**theirs)
+        return dataclasses.replace(self, **own)
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(dataclasses.replace(self, handle=None))
+        data["handle"] = self.handle.to_json() if self.handle is not None else None
+        return data
 
     @classmethod
     def from_json(cls, data: Any) -> "RunStatus":
         """The status in `data` (status.json's object); BadStatus names the first field that is not well-formed.
-        Keys kit does not write are ignored (a newer kit's, or someone else's)."""
+        Keys kit does not write are ignored (a newer kit's, or someone else's). The backend's handle is read by its
+        own rules, under "handle" (or, in a record written before handles, from the top level)."""
         if not isinstance(data, dict):
             raise BadStatus("not a JSON object")
-        known = {f.name for f in fields(cls)}
         values = {}
         for name, value in data.items():
-            if name in known:
+            if name in _CHECKS and name != "handle":
                 try:
                     values[name] = _coerce(name, value)
                 except BadStatus as e:
-                    text = str(e)
-                    raise BadStatus(f"{name}{text}" if text.startswith("[") else f"{name}: {text}") from None
+                    said = str(e)
+                    raise BadStatus(f"{name}{said}" if said.startswith("[") else f"{name}: {said}") from None
+        kind = registry.handle_class(values.get("backend", registry.DEFAULT))
+        if kind is not None:
+            values["handle"] = kind.read(data)
         return cls(**values)
 
 

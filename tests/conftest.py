@@ -5,6 +5,7 @@ import pytest
 # The test cluster fixtures (testbed, ssh_hosts, slurm_cluster) for every test directory; each starts only when
 # a test asks for it (tests/harness/fixtures.py).
 pytest_plugins = ["tests.harness.fixtures"]
+HARNESS_FIXTURES = {"testbed", "ssh_hosts", "slurm_cluster"}
 
 
 def pytest_addoption(parser):
@@ -18,6 +19,14 @@ def pytest_configure(config):
     import tempfile
     if not os.environ.get("KIT_TEST_KEEP_HOME"):
         os.environ["KIT_HOME"] = tempfile.mkdtemp(prefix="kit-home-")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test that uses the test cluster is marked `harness`, whatever file it is in: `make test-fast` leaves
+    them out with -m 'not harness' (and the long training runs, marked `slow`)."""
+    for item in items:
+        if HARNESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.harness)
 
 
 @pytest.fixture(autouse=True)

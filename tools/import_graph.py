@@ -5,10 +5,15 @@
 * backend names: string comparisons with a backend's name (`== "slurm"`, `in ("ssh", "slurm")`) and other literal
   backend names, outside `launcher/backends/`;
 * private names: `from launcher.x import _name` or `x._name` across modules;
-* what a new backend touches: files outside `launcher/backends/<name>/` that name a backend (the registry, ideally
-  alone).
+* imports into a backend: a module outside `launcher/backends/<name>/` that imports from it (the registry finds a
+  backend's parts by name, through its entry point, and imports nothing of it statically);
+* imports of the CLI: a module other than `launcher/cli.py` (and `launcher/commands/` itself) that imports
+  `launcher/commands/`, and the two faces importing each other (`launcher/api.py` and `launcher/commands/`);
+* what a new backend touches: files under `launcher/` outside `launcher/backends/<name>/` that name a backend (none:
+  a backend is its subpackage and its entry point in pyproject.toml).
 
-Exit code 1 when any of the first four is not zero (`--quiet` prints only the summary)."""
+The backends are the `kit.backends` entry points in pyproject.toml. Exit code 1 when any of the first six is not
+zero (`--quiet` prints only the summary)."""
 
 import argparse
 import ast
@@ -22,19 +27,23 @@ PACKAGE = "launcher"
 # Lowest first. A module belongs to the longest prefix that matches; it may import its own layer and lower ones.
 LAYERS = [
     ("base", ["launcher.errors", "launcher.states", "launcher.secrets", "launcher.hostinfo", "launcher.metadata_on_use",
-              "launcher.backends.registry"]),
+              "launcher.backends.registry", "launcher.backends.warmup", "launcher.wellformed"]),
     ("spec", ["launcher.spec"]),
     ("model", ["launcher.planning.model"]),
     ("render", ["launcher.render"]),
     ("plan", ["launcher.planning", "launcher.environment"]),
     ("transport", ["launcher.transport"]),
-    ("records", ["launcher.status", "launcher.records", "launcher.run_index"]),
+    ("records", ["launcher.status", "launcher.records", "launcher.run_index", "launcher.filestore", "launcher.trust"]),
     ("supervise", ["launcher.supervise", "launcher.preflight"]),
     ("backends", ["launcher.backends"]),
-    ("launch", ["launcher.launch", "launcher.lookup", "launcher.waiting", "launcher.describe", "launcher.sweeps"]),
-    ("api", ["launcher.api", "launcher.commands", "launcher"]),   # launcher/__init__.py: the API's face
+    ("core", ["launcher.core"]),              # load -> plan -> launch -> follow, for both faces
+    ("sweeps", ["launcher.sweeps"]),          # many runs through the core
+    # The two faces, side by side (FACES: neither imports the other); launcher/__init__.py is the API's.
+    ("faces", ["launcher.api", "launcher.commands", "launcher"]),
     ("cli", ["launcher.cli", "launcher.__main__"]),
 ]
+FACES = ("launcher.api", "launcher.commands")
+CLI = "launcher.cli"
 
 
 def modules() -> dict:
@@ -131,14 +140,46 @@ def sccs(graph: dict) -> list:
     return out
 
 
+def entry_points() -> dict:
+    """name -> package of the `kit.backends` entry points pyproject.toml declares."""
+    import tomllib
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        project = tomllib.load(f)["project"]
+    return dict(project.get("entry-points", {}).get("kit.backends", {}))
+
+
+REGISTRY = os.path.join("launcher", "backends", "registry.py")
+
+
+def default_backend() -> str:
+    """The registry's DEFAULT: the backend of the cluster kit uses without --cluster (not a table of backends)."""
+    tree = ast.parse(open(os.path.join(ROOT, REGISTRY), encoding="utf-8").read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["DEFAULT"]:
+            return node.value.value
+    return ""
+
+
 def backend_names(mods: dict) -> list:
-    from importlib import util
-    spec = util.spec_from_file_location("_registry", os.path.join(ROOT, "launcher", "backends", "registry.py"))
-    if spec is None or not os.path.exists(spec.origin):
-        return ["local", "ssh", "slurm"]
-    registry = util.module_from_spec(spec)
-    spec.loader.exec_module(registry)
-    return sorted(registry.BACKENDS)
+    return sorted(entry_points())
+
+
+def _within(mod: str, package: str) -> bool:
+    return mod == package or mod.startswith(package + ".")
+
+
+def into_backends(mod: str, target: str, packages: list) -> bool:
+    """An import of a backend's subpackage from outside it."""
+    return any(_within(target, p) and not _within(mod, p) for p in packages)
+
+
+def of_the_cli(mod: str, target: str) -> bool:
+    """An import of the CLI's commands from outside cli.py and commands/, or between the two faces."""
+    face = next((f for f in FACES if _within(mod, f)), None)
+    other = next((f for f in FACES if _within(target, f)), None)
+    if other == "launcher.commands" and mod != CLI and face != other:
+        return True
+    return face is not None and other is not None and face != other
 
 
 def name_uses(path: str, names: list) -> tuple:
@@ -191,7 +232,8 @@ def main(argv=None) -> int:
     p.add_argument("--quiet", action="store_true", help="print only the summary")
     args = p.parse_args(argv)
     mods = modules()
-    graph, upward, private = defaultdict(set), [], []
+    packages = [p for p in entry_points().values() if p in mods]
+    graph, upward, private, into, cli = defaultdict(set), [], [], [], []
     for mod, path in sorted(mods.items()):
         for target, line, _ in imports(mod, path, mods):
             if target == mod:
@@ -199,6 +241,10 @@ def main(argv=None) -> int:
             graph[mod].add(target)
             if layer_of(target) > layer_of(mod):
                 upward.append((mod, line, target))
+            if into_backends(mod, target, packages):
+                into.append((mod, line, target))
+            if of_the_cli(mod, target):
+                cli.append((mod, line, target))
         private += [(mod, line, text) for line, text in private_uses(mod, path, mods)]
     cycles = sccs(graph)
     names = backend_names(mods)
@@ -213,7 +259,8 @@ def main(argv=None) -> int:
             if c or lit:
                 touched.add(rel)
         elif not any(rel.startswith(os.path.join("launcher", "backends", n) + os.sep) for n in names) and (c or lit):
-            touched.add(rel)   # backends/registry.py and friends: outside every backend's own subpackage
+            if rel != REGISTRY or c or any(text != repr(default_backend()) for _, text in lit):
+                touched.add(rel)   # outside every backend's own subpackage; the registry may name the default
     if not args.quiet:
         for comp in cycles:
             print("cycle:", " -> ".join(comp))
@@ -226,12 +273,18 @@ def main(argv=None) -> int:
             print(f"backend name literal: {rel}:{line}: {text}")
         for mod, line, text in private:
             print(f"private name: {mod}:{line}: {text}")
+        for mod, line, target in into:
+            print(f"import into a backend: {mod}:{line} imports {target}")
+        for mod, line, target in cli:
+            print(f"import of the CLI: {mod}:{line} imports {target}")
         for rel in sorted(touched):
             print(f"a new backend touches: {rel}")
     print(f"modules {len(mods)}; import cycles {len(cycles)}; upward imports {len(upward)}; backend-name "
           f"comparisons outside backends/ {len(compared)} (other literal names {len(literal)}); private names "
-          f"across modules {len(private)}; files a new backend touches outside its subpackage {len(touched)}")
-    return 1 if cycles or upward or compared or private else 0
+          f"across modules {len(private)}; imports into a backend from outside it {len(into)}; imports of the CLI "
+          f"outside cli.py or between the faces {len(cli)}; files a new backend touches outside its subpackage "
+          f"{len(touched)} (and its entry point in pyproject.toml)")
+    return 1 if cycles or upward or compared or private or into or cli else 0
 
 
 if __name__ == "__main__":

@@ -103,4 +103,16 @@ class StageModule(torch.nn.Module):
         return self.classifier(self.dropout(self.pooler(hidden)))
 
 
-__all__ = ["Layout", "LayoutError", "layout", "layer_split", "describe", "StageModule"]
+def say(text: str) -> None:
+    """A pipeline rank's line on stdout (every rank may say one; the console tags it)."""
+    print(text, flush=True)
+
+
+class Fail(Exception):
+    """A pipeline rank stops with this exit code and (on the rank that knows why) this message."""
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+__all__ = ["Fail", "say", "Layout", "LayoutError", "layout", "layer_split", "describe", "StageModule"]

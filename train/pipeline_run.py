@@ -14,9 +14,7 @@ elsewhere SIGTERM stops at once; either way the PREEMPTED marker and exit 75."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -24,11 +22,14 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from train import EXIT_BAD_DATA, EXIT_CONFIG, EXIT_PREEMPTED, EXIT_RESUME_REFUSED, EXIT_WORLD_CHECK
-from train import checkpoint, data, data_check, fingerprint, model as model_lib, preempt, resume, tokenize
+from train import EXIT_BAD_DATA, EXIT_CONFIG, EXIT_PREEMPTED, EXIT_WORLD_CHECK
+from train import data, data_check, fingerprint, model as model_lib, preempt, resume, tokenize
 from train.batching import BucketBatchSampler
+from train.pipeline import Fail, StageModule, say
+from train.pipeline_eval import evaluate_and_record, report
+from train.pipeline_state import resume_or_start, save
+from train.pipeline_world import check_world
 from train.pretrain import enabled as pretrain_enabled
-from train.pipeline import LayoutError, StageModule, describe, layer_split, layout
 
 STAGES_ENV, MICROBATCHES_ENV = "KIT_EXPECTED_PIPELINE_STAGES", "KIT_EXPECTED_PIPELINE_MICROBATCHES"
 
@@ -37,18 +38,8 @@ def stages_from_env(env=os.environ) -> int:
     return int(env.get(STAGES_ENV) or 1)
 
 
-def _say(text: str) -> None:
-    print(text, flush=True)
-
-
 def _loss(logits, labels):
     return torch.nn.functional.cross_entropy(logits, labels)
-
-
-class Fail(Exception):
-    def __init__(self, code: int, message: str):
-        super().__init__(message)
-        self.code = code
 
 
 def _pad(rows, length: int, pad_id: int, size: int):
@@ -74,43 +65,6 @@ class PipelineRun:
         self.out = Path(args.output_dir)
         self.step = 0
         self.evals: list[dict] = []
-
-    # ---- the world
-    def check_world(self, num_layers: int) -> None:
-        expected = os.environ.get("KIT_EXPECTED_WORLD_SIZE")
-        try:
-            self.layout = layout(self.world, self.stages, self.rank)
-            splits = layer_split(num_layers, self.stages)
-        except LayoutError as exc:
-            raise Fail(EXIT_WORLD_CHECK, f"world check failed: {exc}") from None
-        self.layers = splits[self.layout.stage]
-        mine = (self.rank, self.layout.stage, self.layout.replica, describe(self.layout.stage, self.stages,
-                                                                           self.layers))
-        everyone = [None] * self.world
-        dist.all_gather_object(everyone, mine)
-        seen = {(s, r) for _, s, r, _ in everyone}
-        problems = []
-        if expected is not None and int(expected) != self.world:
-            problems.append(f"world size {self.world}, planned {expected}")
-        if len(seen) != self.world:
-            problems.append("two ranks claim one stage of one replica")
-        if problems:
-            raise Fail(EXIT_WORLD_CHECK, f"world check failed: {'; '.join(problems)}")
-        _say(f"pipeline: rank {self.rank} is stage {self.layout.stage}/{self.stages} of replica "
-             f"{self.layout.replica}/{self.layout.replicas}: {mine[3]}")
-        if self.rank == 0:
-            stages = "; ".join(f"stage {s}: ranks {','.join(str(r) for r, st, _, _ in everyone if st == s)} "
-                               f"({next(d for _, st, _, d in everyone if st == s)})" for s in range(self.stages))
-            _say(f"world check: {self.world} processes = {self.stages} pipeline stage(s) x {self.layout.replicas} "
-                 f"replica(s), {self.microbatches} micro-batches per step; {stages}")
-        self.pipe_group = self._groups([self.layout.pipeline_ranks(r) for r in range(self.layout.replicas)],
-                                       self.layout.replica)
-        self.stage_group = self._groups([self.layout.stage_ranks(s) for s in range(self.stages)], self.layout.stage)
-
-    def _groups(self, members: list[list[int]], mine: int):
-        """Every rank creates every group, in the same order (new_group is collective)."""
-        groups = [dist.new_group(ranks) for ranks in members]
-        return groups[mine]
 
     # ---- data and model
     def load(self):
@@ -144,7 +98,7 @@ class PipelineRun:
         torch.manual_seed(args.seed)   # the same whole model on every rank; each keeps its stage
         net = model_lib.build_model(args.model, len(self.splits.labels), len(self.tokenizer), args.max_length,
                                     args.dropout)
-        self.check_world(net.config.num_hidden_layers)
+        check_world(self, net.config.num_hidden_layers)
         self.fingerprint = fingerprint.build(args, net.config, self.splits.fingerprint, "pipeline", self.world, "no")
         self.fingerprint["pipeline_stages"] = self.stages
         self.module = StageModule(net, self.layout.stage, self.stages, self.layers).to(self.device)
@@ -166,7 +120,7 @@ class PipelineRun:
         self.scheduler = model_lib.build_scheduler(self.optimizer, warmup, self.total)
 
     # ---- steps
-    def _batch(self, split: str, rows_idx, size: int):
+    def batch(self, split: str, rows_idx, size: int):
         enc = self.encoded[split]
         rows = [(enc.tokens(i), int(enc.labels[i])) for i in rows_idx]
         ids, mask, labels = _pad(rows, self.args.max_length, self.tokenizer.pad_token_id, size)
@@ -211,8 +165,8 @@ class PipelineRun:
         if not finished:
             return False
         self.preemption.raise_if_terminated()
-        self.evaluate_and_record()
-        self.save()
+        evaluate_and_record(self)
+        save(self)
         return True
 
     def _stop_agreed(self) -> bool:
@@ -231,7 +185,7 @@ class PipelineRun:
                 if self.step >= self.total:
                     break
                 rows = batches[k * self.layout.replicas + self.layout.replica]
-                loss = self._forward_backward(*self._batch("train", rows, args.batch_size))
+                loss = self._forward_backward(*self.batch("train", rows, args.batch_size))
                 self._sync_and_clip()
                 self.optimizer.step()
                 self.scheduler.step()
@@ -240,145 +194,23 @@ class PipelineRun:
                 if self.layout.last and (self.step % args.log_every == 0 or self.step == self.total):
                     mean = self._mean_over_replicas(loss)
                     if self.layout.replica == 0:
-                        _say(f"step {self.step}/{self.total} epoch {epoch} loss {mean:.4f} "
+                        say(f"step {self.step}/{self.total} epoch {epoch} loss {mean:.4f} "
                              f"lr {self.scheduler.get_last_lr()[0]:.2e}")
                 if args.eval_every and self.step % args.eval_every == 0 and self.step < self.total:
-                    self.evaluate_and_record()
+                    evaluate_and_record(self)
                 if self._stop_agreed():
-                    self.save()
+                    save(self)
                     return False
                 if args.save_every and self.step % args.save_every == 0 and self.step < self.total:
-                    self.save()
+                    save(self)
         return True
-
-    def evaluate(self, split: str, collect: bool = False) -> dict | None:
-        """Forward only, each replica its share of the batches; the last stage's sums, over the replicas."""
-        # The training batch's shape: a pipeline's stages exchange buffers of the shape of their first step.
-        enc, size = self.encoded[split], self.args.batch_size
-        chunks = [list(range(i, min(i + size, len(enc)))) for i in range(0, len(enc), size)]
-        total = torch.zeros(3, device=self.device)   # loss sum, correct, examples
-        preds: list[tuple[int, int]] = []
-        self.module.eval()
-        with torch.no_grad():
-            for j in range(self.layout.replica, len(chunks), self.layout.replicas):
-                ids, mask, labels = self._batch(split, chunks[j], size)
-                if self.layout.first:
-                    self.schedule.eval(ids, mask)
-                elif self.layout.last:
-                    logits = self.schedule.eval(target=labels.clamp(min=0), losses=[])
-                    real = labels >= 0
-                    total[0] += torch.nn.functional.cross_entropy(logits[real], labels[real], reduction="sum")
-                    guess = logits.argmax(-1)
-                    total[1] += (guess[real] == labels[real]).sum()
-                    total[2] += real.sum()
-                    if collect:
-                        preds += list(zip(labels[real].tolist(), guess[real].tolist()))
-                else:
-                    self.schedule.eval()
-        self.module.train()
-        if not self.layout.last:
-            return None
-        dist.all_reduce(total, group=self.stage_group)
-        result = {"loss": total[0].item() / max(1, total[2].item()), "accuracy": total[1].item() /
-                  max(1, total[2].item()), "examples": int(total[2].item())}
-        if collect:
-            everyone = [None] * self.layout.replicas
-            dist.all_gather_object(everyone, preds, group=self.stage_group)
-            result["pairs"] = [p for part in everyone for p in part]
-        return result
-
-    def evaluate_and_record(self) -> None:
-        result = self.evaluate("validation")
-        if result is not None and self.layout.replica == 0:
-            _say(f"eval step {self.step}: loss {result['loss']:.4f} accuracy {result['accuracy']:.4f} "
-                 f"({result['examples']} examples)")
-            self.evals.append({"step": self.step, **result})
-
-    # ---- checkpoints
-    def save(self) -> None:
-        root = checkpoint.checkpoints_dir(self.out)
-        tmp, final = root / f".tmp-step-{self.step}", root / f"step-{self.step}"
-        if self.rank == 0:
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
-        dist.barrier()
-        if self.layout.replica == 0:   # replicas hold equal weights: one copy per stage
-            torch.save({"model": self.module.state_dict(), "optimizer": self.optimizer.state_dict(),
-                        "scheduler": self.scheduler.state_dict(), "evals": self.evals},
-                       tmp / f"stage{self.layout.stage}.pt")
-        dist.barrier()
-        if self.rank == 0:
-            manifest = {"step": self.step, "state": {"step": self.step, "pipeline_stages": self.stages},
-                        "fingerprint": self.fingerprint, "files": checkpoint.file_sizes(tmp)}
-            (tmp / checkpoint.MANIFEST).write_text(json.dumps(manifest, indent=1))
-            shutil.rmtree(final, ignore_errors=True)
-            os.rename(tmp, final)
-            checkpoint.prune(root, self.args.keep_checkpoints)
-        self.checkpoint_path = final
-        dist.barrier()
-
-    def resume_or_start(self) -> None:
-        decision = [None]
-        if self.rank == 0:
-            try:
-                path = resume.decide(self.args.resume, self.out, self.fingerprint)
-                decision[0] = ("ok", str(path) if path else None)
-            except resume.ResumeRefused as exc:
-                decision[0] = ("refused", str(exc))
-        dist.broadcast_object_list(decision, src=0)
-        kind, value = decision[0]
-        if kind == "refused":
-            raise Fail(EXIT_RESUME_REFUSED, value if self.rank == 0 else "")
-        resume.start(self.out, self.rank == 0, fresh=value is None)
-        if self.rank == 0:
-            preempt.clear_marker(self.out)
-        dist.barrier()
-        if value is None:
-            return
-        state = torch.load(Path(value) / f"stage{self.layout.stage}.pt", map_location=self.device, weights_only=False)
-        self.module.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        self.evals = state.get("evals", [])
-        self.step = checkpoint.read_state(Path(value))["step"]
-        self.checkpoint_path = Path(value)
-        if self.rank == 0:
-            _say(f"resumed from {value} at step {self.step}")
-
-    # ---- outputs
-    def report(self) -> None:
-        test = self.evaluate("test", collect=True)
-        if not (self.layout.last and self.layout.replica == 0):
-            dist.barrier()
-            return
-        from sklearn.metrics import classification_report, confusion_matrix
-        pairs = test.pop("pairs")
-        y, p = [a for a, _ in pairs], [b for _, b in pairs]
-        labels = list(range(len(self.splits.labels)))
-        report = classification_report(y, p, labels=labels, target_names=self.splits.labels, digits=4,
-                                       zero_division=0)
-        (self.out / "classification_report.txt").write_text(
-            report + "\nconfusion matrix (rows: true, columns: predicted)\n" + str(confusion_matrix(y, p,
-                                                                                              labels=labels)) + "\n")
-        samples = self.step * self.args.batch_size * self.layout.replicas
-        metrics = {"evals": self.evals, "test": test, "steps": self.step, "world_size": self.world,
-                   "strategy": "pipeline", "mixed_precision": "no", "labels": self.splits.labels,
-                   "pipeline": {"stages": self.stages, "replicas": self.layout.replicas,
-                                "microbatches": self.microbatches},
-                   "samples_per_s": samples / max(1e-9, getattr(self, "train_seconds", 0.0) or 1e-9),
-                   "args": {k: v for k, v in vars(self.args).items() if isinstance(v, (int, float, str, bool))},
-                   "run_id": os.environ.get("KIT_RUN_ID")}
-        (self.out / "metrics.json").write_text(json.dumps(metrics, indent=1))
-        _say(f"test accuracy {test['accuracy']:.4f} loss {test['loss']:.4f} ({test['examples']} examples); "
-             f"world {self.world} pipeline {self.stages}x{self.layout.replicas}")
-        dist.barrier()
 
 
 def run(args, stages: int) -> int:
     microbatches = int(os.environ.get(MICROBATCHES_ENV) or stages)
     if pretrain_enabled(args):  # not built for stages: say so, and record what runs (fingerprint, metrics)
         if int(os.environ.get("RANK", "0")) == 0:
-            _say("pipeline: no pretrain phase under pipeline stages; fine-tuning starts from a random encoder")
+            say("pipeline: no pretrain phase under pipeline stages; fine-tuning starts from a random encoder")
         args.pretrain_epochs, args.pretrain_steps = 0.0, 0
     if args.batch_size % microbatches:
         print(f"config error: --batch-size {args.batch_size} is not a multiple of the {microbatches} pipeline "
@@ -412,14 +244,14 @@ def _run(run_: PipelineRun) -> int:
             raise Fail(EXIT_BAD_DATA, f"bad data: {exc}") from None
         run_.check_data()
         run_.build()
-        run_.resume_or_start()
+        resume_or_start(run_)
         if not run_.train():
             if run_.rank == 0:
                 preempt.write_marker(run_.out, run_.step, run_.checkpoint_path, run_.preemption.signal_name)
-                _say(f"preempted at step {run_.step}: checkpoint {run_.checkpoint_path}, exit {EXIT_PREEMPTED}")
+                say(f"preempted at step {run_.step}: checkpoint {run_.checkpoint_path}, exit {EXIT_PREEMPTED}")
             dist.barrier()
             return EXIT_PREEMPTED
-        run_.report()
+        report(run_)
         if run_.rank == 0:
             resume.finish(run_.out, run_.step, run_.fingerprint)
         dist.barrier()

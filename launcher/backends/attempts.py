@@ -4,12 +4,11 @@ the job's `restarts`, each attempt a plan the planner builds from the run's inpu
 port, spares for lost hosts), delivered by the backend (its execute_again: checks then start, or a SLURM requeue).
 Every way a run is started (kit submit, a detached supervisor, a sweep's trial, the API) goes through here."""
 
-import sys
 import time
 from typing import Callable, Optional
 
 from launcher.backends.result import Result
-from launcher.errors import KitError
+from launcher.errors import KitError, note
 from launcher.planning.attempt import Attempt
 from launcher.planning.model import LaunchPlan
 from launcher.records import RunRecord
@@ -17,10 +16,6 @@ from launcher.status import LOST
 from launcher.supervise.failure import cause, restartable
 
 Replan = Callable[[Attempt], LaunchPlan]
-
-
-def note(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 def run_attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None, say=note,
@@ -40,6 +35,7 @@ def run_attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, co
         _keep(record, current, started, result, why)
         number = current.attempt + 1
         say(f"kit: run {plan.run_id} attempt {number}/{plan.limits.restarts + 1} after: {why}")
+        assert replan is not None   # without it the restart was refused above
         try:
             nxt = replan(Attempt(number, tuple(lost)))
             started = time.time()

@@ -2,7 +2,7 @@
 
 Modelled on TorchX's `Scheduler` (submit = dry-run + schedule, describe, cancel, log_iter) and submitit's
 `Executor` (submit -> Job, submit_array). A backend delivers the plan it is given and never re-derives any part of
-it; kit's one launch pipeline (launcher/launch.py) calls it in this order:
+it; kit's one launch pipeline (launcher/core/launch.py) calls it in this order:
 
     use(binding) -> check(plan, base_dir) -> [record written] -> execute(...) or detach(...)
     [-> restart_refused(record) -> execute_again(plan of attempt k, ...)]   (launcher/attempts.py)
@@ -12,20 +12,22 @@ record. Planning (where the nodes go, what each node runs) is the backend's Plac
 
 import abc
 import os
-import sys
-import time
-from typing import Optional
+from typing import Any, Optional
 
 from launcher.backends.result import Result
 from launcher.planning.model import LaunchPlan
-from launcher.records import RunRecord, write_atomic
+from launcher.filestore import write_atomic
+from launcher.records import RunRecord
 from launcher.status import RunStatus
 
 
 class Backend(abc.ABC):
     name = "?"
-    # The run's record is kept where kit runs (True), or below the cluster's workdir as the nodes see it.
-    record_stays_here = False
+
+    @property
+    def record_stays_here(self) -> bool:
+        """The run's record is kept where kit runs (True), or below the cluster's workdir as the nodes see it."""
+        return False
 
     # ---- every backend
     @abc.abstractmethod
@@ -66,7 +68,7 @@ class Backend(abc.ABC):
         return ""
 
     # ---- defaults
-    binding = None
+    binding: Any = None
 
     def use(self, binding) -> None:
         """The settings the plan leaves out (connection settings, the entrypoint for the checks): plain data from
@@ -128,8 +130,3 @@ class Backend(abc.ABC):
         """Cancel what submit_many submitted as one; the line to print. None: the trials are cancelled one by
         one, each through its own record."""
         return None
-
-
-def note(text: str) -> None:
-    """kit's own line on stderr (for backends that have no Console)."""
-    print(text, file=sys.stderr, flush=True)

@@ -1,58 +1,33 @@
 """A run that goes on without the kit that started it (`kit submit --detach`, the Python API): a supervisor
-process of its own, in a session of its own, runs the backend's execute() on the plan it is handed, and writes its
-console into the record (console.log).
-
-Spawned, not forked: the caller may be any Python program (a notebook with threads and sockets); a fresh
-interpreter inherits none of that. The plan, the backend's binding and the record's path travel pickled on the
-child's stdin (the plan holds secret values that no file or command line may carry)."""
+process of its own (supervise/spawned.py: a fresh interpreter in a session of its own) runs the attempts of the
+plan it is handed, and writes its console into the record (console.log). The plan, the backend's binding and the
+record's path travel pickled on the child's stdin (the plan holds secret values that no file or command line may
+carry)."""
 
 import os
-import pickle
-import subprocess
 import sys
-import threading
 import time
 
 from launcher.errors import KitError, render
 from launcher.planning.model import LaunchPlan
 from launcher.records import RunRecord
-from launcher.supervise import tree
+from launcher.supervise import spawned, tree
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# The child finds kit where this process found it, without a PYTHONPATH that the nodes would inherit.
-CHILD = f"import sys; sys.path.insert(0, {ROOT!r}); from launcher.backends.detached import main; main()"
 CONSOLE = "console.log"
 
 
 def spawn(backend: str, binding, plan: LaunchPlan, record: RunRecord, base_dir: str, inputs=None) -> int:
     """Start the supervisor; record its pid (so `kit status` tells a dead one from a live one) and return it."""
-    data = pickle.dumps((backend, binding, plan, record.path, base_dir, inputs))
     try:
-        console = os.open(record.file(CONSOLE), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            proc = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=console,
-                                    stderr=console, cwd=base_dir, start_new_session=True, close_fds=True)
-        finally:
-            os.close(console)
+        proc = spawned.start("launcher.backends.detached:main", record.file(CONSOLE), base_dir)
     except OSError as e:
         record.update_status(state="failed", exit_code=2, finished_at=time.time())
         raise KitError(f"could not start the run's supervisor: {e}") from None
     # Recorded before the child gets its inputs: until then it writes nothing, so the two never race on the
     # record, and a `kit status` right after this returns finds the supervisor.
     record.update_status(supervisor_pid=proc.pid, supervisor_start=tree.started_at(proc.pid))
-    try:
-        proc.stdin.write(data)
-        proc.stdin.close()
-    except OSError:
-        pass   # it died at once: its console says why, and the record shows it lost
-    reap_later(proc)
+    spawned.hand_over(proc, (backend, binding, plan, record.path, base_dir, inputs))
     return proc.pid
-
-
-def reap_later(proc) -> None:
-    """Wait for a spawned process in a daemon thread: a long-lived caller (a notebook) collects no zombies, and
-    one that exits at once leaves the child to init."""
-    threading.Thread(target=proc.wait, daemon=True, name=f"kit-reap-{proc.pid}").start()
 
 
 def main() -> None:
@@ -63,9 +38,7 @@ def main() -> None:
     from launcher.supervise.failure import outcome_line
     code, path = 1, None
     try:
-        backend_name, binding, plan, path, base_dir, inputs = pickle.load(sys.stdin.buffer)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
+        backend_name, binding, plan, path, base_dir, inputs = spawned.inputs()
         backend = registry.backend(backend_name)
         backend.use(binding)
         result = with_disk_cause(run_attempts(backend, plan, RunRecord(path), base_dir,

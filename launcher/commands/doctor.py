@@ -1,34 +1,25 @@
 """`kit doctor --cluster C [--job J | -m MODULE]`: can this cluster run jobs? One verdict per check and host; exit 1
-on any FAIL. What is checked is the cluster's backend's (an SSH cluster: every host; a SLURM cluster: what sbatch needs)."""
+on any FAIL. What is checked is the cluster's backend's (core/doctor.py)."""
 
 import json
 import sys
 
 
 def doctor(args) -> int:
-    from launcher.backends import registry
-    from launcher.spec import Overrides, apply_overrides, check_ssh_files, load_cluster, load_user_deepspeed
+    from launcher.core.doctor import doctor_rows
+    from launcher.core.request import Request
     if args.job and args.module:
         from launcher.errors import KitError
         raise KitError(f"give --job {args.job} or -m {args.module}, not both")
-    cluster = load_cluster(args.cluster)
-    backend = registry.backend(cluster.backend)
-    check_ssh_files(cluster)
-    job = plan = None
-    if args.job or args.module:
-        from launcher.commands.prepare import job_of
-        from launcher.planning.build import build_plan
-        job = job_of(args)   # a job file, a script or a module, as kit submit reads them
-        plan = build_plan(job, cluster, Overrides(), "kit-doctor", user_deepspeed=load_user_deepspeed(job))
-        job, cluster = apply_overrides(job, cluster, Overrides())
-    rows = backend.doctor_rows(cluster, job, plan)
+    request = Request(job=args.job, module=args.module) if args.job or args.module else None
+    name, rows = doctor_rows(args.cluster, request)
     failed = any(r[2] == "FAIL" for r in rows)
     if args.format == "json":
         data = [dict(zip(("host", "check", "verdict", "detail"), r)) for r in rows]
-        sys.stdout.write(json.dumps({"cluster": cluster.name, "ok": not failed, "checks": data}, indent=2) + "\n")
+        sys.stdout.write(json.dumps({"cluster": name, "ok": not failed, "checks": data}, indent=2) + "\n")
     else:
         _table(rows)
-        print(f"kit doctor: {cluster.name}: " + ("some checks FAILED" if failed else "every check passed"))
+        print(f"kit doctor: {name}: " + ("some checks FAILED" if failed else "every check passed"))
     return 1 if failed else 0
 
 

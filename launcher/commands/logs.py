@@ -7,13 +7,13 @@ import time
 
 from launcher import records
 from launcher.backends import registry
-from launcher.lookup import find_record, resolve_id, root_of, state_now
+from launcher.core.lookup import find_record, resolve_id, root_of, state_now
 from launcher.errors import KitError
 from launcher.status import NOT_OVER
 from launcher.planning.tags import PROGRESS_MARK, is_tagged, node_tag
 from launcher.supervise.log_lines import node_logs, of_rank, print_new_lines
 from launcher.supervise.log_tail import complete_end, last_lines, lines_of
-from launcher.waiting import end_code
+from launcher.core.waiting import end_code
 
 FOLLOW_POLL = 0.3
 

@@ -1,4 +1,4 @@
-"""`kit submit`'s first half (prepare.py: load and validate the specs, plan, local checks) in a forked process,
+"""`kit submit`'s first half (core/prepare.py: load and validate the specs, plan, local checks) in a forked process,
 while kit itself logs in to an SSH cluster's hosts (backends/ssh/early.py).
 
 Why a process: the first half is ~0.1 s of CPU, most of it pydantic building kit's schemas, and the logins are
@@ -22,7 +22,7 @@ class PlannerFailed(RuntimeError):
 
 
 class Planner:
-    def __init__(self, args):
+    def __init__(self, request):
         sys.stdout.flush()
         sys.stderr.flush()
         read_end, write_end = os.pipe()
@@ -30,7 +30,7 @@ class Planner:
         self.pid = os.fork()
         if self.pid == 0:
             os.close(read_end)
-            _child(args, write_end)   # never returns
+            _child(request, write_end)   # never returns
         os.close(write_end)
         self._pipe = read_end
 
@@ -107,12 +107,12 @@ def _load_schemas() -> None:
         import launcher.spec  # noqa: F401
 
 
-def _child(args, pipe: int) -> None:
+def _child(request, pipe: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         _load_schemas()
-        from launcher.commands.prepare import prepared_for
-        answer = ("ok", prepared_for(args))
+        from launcher.core.prepare import prepared_for
+        answer = ("ok", prepared_for(request))
     except KitError as e:
         answer = ("error", str(e))
     except BaseException:

@@ -1,26 +1,13 @@
-"""`kit status RUN` as text, rendered from the run's data (launcher/describe.py), so the text and `--json` say the
+"""`kit status RUN` as text, rendered from the run's data (launcher/core/describe.py), so the text and `--json` say the
 same: state, duration, every attempt of a restarted run, nodes, the first failure, the exit code."""
 
 import time
-from typing import Optional
+
+from launcher.render.text import duration
 
 
 def when(ts) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
-
-
-def duration(seconds: Optional[float]) -> str:
-    """12s, 4m05s, 2h03m, 3d04h: short and sortable by eye."""
-    if seconds is None or seconds < 0:
-        return "-"
-    s = int(seconds)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
 def _attempt(a: dict) -> str:
@@ -44,7 +31,8 @@ def status_text(data: dict) -> str:
         lines += [_attempt(a) for a in data["attempts"]]
     for n in data["nodes"]:
         code = "-" if n["exit_code"] is None else n["exit_code"]
-        lines.append(f"  node {n['node']}  host {n['host']}  pid {n['pid'] or '-'}  exit {code}")
+        by_kit = " (stopped by kit)" if n.get("stopped_by_kit") else ""
+        lines.append(f"  node {n['node']}  host {n['host']}  pid {n['pid'] or '-'}  exit {code}{by_kit}")
     if data["failure"]:
         lines.append(f"  first failure: {data['failure']['cause']}")
     if data["exit_code"] is not None:
@@ -52,4 +40,4 @@ def status_text(data: dict) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-__all__ = ["status_text", "duration", "when"]
+__all__ = ["status_text", "when"]

@@ -8,12 +8,21 @@ from launcher.commands.fastpath import FastStart
 # The rest of kit (schemas, plan, backends) is imported later, once the early logins have started.
 
 
+def request_of(args):
+    """The submission the command line names, as the core takes it."""
+    from launcher.core.request import Request
+    return Request(job=args.job, module=args.module, cluster=args.cluster, sweep=args.sweep, run_id=args.run_id,
+                   nodes=args.nodes, gpus=args.gpus, procs_per_node=args.procs_per_node, strategy=args.strategy,
+                   mixed_precision=args.mixed_precision, port=args.port, sets=tuple(args.set), args=tuple(args.args))
+
+
 def submit(args) -> int:
-    with FastStart(args) as fast:
+    request = request_of(args)
+    with FastStart(request, dry_run=args.dry_run) as fast:
         prepared = fast.prepared()
         if prepared is None:
-            from launcher.commands.prepare import dry_checks, load, plan_for, prepare
-            loaded = load(args)
+            from launcher.core.prepare import dry_checks, load, plan_for, prepare
+            loaded = load(request)
             if loaded.sweep is not None:
                 from launcher.commands.sweep import submit_sweep
                 return submit_sweep(args, loaded)
@@ -22,11 +31,11 @@ def submit(args) -> int:
                 dry_checks(loaded, plan)
                 return _print_plan(plan, args.format, loaded)
             prepared = prepare(loaded, plan)
-        from launcher.launch import launch
+        from launcher.core.launch import launch
         launched = launch(prepared, os.getcwd(), detach=args.detach, on_checked=fast.checked)
     if launched.result is None:
         run_id = prepared.plan.run_id
-        if not launched.record.read_status().job_id:   # a scheduler's job says how to follow it already
+        if not launched.record.read_status().scheduler_job_id:   # a scheduler's job says how to follow it already
             print(f"kit: run {run_id} detached; follow it with `kit status {run_id}` / `kit logs {run_id}`, "
                   f"stop it with `kit cancel {run_id}`", file=sys.stderr)
         return 0

@@ -4,11 +4,11 @@ one, a SLURM job) and exit with its exit code; its outcome line on stderr."""
 import sys
 
 from launcher.errors import KitError
-from launcher.lookup import find_record, resolve_id, root_of
-from launcher.records import require_trusted
+from launcher.core.lookup import find_record, resolve_id, root_of
+from launcher.trust import require_trusted
 from launcher.supervise.failure import outcome_line
 from launcher.sweeps.record import is_sweep
-from launcher.waiting import TIMEOUT_CODE, StillGoing, end_code, wait_end
+from launcher.core.waiting import TIMEOUT_CODE, StillGoing, end_code, wait_end
 
 
 def wait(args) -> int:
@@ -34,6 +34,7 @@ def wait(args) -> int:
         return 130
     status = record.read_status()
     code = end_code(state, status)
+    assert code is not None   # wait_end returns once the run is over
     if state == "lost":
         print(f"kit: run {name} lost{f': {note}' if note else ''} (exit code {code})", file=sys.stderr)
     else:

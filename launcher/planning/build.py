@@ -24,6 +24,7 @@ from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 from launcher.spec.overrides import Overrides, apply_overrides
 
+FIRST = Attempt()   # a run's first attempt: the plan as submitted
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
@@ -107,7 +108,7 @@ def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan
 
 def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id: str,
                default_python: str = "python", user_deepspeed: Optional[dict] = None,
-               attempt: Attempt = Attempt()) -> LaunchPlan:
+               attempt: Attempt = FIRST) -> LaunchPlan:
     """`attempt`: which attempt of the run this plan starts (planning/attempt.py: its port, hosts and
     rendezvous id); attempt 1 is the run as submitted."""
     if not RUN_ID_PATTERN.fullmatch(run_id):

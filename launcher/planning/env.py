@@ -30,8 +30,8 @@ def node_env(job: JobSpec, cluster: ClusterSpec, shape: Shape, run_id: str) -> d
         "KIT_EXPECTED_STRATEGY": job.strategy,
         "KIT_EXPECTED_MIXED_PRECISION": job.mixed_precision,
         "KIT_EXPECTED_DEVICE": shape.device,
-        # Progress bars redraw as whole lines that start with a mark (tags.PROGRESS_MARK): kit draws them in place on a terminal and
-        # thins them to one per 30 s in logs and pipes (torchrun tees worker output, so no rank sees a tty).
+        # Progress bars redraw as whole lines that start with a mark (tags.PROGRESS_MARK): kit draws them in place on
+        # a terminal and thins them to one per 30 s in logs and pipes (torchrun tees worker output: no rank sees a tty).
         "KIT_PROGRESS": "redraw",
     })
     if job.pipeline_stages > 1:   # the training module cuts its model into stages (train/pipeline_run.py)

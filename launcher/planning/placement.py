@@ -32,8 +32,9 @@ class Placement:
     """Defaults fit a backend whose nodes are hosts the cluster config lists (SSH-like); others override."""
 
     name = "?"
-    # Config sections (ClusterSpec fields holding a section) this backend reads; any other one given is an error.
-    sections: tuple[str, ...] = ()
+    # The cluster config's sections this backend owns: name -> its Section model (spec/cluster.py); they are
+    # fields of the backend's ClusterSpec model, and another backend's section given is an error.
+    sections: dict = {}
     # Shell variables the node commands leave for each task to expand (e.g. $SLURM_NODEID).
     runtime_vars: tuple[str, ...] = ()
     # Lines before the node's setup that set runtime variables (e.g. the master address from the allocation).
@@ -65,7 +66,7 @@ class Placement:
 
     def at_edge(self, plan, cluster: ClusterSpec, job: Optional[JobSpec] = None):
         """The plan with what only this machine can tell added at submit time (an SSH cluster's `sync:` file
-        list), by the caller of the planner (commands/prepare.py), never by it. The dry-run shows the result."""
+        list), by the caller of the planner (core/prepare.py), never by it. The dry-run shows the result."""
         return plan
 
     def code_here(self, plan, cluster: ClusterSpec, cwd: str) -> Optional[str]:
@@ -79,8 +80,12 @@ class Placement:
         machine (a local node's interpreter finding the module). Nothing by default."""
 
     def logs_in(self, cluster: ClusterSpec) -> bool:
-        """Whether a real run logs in over SSH with the cluster's `ssh:` settings (their files must exist)."""
+        """Whether a real run logs in over SSH with the cluster's `ssh:` settings."""
         return False
+
+    def check_files(self, cluster: ClusterSpec) -> None:
+        """Before a real run (not a dry-run), the files of this machine its sections name (an SSH key) are there:
+        a KitError naming the field otherwise. Nothing by default."""
 
     def binding(self, cluster: ClusterSpec, job: JobSpec):
         """What the backend takes from the validated specs besides the plan (connection settings, the entrypoint

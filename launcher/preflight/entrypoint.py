@@ -88,4 +88,5 @@ def interpret_entrypoint_check(entrypoint, node: NodePlan, result: CheckResult, 
     if setup:
         return f"{setup[-1].removeprefix('kit: ')} (in the node's workdir {where})"
     last = lines[-1] if lines else "no output"
-    return f"preflight: checking the entrypoint with {shlex.quote(node.argv[0])} failed (exit {result.returncode}): {last}"
+    return (f"preflight: checking the entrypoint with {shlex.quote(node.argv[0])} failed (exit {result.returncode}): "
+            f"{last}")

@@ -90,7 +90,8 @@ def _attempt_line(plan: LaunchPlan) -> str:
         return (f"attempt: {k}, a requeue of the same job: the same script, its ranks and master resolved again in "
                 f"the new allocation")
     return (f"attempt: {k}, a restart: master port {plan.world.master_port} (the planned one + {k - 1}), "
-            f"rendezvous id {plan.nodes[0].env.get('PET_RDZV_ID', '?')}, on hosts {', '.join(dict.fromkeys(n.host for n in plan.nodes))}")
+            f"rendezvous id {plan.nodes[0].env.get('PET_RDZV_ID', '?')}, on hosts "
+            f"{', '.join(dict.fromkeys(n.host for n in plan.nodes))}")
 
 
 def pipeline_line(plan: LaunchPlan) -> str:

@@ -65,7 +65,8 @@ def _requeue_lines(max_requeues: int) -> list[str]:
         f'  echo "kit: requeued $kit_restarts times, more than slurm.max_requeues={max_requeues}; stopping" >&2',
         "  exit 1",
         "fi",
-        'if [ "$kit_restarts" -gt 0 ]; then echo "kit: attempt $((kit_restarts + 1)) after $kit_restarts requeue(s)" >&2; fi',
+        'if [ "$kit_restarts" -gt 0 ]; then '
+        'echo "kit: attempt $((kit_restarts + 1)) after $kit_restarts requeue(s)" >&2; fi',
         f'kit_warned() {{ if [ "$kit_restarts" -lt {max_requeues} ]; then echo "kit: time limit near: requeueing" >&2; '
         'scontrol requeue "$SLURM_JOB_ID"; else echo "kit: time limit near, no requeue left: stopping" >&2; '
         'scancel --signal=TERM "$SLURM_JOB_ID"; fi; }',

@@ -1,6 +1,7 @@
 """Job and cluster specs: strict schemas at the edge, loaded from YAML."""
 
 import os
+from typing import Optional
 
 from launcher.backends import registry
 from launcher.errors import KitError
@@ -8,6 +9,7 @@ from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 from launcher.spec.load import load_json, parse_yaml, read_text, validate
 from launcher.spec.overrides import Overrides, apply_overrides
+from launcher.spec.sweep import SweepSpec
 
 
 
@@ -59,23 +61,22 @@ def load_cluster(path) -> ClusterSpec:
     return registry.placement(spec.backend).at_submit(spec)
 
 
-# The files a cluster's `ssh:` section names on this machine, and what to do when one is not there. OpenSSH
-# ignores a missing IdentityFile of its config; one named in the cluster file is a mistake to say at once.
-SSH_FILES = {"identity_file": "give the private key's path, or leave it out to use your ssh-agent and ~/.ssh/config",
-             "config_file": "give an OpenSSH client config's path, or leave it out to read ~/.ssh/config"}
+def load_sweep_file(path: str) -> SweepSpec:
+    """A sweep file holds the spec at its top level (or under one `sweep:` key, like a job file's section)."""
+    data = parse_yaml(read_text(path, "sweep file"), path)
+    if set(data) == {"sweep"} and isinstance(data["sweep"], dict):
+        data = data["sweep"]
+    return validate(SweepSpec, data, f"{path}: sweep")
 
 
-def check_ssh_files(resolved_cluster: ClusterSpec) -> None:
-    """Raise (one line naming the field) if a file the cluster's `ssh:` section names is not there, when kit is
-    about to log in with it (not for a dry-run: the plan needs no key). A relative path is taken from the current
-    directory, as ssh takes it; errors show the path tried."""
-    if not registry.placement(resolved_cluster.backend).logs_in(resolved_cluster):
-        return   # the section is not used
-    for field, fix in SSH_FILES.items():
-        path = getattr(resolved_cluster.ssh, field) if resolved_cluster.ssh is not None else None
-        tried = None if path is None else os.path.abspath(os.path.expanduser(path))
-        if tried is not None and not os.path.isfile(tried):
-            raise KitError(f"ssh.{field} {tried}: no such file; {fix}")
+def sweep_of(job: JobSpec, job_path: str, sweep_path: Optional[str]) -> Optional[SweepSpec]:
+    """The sweep a submission runs: the job's `sweep:` section, or the file given with `--sweep`; None for one run."""
+    if sweep_path is None:
+        return job.sweep
+    if job.sweep is not None:
+        raise KitError(f"--sweep {sweep_path}: job {job_path} has a sweep section already; "
+                       f"drop --sweep or the job's sweep section")
+    return load_sweep_file(sweep_path)
 
 
 def load_user_deepspeed(resolved_job: JobSpec):
@@ -85,5 +86,5 @@ def load_user_deepspeed(resolved_job: JobSpec):
     return None if path is None else load_json(os.path.abspath(path), "deepspeed.config_file")
 
 
-__all__ = ["ClusterSpec", "JobSpec", "Overrides", "apply_overrides", "check_ssh_files", "load_job",
-           "load_cluster", "load_user_deepspeed", "DEFAULT_CLUSTER"]
+__all__ = ["ClusterSpec", "JobSpec", "Overrides", "apply_overrides", "load_job",
+           "load_cluster", "load_sweep_file", "load_user_deepspeed", "sweep_of", "DEFAULT_CLUSTER"]

@@ -1,8 +1,8 @@
 """The cluster config: where a job runs and how to reach it (cluster_configs/*.yaml)."""
 
-from typing import Annotated, Literal, Optional, Union, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Union
 
-from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic import Field, StringConstraints, create_model, field_validator, model_validator
 
 from launcher.backends import registry
 from launcher.spec.base import NAME_PATTERN, OneLine, StrictModel, no_reserved_env
@@ -35,55 +35,8 @@ class PortPolicy(StrictModel):
 
 
 class Section(StrictModel):
-    """A backend's own section of the cluster config (`slurm:`, `ssh:`): a backend's placement lists the sections
-    it reads; any other one given is an error."""
-
-
-class SlurmOptions(Section):
-    partition: Optional[OneLine] = None
-    account: Optional[OneLine] = None
-    qos: Optional[OneLine] = None
-    time: Optional[Annotated[str, StringConstraints(pattern=r"^(\d+-)?\d+(:\d{2}){0,2}$")]] = None
-    constraint: Optional[OneLine] = None
-    cpus_per_task: Optional[PositiveInt] = None
-    mem: Optional[Annotated[str, StringConstraints(pattern=r"^\d+[KMGT]?$")]] = None
-    # Seconds before the time limit that SLURM warns the batch shell (B:USR1), which then requeues the job so the
-    # ranks checkpoint on SIGTERM and resume; must be well above the checkpoint time plus SLURM's event resolution.
-    signal_before: Annotated[int, Field(ge=10, le=65535)] = 180
-    # Requeues (warning signal or preemption) before kit lets the job end instead of requeueing it again.
-    max_requeues: Annotated[int, Field(ge=0, le=1000)] = 3
-    # Verbatim `#SBATCH` options, the escape hatch for anything not modelled: ["--exclusive", "--reservation=x"].
-    extra_sbatch: list[Annotated[OneLine, StringConstraints(pattern=r"^--?[A-Za-z]")]] = []
-    # Submit from elsewhere: run sbatch/squeue/sacct/scontrol/scancel on this host over SSH (the cluster's `ssh:`
-    # section says how to log in) and reach its workdir over SFTP; unset = the SLURM commands run on this machine.
-    login_host: Optional[HostName] = None
-
-
-class SshOptions(Section):
-    user: Optional[OneLine] = None
-    port: Annotated[int, Field(ge=1, le=65535)] = 22
-    identity_file: Optional[str] = None
-    known_hosts: Optional[str] = None
-    # Seconds, finite (a socket takes no .inf or .nan); bounded: every wait kit makes on a host derives from it.
-    connect_timeout: Annotated[float, Field(gt=0, le=600, allow_inf_nan=False)] = 10.0
-    # A host that answers nothing (not even SSH's keepalive requests) for this long is lost: kit tears the run
-    # down on the other hosts; the lost host's watchdog stops the node by itself after twice as long without kit.
-    host_timeout: Annotated[float, Field(ge=2, le=3600, allow_inf_nan=False)] = 30.0
-    # An OpenSSH client config read for HostName, User, Port, IdentityFile, ProxyJump (default ~/.ssh/config).
-    config_file: Optional[str] = None
-    # Explicit opt-in: connect to hosts whose key is not in known_hosts; the keys accepted go into the run record.
-    accept_new_host_keys: bool = False
-
-
-class SyncOptions(Section):
-    """Code sync for hosts with disks of their own: what changed under `source` is copied into each host's workdir
-    over SFTP before the run starts."""
-    # A local directory (default: the directory kit runs in).
-    source: Optional[OneLine] = None
-    # Globs relative to source (`**` spans directories). Default: the git-tracked files where source is a git
-    # checkout, every file otherwise.
-    include: list[OneLine] = []
-    exclude: list[OneLine] = []
+    """A backend's own section of the cluster config (`slurm:`, `ssh:`), a model the backend declares: its
+    placement's `sections` name them (name -> Section subclass); a section of another backend is an error."""
 
 
 class ClusterSpec(StrictModel):
@@ -118,9 +71,46 @@ class ClusterSpec(StrictModel):
     # Seconds ranks get to save after SIGTERM before SIGKILL. torchrun's agent itself waits 30 s for its workers
     # before killing them, so a shorter value would cut the preemption checkpoint that torchrun allows.
     teardown_grace: Annotated[float, Field(ge=30, le=3600)] = 40.0
-    slurm: Optional[SlurmOptions] = None
-    ssh: Optional[SshOptions] = None
-    sync: Optional[SyncOptions] = None
+    # The backend's own sections (`slurm:`, `ssh:`, ...) are fields of the backend's model of this class
+    # (model_for): ClusterSpec(backend="slurm", slurm={...}) is a SLURM cluster's config with its section.
+
+    def __new__(cls, *args, **data):
+        return super().__new__(cls.model_for(data) if cls is ClusterSpec else cls)
+
+    def __reduce__(self):
+        # The backend's model is made at run time: pickled by the backend's name, rebuilt the same way.
+        return _restore, (self.backend, self.__getstate__())
+
+    @classmethod
+    def model_for(cls, data) -> "type[ClusterSpec]":
+        """The model that validates `data`: this one with the sections its backend declares as fields."""
+        backend = data.get("backend") if isinstance(data, dict) else None
+        if cls is not ClusterSpec or not isinstance(backend, str) or not registry.known(backend):
+            return cls
+        if backend not in _MODELS:
+            sections: dict[str, Any] = {name: (Optional[model], None)
+                                        for name, model in registry.placement(backend).sections.items()}
+            _MODELS[backend] = create_model(f"ClusterSpec[{backend}]", __base__=ClusterSpec, __module__=__name__,
+                                            **sections)
+        return _MODELS[backend]
+
+    @classmethod
+    def model_validate(cls, obj, **kwargs):
+        model = cls.model_for(obj)
+        return super().model_validate(obj, **kwargs) if model is cls else model.model_validate(obj, **kwargs)
+
+    if TYPE_CHECKING:   # a backend's sections are fields of its model only: to a type checker, any attribute
+        def __getattr__(self, name: str) -> Any: ...
+
+    @model_validator(mode="before")
+    @classmethod
+    def others_sections(cls, data):
+        """A key that is another backend's section is said so, not as an unknown key."""
+        if isinstance(data, dict) and registry.known(data.get("backend")):
+            for key in data:
+                if key not in cls.model_fields and _declared_elsewhere(key):
+                    raise ValueError(f"{key}: section given but backend is {data['backend']}")
+        return data
 
     @field_validator("hosts", mode="after")
     @classmethod
@@ -140,17 +130,22 @@ class ClusterSpec(StrictModel):
         return name
 
     @model_validator(mode="after")
-    def backend_sections(self):
-        """What the backend accepts (hosts, GPU ids, its sections): its placement says."""
-        placement = registry.placement(self.backend)
-        for name in section_fields():
-            if getattr(self, name) is not None and name not in placement.sections:
-                raise ValueError(f"{name}: section given but backend is {self.backend}")
-        placement.check_cluster(self)
+    def backend_accepts(self):
+        """What the backend accepts (hosts, GPU ids, how its sections go together): its placement says."""
+        registry.placement(self.backend).check_cluster(self)
         return self
 
 
-def section_fields() -> tuple[str, ...]:
-    """The ClusterSpec fields that hold a backend's section."""
-    return tuple(name for name, f in ClusterSpec.model_fields.items()
-                 if any(isinstance(a, type) and issubclass(a, Section) for a in get_args(f.annotation)))
+_MODELS: dict[str, type[ClusterSpec]] = {}   # backend name -> its ClusterSpec model
+
+
+def _restore(backend: str, state: dict) -> ClusterSpec:
+    model = ClusterSpec.model_for({"backend": backend})
+    spec = model.__new__(model)
+    spec.__setstate__(state)
+    return spec
+
+
+def _declared_elsewhere(key: str) -> bool:
+    """Whether some installed backend declares a section `key` (asked only for a key that is no field: an error)."""
+    return any(key in registry.placement(name).sections for name in registry.names())

@@ -58,7 +58,10 @@ def parse_yaml(text: str, source: str) -> dict[str, Any]:
 
 
 def validate(model, data: dict, source: str, said=None):
-    """`data` as `model`, or one line naming the field (in the user's words where `said` has them)."""
+    """`data` as `model`, or one line naming the field (in the user's words where `said` has them). A model whose
+    fields depend on the data (ClusterSpec: its backend's sections) names the one that validates it."""
+    if hasattr(model, "model_for"):
+        model = model.model_for(data)
     try:
         return model.model_validate(data)
     except ValidationError as e:

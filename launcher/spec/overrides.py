@@ -53,9 +53,10 @@ def _words(raw: str, item: str) -> list[str]:
 
 
 def _key_value(data: dict, dotted: str):
+    value: Any = data
     for part in dotted.split("."):
-        data = data.get(part) if isinstance(data, dict) else None
-    return data
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
 
 
 def with_key(data: dict, dotted: str, value) -> dict:
@@ -121,10 +122,10 @@ def apply_overrides(job: JobSpec, cluster: ClusterSpec, ov: Overrides) -> tuple[
             job_data = with_key(job_data, key, value)
     if ov.extra_args:
         job_data["args"] = [*job_data.get("args", []), *ov.extra_args]
-    said = {key: words for key, _, words in pairs}
-    return (validate(JobSpec, job_data, "job (after overrides)", said),
+    words = {key: said for key, _, said in pairs}
+    return (validate(JobSpec, job_data, "job (after overrides)", words),
             validate(ClusterSpec, cluster_data, "cluster (after overrides)",
-                     {k.removeprefix("cluster."): w for k, w in said.items() if k.startswith("cluster.")}))
+                     {k.removeprefix("cluster."): w for k, w in words.items() if k.startswith("cluster.")}))
 
 
 def set_item(key: str, value) -> str:

@@ -9,6 +9,7 @@ pipe (`kit submit ... | head`) only stops the copy to the terminal, while the no
 import os
 import threading
 import time
+from typing import Optional
 
 from launcher.planning.tags import is_tagged, node_tag, split_progress
 from launcher.supervise.noise import NoiseFilter, is_worker_line
@@ -31,7 +32,7 @@ class Console:
         self.alive = True
         self.rank_output_at = time.monotonic()   # when a rank last wrote anything (the hang watch reads it)
         self._view = RanksView(run_id)
-        self._ticker = None
+        self._ticker: Optional[threading.Thread] = None
 
     def _write(self, stream, text: str) -> None:
         if not self.alive:

@@ -18,10 +18,21 @@ def full_disk_note(path: str) -> Optional[str]:
     except OSError:
         return None
     free = st.f_bavail * st.f_frsize
-    if free >= FULL_BELOW:
-        return None
-    return (f"the disk of {path} is full ({free // 1024} KiB free), where the ranks' output goes; free space or "
+    return None if free >= FULL_BELOW else full_note(path, free)
+
+
+def full_note(where: str, free: int) -> str:
+    return (f"the disk of {where} is full ({free // 1024} KiB free), where the ranks' output goes; free space or "
             f"pick another run root")
+
+
+def with_full_disk(failure, note: Optional[str]):
+    """The failure said with a full disk as its cause: the rank's own words there may be lost or cut, so they are
+    kept only as what was seen last."""
+    if failure is None or note is None:
+        return failure
+    seen = f"; the last line seen: {failure.last_line}" if failure.last_line else ""
+    return dataclasses.replace(failure, last_line=note + seen)
 
 
 def with_disk_cause(result, record):

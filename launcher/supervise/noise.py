@@ -87,7 +87,7 @@ class NoiseFilter:
             return [line]
         if self._held:
             self._held.append(line)
-            if text.startswith((" ", "\t")) or not text.strip() or text.startswith(("During handling", "The above")):
+            if text.startswith((" ", "\t", "During handling", "The above")) or not text.strip():
                 return []
             held, self._held = self._held, []
             if is_launcher_traceback(held):

@@ -6,6 +6,7 @@ the rest and waits until every watchdog has exited, which they do only once noth
 Signals never raise here: a second Ctrl-C shortens the grace period, a third kills at once.
 """
 
+import dataclasses
 import signal
 import sys
 import threading
@@ -26,6 +27,7 @@ class Outcome:
     node_codes: list
     first_failed: Optional[int] = None    # index of the first node seen failing
     failure: Optional[Failure] = None     # filled by the caller, which can read the logs
+    stopped: tuple = ()                   # nodes kit stopped (still running when the run ended): their codes are kit's
 
 
 class Cancel:
@@ -119,13 +121,14 @@ def supervise(nodes, cancel: Cancel, on_stop=None, watches=()) -> Outcome:
     # same look as a node's failure was asked for before that failure was seen (a host found silent, say, while
     # the loop waited): the user's word decides.
     cancelled = bool(cancel.count)
+    stopped = tuple(i for i, c in enumerate(codes) if c is None)
     if not all(c is not None for c in codes):
         if on_stop:
             on_stop()
         _stop_all(nodes, codes, order, cancel)
     if stopped_by is not None and not cancelled and not failed:
-        return Outcome("failed", stopped_by.code, codes, failure=stopped_by)
-    return _outcome(codes, order, cancel if cancelled else None)
+        return Outcome("failed", stopped_by.code, codes, failure=stopped_by, stopped=stopped)
+    return dataclasses.replace(_outcome(codes, order, cancel if cancelled else None), stopped=stopped)
 
 
 def _stop_all(nodes, codes, order, cancel: Cancel) -> None:
@@ -156,4 +159,4 @@ def finalize(outcome: Outcome, failure: Optional[Failure]) -> Outcome:
     if outcome.state != "failed" or failure is None or outcome.failure is not None:
         return outcome
     state = "preempted" if failure.code == PREEMPTED else "failed"
-    return Outcome(state, failure.code, outcome.node_codes, outcome.first_failed, failure)
+    return Outcome(state, failure.code, outcome.node_codes, outcome.first_failed, failure, outcome.stopped)

@@ -77,6 +77,8 @@ class WorldWatch:
             return False
 
     def _launched(self, node: NodePlan) -> bool:
+        if self.launched is None:   # cannot tell: not the one to blame
+            return True
         try:
             return bool(self.launched(node))
         except Exception:   # cannot tell: not the one to blame

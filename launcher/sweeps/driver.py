@@ -11,12 +11,14 @@ import signal
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
+from launcher.render.text import duration
 from launcher.supervise import tree
 from launcher.supervise.supervisor import Cancel
 from launcher.sweeps.rerun import trial_state
 from launcher.sweeps.streak import Streak, failure_key
-from launcher.sweeps.table import collect, duration_text, metric_text, render_text, trial_row
+from launcher.sweeps.table import collect, metric_text, render_text, trial_row
 from launcher.sweeps.trial_proc import start_trial
 from launcher.sweeps.trials import describe
 
@@ -25,7 +27,7 @@ POLL_SECONDS = 0.2
 
 @dataclass
 class _Running:
-    trial: object
+    trial: Any   # a TrialPlan
     pid: int
     pipe: int
     started: float
@@ -72,7 +74,7 @@ class Driver:
         if not status.run_id:  # it stopped before its run record was written: a check failed
             state = "failed"
             self.record.update(errors={**(self.record.read().get("errors") or {}), trial.run_id: last})
-        took = duration_text(time.time() - run.started)
+        took = duration(time.time() - run.started)
         if state == "succeeded":
             row = trial_row(self.record, self.ctx.run_root, trial.run_id)
             detail = f"{self.plan.spec.metric} {metric_text(row['metric'])}"

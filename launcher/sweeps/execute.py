@@ -8,10 +8,9 @@ import time
 import traceback
 
 from launcher.backends import registry
-from launcher.errors import KitError
-from launcher.launch import note
+from launcher.errors import KitError, note
 from launcher.environment import dropped_warning
-from launcher.supervise import tree
+from launcher.supervise import spawned, tree
 from launcher.supervise.console import Console
 from launcher.sweeps import forked
 from launcher.sweeps.driver import Driver
@@ -36,42 +35,24 @@ def _how_to(record, root_arg: str) -> str:
 
 
 def _detach(plan, record, ctx: SweepContext, todo) -> None:
-    """The driver goes on in a process of its own, in its own session (spawned, not forked: the caller may be any
-    Python program); its console goes to the sweep record. Its inputs travel pickled on its stdin."""
-    import pickle
-    import subprocess
-    from launcher.backends.detached import ROOT
-    child = f"import sys; sys.path.insert(0, {ROOT!r}); from launcher.sweeps.execute import driver_main; driver_main()"
-    from launcher.backends.detached import reap_later
+    """The driver goes on in a process of its own, in its own session (supervise/spawned.py); its console goes to
+    the sweep record. Its inputs travel pickled on its stdin."""
     try:
-        console = os.open(record.file("console.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            proc = subprocess.Popen([sys.executable, "-c", child], stdin=subprocess.PIPE, stdout=console,
-                                    stderr=console, cwd=ctx.base_dir, start_new_session=True, close_fds=True)
-        finally:
-            os.close(console)
+        proc = spawned.start("launcher.sweeps.execute:driver_main", record.file("console.log"), ctx.base_dir)
     except OSError as e:
         raise KitError(f"could not start the sweep's driver: {e}") from None
     # Recorded before the driver gets its inputs (it writes nothing until then), so a `kit cancel` right after
     # finds it and the two never race on the record.
     record.update(state="running", driver_pid=proc.pid, driver_start=tree.started_at(proc.pid))
-    try:
-        proc.stdin.write(pickle.dumps((plan, record.path, ctx, todo)))
-        proc.stdin.close()
-    except OSError:
-        pass   # it died at once: its console says why
-    reap_later(proc)
+    spawned.hand_over(proc, (plan, record.path, ctx, todo))
 
 
 def driver_main() -> None:
     """The detached driver's process."""
-    import pickle
     from launcher.sweeps.record import SweepRecord
     code = 1
     try:
-        plan, path, ctx, todo = pickle.load(sys.stdin.buffer)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
+        plan, path, ctx, todo = spawned.inputs()
         code = Driver(plan, SweepRecord(path), ctx, todo, Console(sys.stdout, sys.stderr)).run()
     except BaseException:
         traceback.print_exc()

@@ -7,7 +7,7 @@ import sys
 import time
 
 from launcher import records
-from launcher.lookup import state_now
+from launcher.core.lookup import state_now
 from launcher.status import NOT_OVER
 from launcher.supervise.failure import outcome_line
 
@@ -21,7 +21,7 @@ def _trial_record(record, run_id: str) -> records.RunRecord:
 def _refresh(trial: records.RunRecord) -> tuple[str, str]:
     """(state, the backend's line) of one trial now; a finished one's end goes into its record."""
     status = trial.read_status()
-    if not status.job_id:
+    if not status.scheduler_job_id:
         # Never submitted (kit stopped before sbatch answered): nothing of it runs anywhere.
         return ("not submitted" if status.state in NOT_OVER else status.state), ""
     state, line = state_now(trial, status)

@@ -3,6 +3,7 @@ and it never returns into the parent's code path."""
 
 import os
 import sys
+from typing import NoReturn
 
 
 def output_to(path: str, truncate: bool = False) -> None:
@@ -14,7 +15,7 @@ def output_to(path: str, truncate: bool = False) -> None:
         os.dup2(fd, target)
 
 
-def leave(code: int) -> None:
+def leave(code: int) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -46,7 +46,7 @@ class SweepPlan:
     trials: tuple[TrialPlan, ...]
     # One submission for every trial (a SLURM job array: backends/slurm/array_script.py), or None: the trials
     # run lane by lane.
-    array: Optional[object] = None
+    array: Optional[Any] = None
     lanes: int = 1             # how many trials run at once on local and SSH clusters (lanes.py)
 
     def to_dict(self) -> dict:

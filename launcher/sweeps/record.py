@@ -6,13 +6,15 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from typing import Optional
 
+from launcher.core.lookup import DEFAULT_ROOT, all_roots
 from launcher.errors import KitError
-from launcher.records import LOCK, locked, write_atomic
+from launcher.filestore import locked, write_atomic
+from launcher.records import LOCK, SWEEP_FILE
 from launcher.sweeps.sweep_file import checked
 from launcher.render.text import to_json
 
-SWEEP_FILE = "sweep.json"
 
 
 @dataclass
@@ -76,7 +78,7 @@ def _what_runs(spec) -> dict:
 
 def _refuse_a_namesake(sweep_id: str, path: str) -> None:
     """A sweep id names one sweep for `kit sweep status` / `kit cancel` from anywhere (kit's index), as a run id
-    names one run (launch.py): an id the index holds for a sweep or run in another run root, in any state, is
+    names one run (core/launch.py): an id the index holds for a sweep or run in another run root, in any state, is
     refused (its trials' run ids would be another's too). The same sweep run again in its own run root continues."""
     from launcher import run_index
     other = run_index.namesake(sweep_id, path)
@@ -135,3 +137,10 @@ def latest_sweep(run_root: str):
     found = [(os.path.getmtime(os.path.join(run_root, n, SWEEP_FILE)), n) for n in os.listdir(run_root)
              if is_sweep(run_root, n)]
     return max(found)[1] if found else None
+
+
+def latest_sweep_root(run_root: Optional[str]) -> str:
+    """The run root that holds the newest sweep (of all this user's, when `run_root` is None)."""
+    roots = [run_root] if run_root is not None else all_roots()
+    newest = [(data.get("created_at") or 0, root) for root in roots for _, data in list_sweeps(root)]
+    return max(newest)[1] if newest else (run_root or DEFAULT_ROOT)

@@ -5,7 +5,7 @@ import os
 
 from launcher import records
 from launcher.errors import KitError
-from launcher.lookup import state_now
+from launcher.core.lookup import state_now
 from launcher.status import NOT_OVER, RunStatus
 
 

@@ -5,19 +5,12 @@ import os
 import time
 from typing import Optional
 
-from launcher.render.text import to_json
+from launcher.render.text import duration, to_json
 from launcher.supervise import tree
 from launcher.status import NOT_OVER
 from launcher.sweeps import metrics
 from launcher.sweeps.rerun import trial_state
 from launcher.sweeps.trials import describe
-
-
-def duration_text(seconds: Optional[float]) -> str:
-    if seconds is None:
-        return "-"
-    seconds = int(round(seconds))
-    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 def metric_text(value: Optional[float]) -> str:
@@ -114,7 +107,7 @@ def render_text(view: dict) -> str:
         mark = " *" if r["run_id"] == view["best"] else ""
         code = r["exit_code"]
         rows.append([f"{r['index']}{mark}", *(str(r["params"][n]) for n in names), r["state"],
-                     metric_text(r["metric"]), duration_text(r["duration_s"]), "-" if code is None else str(code)])
+                     metric_text(r["metric"]), duration(r["duration_s"]), "-" if code is None else str(code)])
     lines = [f"sweep {view['sweep_id']}  job {view['job']}  backend {view['backend']}  state {view['state']}  "
              f"metric {view['metric']} ({view['goal']})", *_table(header, rows)]
     best = next((r for r in view["trials"] if r["run_id"] == view["best"]), None)

@@ -1,5 +1,5 @@
 """One trial of a sweep run lane by lane, in a forked child of the sweep driver: exactly what `kit submit` does
-for one plan (launch.py: checks, run record, the backend's supervised execution), on the trial's plan as the
+for one plan (core/launch.py: checks, run record, the backend's supervised execution), on the trial's plan as the
 dry-run shows it; then a copy of its metrics file into its record.
 
 The child is the trial's supervisor, in a session of its own (a terminal's Ctrl-C reaches the driver only,
@@ -15,7 +15,7 @@ import traceback
 
 from launcher.backends import registry
 from launcher.errors import KitError, render
-from launcher.launch import Prepared, launch
+from launcher.core.launch import Prepared, launch
 from launcher.sweeps import forked, metrics
 from launcher.sweeps.context import trial_specs
 

@@ -2,6 +2,7 @@
 message that says how to verify and add the key; accepting new keys is an explicit opt-in that kit reports."""
 
 import threading
+from typing import Any
 
 from launcher.transport.endpoint import Endpoint
 
@@ -41,7 +42,7 @@ class Accepted:
 
     def policy(self, endpoint: Endpoint, note):
         from launcher.transport import load_paramiko
-        paramiko = load_paramiko()
+        paramiko: Any = load_paramiko()
         accepted = self
 
         class AcceptAndRecord(paramiko.MissingHostKeyPolicy):

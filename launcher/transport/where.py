@@ -13,7 +13,7 @@ import shutil
 import stat
 import subprocess
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from launcher.errors import KitError
 
@@ -34,6 +34,8 @@ class Result:
 class _Slurm:
     """The SLURM questions both places ask the same way, through their own run() (stderr captured: a cluster
     without accounting makes sacct print an error at every poll)."""
+    where: str   # the place, as messages name it
+    run: Callable[..., Result]
 
     def accounting_state(self, job_id: str) -> str:
         """The job's state as sacct has it; UNKNOWN without accounting or before sacct has a row."""
@@ -147,7 +149,7 @@ class LoginHost(_Slurm):
             self._drop()
         if self._conn is None:
             from launcher.transport.hostkeys import Accepted
-            from launcher.transport.ssh import connect
+            from launcher.transport.connect import connect
             try:
                 self._conn = connect(self.endpoint, Accepted())
             except KitError as e:   # one line naming the host and why
@@ -248,21 +250,6 @@ def _login_host(name: str, settings: dict) -> LoginHost:
     if key not in _LOGIN_HOSTS:
         _LOGIN_HOSTS[key] = LoginHost(endpoint)
     return _LOGIN_HOSTS[key]
-
-
-def where_for(cluster):
-    """Where this cluster's SLURM commands run: its login host when the config names one, else here."""
-    fields = login_fields(cluster)
-    return where_at(fields.get("login_host"), fields.get("login_ssh"))
-
-
-def login_fields(cluster) -> dict:
-    """What a run record keeps so that status, logs and cancel reach the same place later (no secrets)."""
-    login = cluster.slurm.login_host if cluster.slurm is not None else None
-    if login is None:
-        return {}
-    from launcher.transport.endpoint import ssh_settings
-    return {"login_host": login, "login_ssh": ssh_settings(cluster.ssh)}
 
 
 def where_at(login_host: Optional[str], login_ssh: Optional[dict]):

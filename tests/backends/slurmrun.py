@@ -28,9 +28,9 @@ def status_of(slurm_cluster, run_id) -> dict:
 
 def job_id_of(slurm_cluster, run_id, timeout=30.0) -> str:
     # The record holds every field from its first write (job_id null until sbatch answered).
-    assert wait_for(lambda: status_of_or_empty(slurm_cluster, run_id).get("job_id"), timeout=timeout), \
-        f"run {run_id} has no SLURM job id after {timeout:.0f} s"
-    return status_of(slurm_cluster, run_id)["job_id"]
+    assert wait_for(lambda: (status_of_or_empty(slurm_cluster, run_id).get("handle") or {}).get("job_id"),
+                    timeout=timeout), f"run {run_id} has no SLURM job id after {timeout:.0f} s"
+    return status_of(slurm_cluster, run_id)["handle"]["job_id"]
 
 
 def status_of_or_empty(slurm_cluster, run_id) -> dict:

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.backends.sshrun import cluster
 from tests.launcher.localrun import REPO, write_job
 
@@ -40,6 +42,7 @@ def test_an_ssh_run_whose_record_disk_fills_goes_on(ssh_hosts, tmp_path):
     assert '"state": "succeeded"' in stderr.split("STATUS ", 1)[1]
 
 
+@pytest.mark.slow
 def test_a_local_run_whose_disk_fills_ends_with_one_line(tmp_path):
     out = tmp_path / "out"
     out.mkdir()

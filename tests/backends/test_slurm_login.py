@@ -64,7 +64,7 @@ def test_a_two_node_job_through_the_login_host_is_followed_to_its_exit_code(slur
     st = json.load(open(os.path.join(record, "status.json")))
     # Each node's code as its command wrote it (torchrun's 1, or 143 for the node stopped), the rank's own 3.
     assert st["state"] == "failed" and st["exit_code"] == 3 and None not in st["node_exit_codes"], st
-    assert st["login_host"] == "n1" and sorted(n["host"] for n in st["nodes"]) == ["n1", "n2"]
+    assert st["handle"]["login_host"] == "n1" and sorted(n["host"] for n in st["nodes"]) == ["n1", "n2"]
     remote = os.path.join(workdir(slurm_cluster), "runs", "login-exit3")
     assert os.path.isfile(os.path.join(remote, "job.sbatch")) and not os.path.exists(os.path.join(remote,
                                                                                                    "status.json"))
@@ -78,7 +78,7 @@ def test_a_two_node_job_through_the_login_host_is_followed_to_its_exit_code(slur
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     s = kit("status", "login-exit3", cwd=elsewhere)
-    assert f"backend slurm  slurm job {st['job_id']}  state failed" in s.stdout, s.stdout
+    assert f"backend slurm  slurm job {st['handle']['job_id']}  state failed" in s.stdout, s.stdout
     listed = kit("runs", "--backend", "slurm", "--state", "failed", cwd=elsewhere).stdout
     assert re.search(r"^login-exit3 +slurm +failed +3 ", listed, re.M), listed
     logs = kit("logs", "login-exit3", "--node", "1", cwd=here)

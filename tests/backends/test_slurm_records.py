@@ -52,7 +52,7 @@ def test_a_queued_sweep_is_not_run_twice_and_a_set_aside_attempt_writes_only_its
         old = kit("status", "ssw-q-t0.attempt1", cwd=here)
         assert "state cancelled" in old.stdout, old.stdout + old.stderr
         assert open(os.path.join(here, "runs", "ssw-q-t0", "status.json")).read() == before
-        assert new["state"] == "pending" and new["job_id"] != f"{array}_0"
+        assert new["state"] == "pending" and new["handle"]["job_id"] != f"{array}_0"
     finally:
         slurm_cluster.run(["scancel", blocker], check=False)
         kit("cancel", "ssw-q", cwd=here, timeout=200)
@@ -108,7 +108,7 @@ def test_without_accounting_a_forgotten_job_ends_by_its_exit_files(slurm_cluster
         r = kit("submit", job, "--cluster", cluster, "--gpus", "0", "--run-id", run_id, "--detach", cwd=here)
         assert r.returncode == 0, r.stderr
     for run_id in ("noacct-ok", "noacct-bad"):
-        job_id = status_of(slurm_cluster, run_id)["job_id"]
+        job_id = status_of(slurm_cluster, run_id)["handle"]["job_id"]
         assert wait_for(lambda: not slurm_cluster.run(["squeue", "-h", "-j", job_id]).stdout.strip(), timeout=180)
         assert status_of(slurm_cluster, run_id)["state"] == "pending"   # nobody followed it
     env = _no_accounting(tmp_path)

@@ -66,7 +66,7 @@ def test_requeue_and_time_limit_warning_checkpoint_requeue_and_resume(slurm_clus
     assert "failed" not in output and "requeued 2 time(s)" in output
     assert "kit: run slurm-requeue succeeded (exit code 0)" in output
     st = status_of(slurm_cluster, "slurm-requeue")
-    assert st["state"] == "succeeded" and st["restarts"] == 2
+    assert st["state"] == "succeeded" and st["handle"]["restarts"] == 2
     assert json.loads((tmp_path / "out" / "metrics.json").read_text())
     print(f"two requeues, whole run {time.monotonic() - started:.1f} s; checkpoints at steps {saved}")
 
@@ -86,7 +86,7 @@ def test_real_time_limit_warning_reaches_the_batch_shell_and_ranks_checkpoint(sl
     assert r.returncode != 0
     assert sorted(p.name for p in out.iterdir() if p.name.startswith("ckpt")) == ["ckpt0", "ckpt1"], r.stderr
     run_dir = f"{workdir(slurm_cluster)}/runs/slurm-timelimit"
-    job_id = status_of(slurm_cluster, "slurm-timelimit")["job_id"]
+    job_id = status_of(slurm_cluster, "slurm-timelimit")["handle"]["job_id"]
     batch = open(f"{run_dir}/slurm-{job_id}.out").read()
     assert "kit: time limit near, no requeue left: stopping" in batch, batch
     # The job ran out of time with its checkpoint saved: `timeout`, never a plain failure.

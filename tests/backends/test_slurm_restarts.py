@@ -53,4 +53,4 @@ def test_a_killed_rank_requeues_the_job_which_resumes(slurm_cluster, tmp_path):
     resumed = [ln for ln in output.splitlines() if "resumed from" in ln]
     assert resumed and " at step 0 " not in resumed[0], resumed
     st = status_of(slurm_cluster, "slurm-restart")
-    assert st["state"] == "succeeded" and st["restarts"] == 1 and len(st["attempts"]) == 1, st
+    assert st["state"] == "succeeded" and st["handle"]["restarts"] == 1 and len(st["attempts"]) == 1, st

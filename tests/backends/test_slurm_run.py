@@ -14,6 +14,9 @@ def test_two_node_probe_run_ranks_on_two_hosts(slurm_cluster, tmp_path):
     out.mkdir()
     job = write_job(tmp_path, nodes=2, procs=1, args=["--out", str(out)])
     cluster = cluster_file(slurm_cluster, tmp_path)
+    dry = kit("submit", job, "--cluster", cluster, "--gpus", "0", "--run-id", "slurm-probe", "--dry-run",
+              "--format", "json", cwd=workdir(slurm_cluster))
+    planned = json.loads(dry.stdout)["files"]["runs/slurm-probe/job.sbatch"]
     r = kit("submit", job, "--cluster", cluster, "--gpus", "0", "--run-id", "slurm-probe", cwd=workdir(slurm_cluster),
             timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -35,13 +38,10 @@ def test_two_node_probe_run_ranks_on_two_hosts(slurm_cluster, tmp_path):
         teed = glob.glob(os.path.join(run_dir, f"node{node}.ranks", "*", "attempt_0", "0", "stdout.log"))
         assert [open(t).read() for t in teed] == [f"probe rank {node}/2 ready\n"], teed
     assert "[node0/rank1]" not in r.stdout and "[node1/rank0]" not in r.stdout
-    # The script SLURM ran is the plan's, byte for byte (the dry-run prints the same plan).
-    dry = kit("submit", job, "--cluster", cluster, "--gpus", "0", "--run-id", "slurm-probe", "--dry-run",
-              "--format", "json", cwd=workdir(slurm_cluster))
-    planned = json.loads(dry.stdout)["files"]["runs/slurm-probe/job.sbatch"]
+    # The script SLURM ran is the plan's, byte for byte (the dry-run, made before the run, printed the same plan).
     assert open(os.path.join(run_dir, "job.sbatch")).read() == planned
     # Once the controller forgets the job (MinJobAge), sacct is what kit asks.
-    assert wait_for(lambda: sacct_state(st["job_id"]) == "COMPLETED", timeout=30)
+    assert wait_for(lambda: sacct_state(st["handle"]["job_id"]) == "COMPLETED", timeout=30)
 
 
 def test_failing_rank_is_summarized_from_its_own_tagged_output(slurm_cluster, tmp_path):

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from launcher.backends.slurm.backend import ends_this_attempt
+from launcher.backends.slurm.follow import ends_this_attempt
 from launcher.backends.slurm.files import REQUEUES_EXHAUSTED, TIME_LIMIT_NO_REQUEUE
 from launcher.backends.slurm.outcome import describe, final_fields
 from launcher.backends.slurm.query import JobInfo, _exit_code
@@ -62,7 +62,7 @@ def _ended_job(tmp_path, argv, node_code, batch_text="") -> RunStatus:
     (run / "node0.exit").write_text(f"{node_code}\n")
     (run / "node0.log").write_text("bad data: reviews.csv:1: missing column 'text'\n")
     (run / "slurm-7.out").write_text(batch_text)
-    return RunStatus.from_json({"workdir": str(tmp_path), "run_dir": "runs/r", "job_id": "7",
+    return RunStatus.from_json({"backend": "slurm", "workdir": str(tmp_path), "run_dir": "runs/r", "job_id": "7",
                                 "max_requeues": 0, "nodes": [{"rank": 0, "host": "n1"}]})
 
 

@@ -2,12 +2,14 @@
 login only if the guess equals what the validated config resolves to. A guess that drifted from the schema's
 defaults would silently lose the overlap, so the guess is compared with the real resolution here."""
 
-import argparse
 
 import pytest
 import yaml
 
-from launcher.backends.ssh.early import _endpoints, early_guess
+from launcher.backends import registry
+from launcher.backends.ssh.early import _endpoints
+from launcher.commands.fastpath import FastStart
+from launcher.core.request import Request
 from launcher.spec import load_cluster
 from launcher.transport.endpoint import resolve, ssh_settings
 
@@ -30,14 +32,20 @@ def test_the_early_guess_is_what_the_validated_config_resolves_to(tmp_path, conf
     assert _endpoints(config, 2) == validated
 
 
-def _args(tmp_path, job="name: j\nnodes: 1\n", **given):
+def _request(tmp_path, job="name: j\nnodes: 1\n", **given) -> Request:
     job_path = tmp_path / "job.yaml"
     job_path.write_text(job)
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(yaml.safe_dump(given.pop("cluster", {"name": "c", "backend": "ssh", "hosts": ["a", "b"]})))
-    fields = {"job": str(job_path), "cluster": str(cluster), "nodes": None, "dry_run": False, "sweep": None,
-              "set": []}
-    return argparse.Namespace(**{**fields, **given})
+    return Request(job=str(job_path), cluster=str(cluster), nodes=given.get("nodes"), sweep=given.get("sweep"),
+                   sets=tuple(given.get("set", ())))
+
+
+def _guess(request: Request):
+    """What the cluster's backend's warm-up would log in to (backends/warmup.py), or None."""
+    cluster = yaml.safe_load(open(request.cluster))
+    warm = registry.warm_up(cluster.get("backend"))
+    return warm.guess if warm is not None and warm.wants(request, cluster) else None
 
 
 @pytest.mark.parametrize("given, hosts", [
@@ -47,11 +55,16 @@ def _args(tmp_path, job="name: j\nnodes: 1\n", **given):
     ({"set": ["nodes=2"]}, ["a"]),   # a guess that misses costs only the early work: the backend checks it
 ], ids=["job's nodes", "two nodes", "--nodes", "job override"])
 def test_early_logins_go_to_the_hosts_the_job_will_use(tmp_path, given, hosts):
-    assert [e.name for e in _endpoints(*early_guess(_args(tmp_path, **given)))] == hosts
+    assert [e.name for e in _endpoints(*_guess(_request(tmp_path, **given)))] == hosts
+
+
+def test_a_dry_run_warms_up_nothing(tmp_path):
+    with FastStart(_request(tmp_path), dry_run=True) as fast:
+        assert (fast.warm, fast.planner, fast.prepared()) == (None, None, None)
+    assert _guess(_request(tmp_path)) is not None   # the same submission, for real, would log in
 
 
 @pytest.mark.parametrize("given", [
-    {"dry_run": True},
     {"set": ["cluster.ssh.user=other"]},
     {"cluster": {"name": "c", "backend": "local"}},
     {"cluster": {"name": "c", "backend": "ssh", "hosts": ["a"], "ssh": {"accept_new_host_keys": True}}},
@@ -62,10 +75,10 @@ def test_early_logins_go_to_the_hosts_the_job_will_use(tmp_path, given, hosts):
     {"cluster": {"name": "c", "backend": "ssh", "hosts": ["a"], "ssh": {"connect_timeout": float("inf")}}},
     {"cluster": {"name": "c", "backend": "ssh", "hosts": ["a"], "ssh": {"host_timeout": float("nan")}}},
     {"cluster": {"name": "c", "backend": "ssh", "hosts": ["a"], "ssh": {"connect_timeout": "10"}}},
-], ids=["dry-run", "cluster override", "not ssh", "accepting new keys", "--sweep", "job's sweep", "sweep override",
+], ids=["cluster override", "not ssh", "accepting new keys", "--sweep", "job's sweep", "sweep override",
         "not a mapping", "infinite timeout", "nan timeout", "timeout not a number"])
 def test_no_early_login_where_the_run_may_not_log_in_as_guessed(tmp_path, given):
-    assert early_guess(_args(tmp_path, **given)) is None
+    assert _guess(_request(tmp_path, **given)) is None
 
 
 def test_a_login_thread_that_fails_says_nothing_and_leaves_no_login(capfd):

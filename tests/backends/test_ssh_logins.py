@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from launcher.backends.ssh.gate import GATE_COMMAND
 from launcher.transport.endpoint import resolve
 from launcher.transport.hostkeys import Accepted
-from launcher.transport.ssh import connect
+from launcher.transport.connect import connect
 from tests.backends.sshrun import cluster, workdir
 from tests.launcher.localrun import kit, wait_for, write_job
 

@@ -6,7 +6,7 @@ import pytest
 
 from tests.backends.sshrun import cluster, leftovers, node_log, workdir
 from tests.launcher.localrun import kit, reports, write_job
-from tests.launcher.test_local_backend import HOSTILE_ARGS
+from tests.backends.test_local_backend import HOSTILE_ARGS
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,8 @@ def test_run_record_plan_equals_the_dry_run(ssh_run, ssh_hosts):
     nodes = status["nodes"]
     assert [(n["rank"], n["host"]) for n in nodes] == [(0, "n1"), (1, "n2")]
     assert all(n["pgid"] and n["start_ticks"] and n["remote_start"] for n in nodes)
-    assert status["ssh"]["known_hosts"] == ssh_hosts.known_hosts and status["accepted_host_keys"] == []
+    handle = status["handle"]
+    assert handle["ssh"]["known_hosts"] == ssh_hosts.known_hosts and handle["accepted_host_keys"] == []
 
 
 def test_nothing_of_the_run_is_left(ssh_run, ssh_hosts):

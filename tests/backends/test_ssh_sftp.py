@@ -27,7 +27,8 @@ def _cluster(ssh_hosts, tmp_path, known_hosts):
 
 
 def test_submit_to_a_host_without_sftp_starts_nothing_and_says_why(ssh_hosts, no_sftp, tmp_path):
-    job = write_job(tmp_path, nodes=1, args=["--out", str(tmp_path), "--linger", "1"])
+    # Two processes: their accelerate config is a file to upload (a one-process node has none, and needs no SFTP).
+    job = write_job(tmp_path, nodes=1, procs=2, args=["--out", str(tmp_path), "--linger", "1"])
     result = kit("submit", job, "--cluster", _cluster(ssh_hosts, tmp_path, no_sftp), "--run-id", "ssh-no-sftp",
                  cwd=workdir(ssh_hosts), timeout=60)
     assert result.returncode == 2, result.stderr

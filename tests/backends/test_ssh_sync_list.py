@@ -6,7 +6,7 @@ import pytest
 from launcher.backends.ssh import sync_list
 from launcher.backends.ssh.sync_list import glob_regex, sync_plan
 from launcher.errors import KitError
-from launcher.spec.cluster import SyncOptions
+from launcher.backends.ssh.options import SyncOptions
 
 
 @pytest.mark.parametrize("pattern, path, matches", [

@@ -18,6 +18,9 @@ from tests.harness.slurm import start_slurm
 from tests.harness.ssh import start_ssh
 from tests.harness.testbed import bring_up
 
+# These bring the test cluster up themselves, without its fixtures.
+pytestmark = pytest.mark.harness
+
 KINDS = ("process", "network namespace", "link", "route", "mount", "file")
 
 

@@ -6,11 +6,14 @@ written; a sweep's trials and best."""
 import json
 import os
 
+import pytest
+
 from tests.launcher.apirun import run_api
 from tests.launcher.localrun import LOCAL_CLUSTER, pids_of_run, reports, write_job
 from tests.sweeps.sweeprun import probe_job
 
 
+@pytest.mark.slow
 def test_submit_wait_fail_cancel_and_bad_input_from_a_fresh_interpreter(tmp_path):
     out, slow_out = tmp_path / "out", tmp_path / "slow-out"
     out.mkdir()
@@ -73,6 +76,7 @@ def test_submit_wait_fail_cancel_and_bad_input_from_a_fresh_interpreter(tmp_path
     assert status["state"] == "succeeded" and status["supervisor_pid"]
 
 
+@pytest.mark.slow
 def test_a_sweep_from_the_api_gives_its_trials_and_best(tmp_path):
     job = probe_job(tmp_path, {"parallel": 2, "parameters": {"--x": [1, 2, 3]}}, args=["--linger", "1"])
     seen = run_api(f"""
@@ -91,6 +95,7 @@ def test_a_sweep_from_the_api_gives_its_trials_and_best(tmp_path):
     assert seen["again_best"] == {"--x": 2}
 
 
+@pytest.mark.slow
 def test_a_run_outlives_the_program_that_submitted_it(tmp_path):
     out = tmp_path / "out"
     out.mkdir()

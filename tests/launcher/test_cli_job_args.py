@@ -113,6 +113,7 @@ def test_a_sweep_keeps_its_swept_values_and_output_dir_under_args_overrides(extr
         assert tail[tail.index("--output-dir") + 1] == trial["output_dir"]
 
 
+@pytest.mark.slow
 def test_a_script_runs_in_a_two_process_world_with_its_args(tmp_path):
     out = tmp_path / "out"
     out.mkdir()

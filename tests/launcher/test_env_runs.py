@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import psutil
 import yaml
 
@@ -78,6 +79,7 @@ def _node_cmdlines(run_id: str, kit_pid: int) -> dict[int, str]:
     return out
 
 
+@pytest.mark.slow
 def test_secret_reaches_the_rank_and_no_artifact(tmp_path):
     argv, env = _secret_setup(tmp_path)
     (tmp_path / "out").mkdir()
@@ -106,6 +108,7 @@ def test_secret_reaches_the_rank_and_no_artifact(tmp_path):
     assert hashes == {n: hashlib.sha256(v.encode()).hexdigest() for n, v in SECRETS.items()}
 
 
+@pytest.mark.slow
 def test_stray_launcher_variables_do_not_change_the_world(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -128,6 +131,7 @@ def test_stray_launcher_variables_do_not_change_the_world(tmp_path):
     assert len(warning) == 1 and all(name in warning[0] for name in STRAY)
 
 
+@pytest.mark.slow
 def test_node_process_env_delivers_the_planned_world(tmp_path):
     """The same check one level down: the plan's node commands started by hand with node_process_env, as a
     backend does, under the stray variables."""

@@ -1,11 +1,13 @@
 """A real failure of the training module ends with one line that says why, and kit exits with the rank's code."""
 
 
+import pytest
 import yaml
 
 from tests.launcher.localrun import LOCAL_CLUSTER, REPO, kit
 
 
+@pytest.mark.slow
 def test_bad_csv_prints_the_ranks_cause_as_the_last_line_and_exits_4(tmp_path):
     csv = tmp_path / "reviews.csv"
     csv.write_text("review,label\ngreat,pos\nawful,neg\n")  # no column named "text"

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import yaml
 
 from tests.launcher.localrun import LOCAL_CLUSTER, REPO, kit, pids_of_run, wait_for
@@ -22,6 +23,7 @@ def _submit(tmp_path, run_id, *job_args, sets=(), timeout=120):
                cwd=tmp_path, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_a_run_longer_than_the_rendezvous_timeout_succeeds(tmp_path):
     started = time.monotonic()
     r = _submit(tmp_path, "outlives", "--sleep", "14", sets=["timeouts.rendezvous=5"])
@@ -31,6 +33,7 @@ def test_a_run_longer_than_the_rendezvous_timeout_succeeds(tmp_path):
     assert r.stderr.strip().splitlines()[-1] == "kit: run outlives succeeded (exit code 0)"
 
 
+@pytest.mark.slow
 def test_a_silent_one_process_run_is_named_hung_with_its_stack(tmp_path):
     r = _submit(tmp_path, "alone-hung", "--sleep", "120", sets=["timeouts.hang=6", "timeouts.rendezvous=5"])
     assert r.returncode == 124, r.stderr[-3000:]
@@ -72,6 +75,7 @@ def test_a_killed_one_process_run_is_restarted(tmp_path):
     assert r.stderr.strip().splitlines()[-1] == "kit: run restarted succeeded (exit code 0)"
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_a_restarts_checks_keeps_the_first_attempts_verdict(tmp_path):
     """Attempt 1 dies by SIGKILL; attempt 2's checks hang in a setup line (it waits once the first attempt left its
     mark) and kit is interrupted there: attempt 2 never started, and that is what kit says (not 'nothing was

@@ -42,6 +42,7 @@ def _writer(args):
     return role
 
 
+@pytest.mark.slow
 def test_racing_writers_never_lose_or_mix_a_verdict(tmp_path):
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(4) as pool:
@@ -59,7 +60,7 @@ def test_racing_writers_never_lose_or_mix_a_verdict(tmp_path):
             assert refused == sorted(set(VERDICTS) - {status.state}), status.history
             assert all(h["kept"] == status.state and h["pid"] for h in status.history)
             # Nothing of the other writer was lost.
-            assert status.note == "note 29" and status.slurm_state == "RUNNING"
+            assert status.note == "note 29" and status.handle.slurm_state == "RUNNING"
             assert sorted(os.listdir(record.path)) == [".status.lock", "status.json"]
 
 
@@ -87,7 +88,8 @@ from launcher.records import RunRecord
 os.makedirs("disk/r")
 with open("disk/r/status.json", "w") as f:
     json.dump({{"run_id": "r", "backend": "local", "state": "running"}}, f)
-records.reserve_room("disk/r/" + records.RESERVE)
+from launcher.filestore import reserve_room
+reserve_room("disk/r/" + records.RESERVE)
 with open("disk/fill", "wb", buffering=0) as f:
     try:
         while True:

@@ -5,8 +5,8 @@ import json
 import subprocess
 import time
 
-from launcher import lookup
-from launcher.backends.ssh import records as ssh_records
+from launcher.core import lookup
+from launcher.backends.ssh import cancel as ssh_cancel
 from launcher.records import RunRecord
 from launcher.status import NodeStatus, RunStatus
 from launcher.supervise import tree
@@ -39,7 +39,7 @@ def test_a_pid_without_its_start_time_is_never_signalled(tmp_path):
 
 def test_an_ssh_node_without_start_ticks_is_not_acted_on():
     status = RunStatus(nodes=(NodeStatus(0, "n1", pid=123, start_ticks="456"), NodeStatus(1, "n2", pid=124)))
-    assert {h: [n.rank for n in ns] for h, ns in ssh_records._nodes_by_host(status).items()} == {"n1": [0]}
+    assert {h: [n.rank for n in ns] for h, ns in ssh_cancel._nodes_by_host(status).items()} == {"n1": [0]}
 
 
 def test_a_run_found_lost_stays_lost_and_its_hosts_are_asked_once(tmp_path, monkeypatch):
@@ -50,7 +50,7 @@ def test_a_run_found_lost_stays_lost_and_its_hosts_are_asked_once(tmp_path, monk
                     supervisor_start=started, ssh={"user": "root"},
                     nodes=[{"rank": 0, "host": "n1", "pid": 77, "start_ticks": "88"}])
     asked = []
-    monkeypatch.setattr(ssh_records, "remote_alive", lambda rec, st: asked.append(st.run_id) or (0, []))
+    monkeypatch.setattr(ssh_cancel, "remote_alive", lambda rec, st: asked.append(st.run_id) or (0, []))
     assert lookup.state_now(record)[0] == "lost"
     status = record.read_status()
     assert status.state == "lost" and "died before recording the outcome" in status.note and status.finished_at

@@ -29,6 +29,7 @@ def _create(args):
         return str(e)
 
 
+@pytest.mark.slow
 def test_exactly_one_of_many_processes_creates_a_run_id(tmp_path):
     ctx = multiprocessing.get_context("fork")
     for round_ in range(15):

@@ -45,6 +45,7 @@ def test_a_running_record_whose_supervisor_is_gone_is_lost(tmp_path):
     assert "lost" in kit("runs", cwd=tmp_path).stdout
 
 
+@pytest.mark.slow
 def test_logs_follow_prints_lines_as_they_come_until_the_run_ends(tmp_path):
     out = tmp_path / "out"
     out.mkdir()

@@ -10,7 +10,8 @@ import time
 import pytest
 
 from launcher import run_index
-from launcher.commands.records import duration, since
+from launcher.commands.runs import since
+from launcher.render.text import duration
 from launcher.errors import KitError
 from tests.launcher.localrun import LOCAL_CLUSTER, kit, kit_background, wait_for, write_job
 
@@ -35,6 +36,7 @@ def _probe_job(where, name="probe", procs=2, args=()):
     return write_job(where, name=name, nodes=1, procs=procs, args=["--out", str(out), *args])
 
 
+@pytest.mark.slow
 def test_a_run_is_found_from_any_directory(home, tmp_path):
     a, b = _dirs(tmp_path)
     r = kit("submit", _probe_job(a), "--cluster", LOCAL_CLUSTER, "--run-id", "idx-a", cwd=a)
@@ -53,6 +55,7 @@ def test_a_run_is_found_from_any_directory(home, tmp_path):
     assert kit("runs", "--run-root", "runs", cwd=b).stdout == "no runs under runs/\n"
 
 
+@pytest.mark.slow
 def test_a_deleted_record_is_dropped_from_the_index_and_a_missing_run_is_one_line(home, tmp_path):
     a, b = _dirs(tmp_path)
     assert kit("submit", _probe_job(a), "--cluster", LOCAL_CLUSTER, "--run-id", "gone", cwd=a).returncode == 0
@@ -64,6 +67,7 @@ def test_a_deleted_record_is_dropped_from_the_index_and_a_missing_run_is_one_lin
     assert not os.path.lexists(home / "index" / "gone")
 
 
+@pytest.mark.slow
 def test_runs_are_listed_newest_first_and_filtered(home, tmp_path):
     a, b = _dirs(tmp_path)
     assert kit("submit", _probe_job(a), "--cluster", LOCAL_CLUSTER, "--run-id", "first", cwd=a).returncode == 0
@@ -82,6 +86,7 @@ def test_runs_are_listed_newest_first_and_filtered(home, tmp_path):
     assert bad.returncode == 2 and "--since yesterday: expected a span like 30m" in bad.stderr
 
 
+@pytest.mark.slow
 def test_logs_of_one_rank_its_tail_and_a_followed_tail(home, tmp_path):
     a, b = _dirs(tmp_path)
     job = _probe_job(a, args=["--flood", "3000"])
@@ -126,6 +131,7 @@ def test_durations_and_since():
         since("soon", now)
 
 
+@pytest.mark.slow
 def test_a_finished_run_id_from_another_directory_is_refused_with_another_id_to_take(home, tmp_path):
     # Two runs of one id in two run roots gave two rows in `kit runs`, and `kit status ID` answered depending on
     # the directory: a run id names one run, whatever its run root and state.
@@ -145,6 +151,7 @@ def test_a_finished_run_id_from_another_directory_is_refused_with_another_id_to_
     assert here.returncode == 2 and "run id dup is taken by a run that ended (succeeded)" in here.stderr
 
 
+@pytest.mark.slow
 def test_logs_show_redraws_without_kits_mark_and_refuse_a_rank_outside_the_world(home, tmp_path):
     a, _ = _dirs(tmp_path)
     assert kit("submit", _probe_job(a, args=["--progress", "3"]), "--cluster", LOCAL_CLUSTER, "--run-id", "pm",

@@ -5,6 +5,8 @@ failure as under `accelerate launch`."""
 import json
 import signal
 
+import pytest
+
 from tests.launcher.localrun import LOCAL_CLUSTER, kit, kit_background, pids_of_run, reports, wait_for, write_job
 
 SAVE_SECONDS = 5
@@ -16,6 +18,7 @@ def _job(tmp_path, *probe_args):
     return write_job(tmp_path, nodes=2, launcher="torchrun", args=["--out", str(out), *probe_args]), out
 
 
+@pytest.mark.slow
 def test_two_torchrun_nodes_form_one_world_as_planned(tmp_path):
     job, out = _job(tmp_path, "--linger", "1")
     dry = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "tr-world", "--dry-run", "--format", "json",
@@ -34,6 +37,7 @@ def test_two_torchrun_nodes_form_one_world_as_planned(tmp_path):
     assert "probe rank 1/2 ready" in (record / "node1.log").read_text()
 
 
+@pytest.mark.slow
 def test_a_failed_rank_under_torchrun_gives_the_same_line_and_leaves_nothing(tmp_path):
     job, out = _job(tmp_path, "--linger", "600", "--on-term", f"save:{SAVE_SECONDS}", "--fail-rank", "1",
                     "--fail-code", "4", "--fail-message", "bad data: /x.csv:1: missing column 'text'")
@@ -47,6 +51,7 @@ def test_a_failed_rank_under_torchrun_gives_the_same_line_and_leaves_nothing(tmp
     assert "ChildFailedError" not in r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_under_torchrun_waits_for_the_save_then_leaves_nothing(tmp_path):
     job, out = _job(tmp_path, "--linger", "600", "--on-term", f"save:{SAVE_SECONDS}")
     proc = kit_background("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "tr-int", cwd=tmp_path)

@@ -61,6 +61,7 @@ def test_supervisor_gone_means_stop(tmp_path):
     assert _alive(pids) == []
 
 
+@pytest.mark.slow
 def test_grace_then_kill_for_a_process_that_ignores_sigterm(tmp_path):
     command = f"trap '' TERM; (trap '' TERM; sleep 300) & echo x $! > {tmp_path}/pids; wait"
     dog = _start(tmp_path, command, grace=30)

@@ -71,7 +71,7 @@ def test_a_sweep_is_one_job_array_of_two_node_trials(slurm_cluster, tmp_path):
         run_id = f"{sweep_id}-t{i}"
         st = status_of(slurm_cluster, run_id)
         assert st["state"] == "succeeded" and st["exit_code"] == 0, st
-        assert st["job_id"] == f"{array_id}_{i}"
+        assert st["handle"]["job_id"] == f"{array_id}_{i}"
         # A full 2-node job: machine ranks 0 and 1, on two different hosts.
         assert {n["host"] for n in st["nodes"]} == {"n1", "n2"}, st["nodes"]
         run_dir = os.path.join(workdir(slurm_cluster), "runs", run_id)
@@ -168,7 +168,7 @@ def test_time_limit_warning_requeues_one_array_task_which_runs_again(slurm_clust
             "--run-id", sweep_id, "--detach", cwd=workdir(slurm_cluster), timeout=120)
     assert r.returncode == 0, r.stderr
     assert wait_for(lambda: len([n for n in os.listdir(out) if n.startswith("rank")]) == 2, timeout=120)
-    job_id = status_of(slurm_cluster, run_id)["job_id"]
+    job_id = status_of(slurm_cluster, run_id)["handle"]["job_id"]
     slurm_cluster.run(["scancel", "--batch", "--signal=USR1", job_id])
     assert wait_state(slurm_cluster, job_id, ("PENDING",), timeout=60)
     assert wait_for(lambda: {"ckpt0", "ckpt1"} <= set(os.listdir(out)), timeout=30), os.listdir(out)

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from tests.launcher.localrun import wait_for
@@ -43,6 +44,7 @@ def _at_most_two_at_once(run_root, run_ids) -> int:
     return max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
 
 
+@pytest.mark.slow
 def test_grid_of_the_training_module_two_at_a_time_then_a_rerun_skips_it(tmp_path):
     job = _train_job(tmp_path, {"--lr": [1.0e-3, 3.0e-3], "--batch-size": [8, 16]})
     r = _submit(tmp_path, job)
@@ -87,6 +89,7 @@ def test_grid_of_the_training_module_two_at_a_time_then_a_rerun_skips_it(tmp_pat
     assert again.stderr.count("succeeded before") == 4 and "started as run" not in again.stderr
 
 
+@pytest.mark.slow
 def test_a_crashing_value_fails_its_trial_only_and_a_rerun_retries_it(tmp_path):
     job = _train_job(tmp_path, {"--batch-size": [8, -1]})
     r = _submit(tmp_path, job)
@@ -108,6 +111,7 @@ def test_a_crashing_value_fails_its_trial_only_and_a_rerun_retries_it(tmp_path):
     assert sweep_json(tmp_path / "runs", sweep_id)["state"] == "failed"
 
 
+@pytest.mark.slow
 def test_a_sweep_of_a_script_that_always_fails_stops_after_max_failures(tmp_path):
     # Every trial fails the same way (a mistake in the script, not in a swept value): the sweep stops launching
     # after sweep.max_failures (default 3) in a row, instead of running all six.
@@ -138,6 +142,7 @@ def _wait_ready(tmp_path, sweep_id, n):
     assert wait_for(ready, timeout=120), "the trials never started"
 
 
+@pytest.mark.slow
 def test_kit_cancel_of_a_detached_sweep_leaves_no_trial_process(tmp_path):
     job = probe_job(tmp_path, {"parallel": 2, "parameters": {"--x": [1, 2, 3]}}, args=["--linger", "300"])
     r = _submit(tmp_path, job, "--detach")

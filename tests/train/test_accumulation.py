@@ -41,6 +41,7 @@ def test_a_disagreeing_flag_is_refused():
 
 
 # 200 training examples, batches of 8: 25 batches, 12 per rank (2 ranks), so 6 optimizer steps per epoch.
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy,stage,machines", [("ddp", 2, 1), ("deepspeed", 2, 1), ("deepspeed", 3, 2)])
 def test_one_epoch_with_accumulation_2_is_one_epoch(tmp_path, strategy, stage, machines):
     data = write_csv(tmp_path / "d.csv", synthetic_rows(250))

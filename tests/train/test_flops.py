@@ -3,6 +3,7 @@ import pytest
 from train import flops, model
 
 
+@pytest.mark.slow
 def test_dense_flops_match_the_real_model():
     net = model.build_model("mini", num_labels=2, vocab_size=500, max_length=64)
     c = net.config

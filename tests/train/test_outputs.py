@@ -2,9 +2,12 @@ import json
 import os
 import signal
 
+import pytest
+
 from train import outputs, preempt
 
 
+@pytest.mark.slow
 def test_classification_report_and_confusion_matrix():
     text, data = outputs.classification_outputs([0, 0, 1, 1, 1], [0, 1, 1, 1, 0], ["neg", "pos"])
     assert "precision" in text and "recall" in text and "f1-score" in text

@@ -37,6 +37,7 @@ def _losses(text: str) -> list[float]:
     return [float(m.group(1)) for m in re.finditer(r"step \d+/\d+ epoch \d+ loss ([\d.]+)", text)]
 
 
+@pytest.mark.slow
 def test_two_stages_train_like_one_process_and_write_the_report(tmp_path):
     data = write_csv(tmp_path / "d.csv", synthetic_rows(400))
     common = ("--max-steps", "150", "--log-every", "25", "--no-save-model")
@@ -63,6 +64,7 @@ def test_two_stages_train_like_one_process_and_write_the_report(tmp_path):
     assert (tmp_path / "out-p" / "FINISHED").is_file()
 
 
+@pytest.mark.slow
 def test_a_sigkilled_pipeline_resumes_from_its_checkpoint(tmp_path):
     data = write_csv(tmp_path / "d.csv", synthetic_rows(400))
     args = resumable_args(data, tmp_path / "out", tmp_path / "cache", "--max-steps", "400", "--save-every", "20",
@@ -90,6 +92,7 @@ def test_a_sigkilled_pipeline_resumes_from_its_checkpoint(tmp_path):
     assert f"step {int(resumed[2]) - 20}/400" not in again.stdout   # earlier steps were not trained again
 
 
+@pytest.mark.slow
 def test_two_stages_by_two_replicas_across_two_nodes(tmp_path):
     data = write_csv(tmp_path / "d.csv", synthetic_rows(400))
     args = tiny_args(data, tmp_path / "out", tmp_path / "cache", "--max-steps", "40", "--log-every", "20",
@@ -103,6 +106,7 @@ def test_two_stages_by_two_replicas_across_two_nodes(tmp_path):
     assert metrics["pipeline"]["replicas"] == 2 and metrics["world_size"] == 4 and metrics["steps"] == 40
 
 
+@pytest.mark.slow
 def test_a_preempted_pipeline_checkpoints_at_one_step_and_resumes_from_it(tmp_path):
     """SIGTERM reaches one rank (the test hook: rank 0 signals itself at step 15): every stage stops at that step,
     after a checkpoint, with the PREEMPTED marker and exit 75; the next run continues from step 15."""

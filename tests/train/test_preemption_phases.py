@@ -81,6 +81,7 @@ def _stop_in_phase(proc, lines, phase: str, timeout: float = 240) -> float:
     return time.monotonic() - sent
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase", ["test", "save"])
 def test_sigterm_in_a_final_phase_stops_promptly_and_the_requeue_finishes(tmp_path, phase):
     data = write_csv(tmp_path / "d.csv", synthetic_rows(120))
@@ -99,6 +100,7 @@ def test_sigterm_in_a_final_phase_stops_promptly_and_the_requeue_finishes(tmp_pa
     assert (out / resume.FINISHED).exists() and json.loads((out / "metrics.json").read_text())["steps"] == 3
 
 
+@pytest.mark.slow
 def test_kit_teardown_during_the_final_test_needs_no_sigkill(tmp_path):
     data = write_csv(tmp_path / "d.csv", synthetic_rows(120))
     out = tmp_path / "out"

@@ -3,11 +3,14 @@ checkpoint, and DDP resumes from them."""
 
 import json
 
+import pytest
+
 from tests.train.launch import run_private_nodes
 from tests.train.support import synthetic_rows, write_csv
 from train import checkpoint
 
 
+@pytest.mark.slow
 def test_ddp_resumes_when_each_node_has_only_its_own_files(tmp_path):
     data = write_csv(tmp_path / "d.csv", synthetic_rows(160))
     # Relative paths: node 0 writes under host0/, node 1 under host1/; neither sees the other's files.

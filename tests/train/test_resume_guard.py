@@ -59,6 +59,7 @@ def _one_line(stderr: str) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_rerun_of_a_finished_run_is_refused_not_reported_as_success(tmp_path):
     data = write_csv(tmp_path / "d.csv", synthetic_rows(120))
     out, cache = tmp_path / "out", tmp_path / "cache"
@@ -77,6 +78,7 @@ def test_rerun_of_a_finished_run_is_refused_not_reported_as_success(tmp_path):
     assert [e["step"] for e in metrics["train_log"]] == [3]  # --log-every 5: only this run's last step
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_without_a_flag_but_not_with_other_settings(tmp_path):
     data = write_csv(tmp_path / "d.csv", synthetic_rows(120))
     out, cache = tmp_path / "out", tmp_path / "cache"
@@ -94,6 +96,7 @@ def test_interrupted_run_resumes_without_a_flag_but_not_with_other_settings(tmp_
     assert json.loads((out / "metrics.json").read_text())["steps"] == 4
 
 
+@pytest.mark.slow
 def test_deepspeed_rerun_on_a_ddp_checkpoint_is_one_line(tmp_path):
     """The reported repro: a DDP run's checkpoint, then the same job with strategy deepspeed."""
     data = write_csv(tmp_path / "d.csv", synthetic_rows(120))

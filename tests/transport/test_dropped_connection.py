@@ -7,7 +7,10 @@ import subprocess
 import sys
 import threading
 
+import pytest
 
+
+@pytest.mark.slow
 def test_a_host_dropping_the_connection_is_one_line_without_tracebacks(tmp_path):
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

@@ -10,7 +10,7 @@ import pytest
 from launcher.errors import KitError
 from launcher.transport.endpoint import resolve
 from launcher.transport.hostkeys import Accepted
-from launcher.transport.ssh import connect, connect_all
+from launcher.transport.connect import connect, connect_all
 
 
 def _settings(ssh_hosts, **extra):

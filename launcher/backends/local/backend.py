@@ -74,7 +74,7 @@ class LocalBackend(Backend):
                                 procs_per_node=plan.world.procs_per_node)
         outcome = finalize(outcome, failure)
         record.update_status(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
-                             node_exit_codes=outcome.node_codes, failure=failure)
+                             node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
         return Result(outcome.code, outcome.state, failure)
 
     def _reach(self, plan: LaunchPlan, node, base_dir: str, env: dict):

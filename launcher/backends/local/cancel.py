@@ -3,7 +3,8 @@ id; return only when nothing of the run is left. And what a local record's state
 
 import time
 
-from launcher.records import RunRecord, require_trusted
+from launcher.records import RunRecord
+from launcher.trust import require_trusted
 from launcher.status import ACTIVE, RunStatus
 from launcher.supervise import tree
 from launcher.supervise.liveness import CANCEL_MARGIN, live_watchdogs, stop_supervisor, supervisor, wait_gone

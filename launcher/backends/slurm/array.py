@@ -13,6 +13,7 @@ from launcher.environment import process_env
 from launcher.errors import KitError
 from launcher.secrets import is_secret
 from launcher.transport.where import CommandError
+from launcher.trust import require_trusted
 
 def submit_argv(sweep, todo) -> list[str]:
     """The plan's `sbatch --parsable <script>`; a re-run that skips trials names the rest on the command line
@@ -85,7 +86,7 @@ def cancel_array(backend, sweep_data: dict, sweep_path: str) -> str:
         raise KitError(f"sweep {sweep_id}: no SLURM job array was submitted for it; nothing to cancel")
     login = sweep_data.get("login_host")
     if login:
-        records.require_trusted(records.RunRecord(sweep_path), "sweep.json")
+        require_trusted(records.RunRecord(sweep_path), "sweep.json")
     where = where_at(login, {**(sweep_data.get("login_ssh") or {}), "accept_new_host_keys": False})
     where.cancel(str(array_id))
     trials = [records.RunRecord(os.path.join(os.path.dirname(sweep_path), t["run_id"])) for t in sweep_data["trials"]]
@@ -96,7 +97,7 @@ def cancel_array(backend, sweep_data: dict, sweep_path: str) -> str:
             status = trial.read_status()
             if not trial.exists():
                 out[os.path.basename(trial.path)] = "not started"
-            elif not status.job_id:
+            elif not status.handle.job_id:
                 out[status.run_id] = "not submitted" if status.state in NOT_OVER else status.state
             else:
                 out[status.run_id] = backend.current_state(trial, status)[0]

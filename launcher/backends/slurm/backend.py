@@ -5,33 +5,25 @@ node logs the tasks write on the shared workdir), report, cancel. kit never re-d
 Every SLURM command and every touch of the cluster's workdir goes through transport/where.py: this machine, or the
 login host (`slurm.login_host`) over SSH and SFTP. The run record stays where `kit submit` ran."""
 
-import dataclasses
 import os
 import time
 
-from launcher.backends.base import Backend, Result, note
+from launcher.backends.base import Backend, Result
+from launcher.backends.slurm.follow import follow, note_info
 from launcher.backends.slurm.files import clear_node_exit_codes, confine, copy_node_logs
 from launcher.backends.slurm.outcome import describe, failure_of, final_fields, settle
-from launcher.backends.slurm.query import hostnames, query
+from launcher.backends.slurm.query import query
 from launcher.environment import process_env
-from launcher.errors import KitError
+from launcher.errors import KitError, note
 from launcher.planning.model import LaunchPlan
-from launcher.records import RunRecord, require_trusted
+from launcher.records import RunRecord
+from launcher.trust import require_trusted
 from launcher.status import ACTIVE, FINAL, RunStatus
 from launcher.supervise import liveness
-from launcher.preflight.reach import reach_command, reach_problem
-from launcher.preflight.stacks import dump_command, parse_dumps
-from launcher.supervise.failure import cause
-from launcher.supervise.hang import HangWatch
-from launcher.supervise.log_lines import flush_held, node_logs, print_new_lines
-from launcher.supervise.ranks_view import RanksView
-from launcher.supervise.world import WorldWatch, ranks_started
 from launcher.transport.where import CommandError, where_at
 
-POLL = 1.0
 SUBMIT_TIMEOUT = 60.0
 REQUEUE_DELAY = 2   # seconds before a requeued job may start again (see _requeue)
-REACH_TIMEOUT = 60.0
 CANCEL_WAIT = 120.0
 
 
@@ -45,10 +37,10 @@ def where_of(record: RunRecord, status: RunStatus):
     """Where the record's SLURM commands run: here, or its login host, reached with the settings the record holds
     only if it is yours and writable by nobody else, and never accepting a new host key."""
     require_trusted(record)
-    if not status.login_host:
+    if not status.handle.login_host:
         confine(record, status)
         return where_at(None, None)
-    return where_at(status.login_host, {**(status.login_ssh or {}), "accept_new_host_keys": False})
+    return where_at(status.handle.login_host, {**(status.handle.login_ssh or {}), "accept_new_host_keys": False})
 
 
 class SlurmBackend(Backend):
@@ -114,7 +106,7 @@ class SlurmBackend(Backend):
 
     def _follow_result(self, plan: LaunchPlan, record: RunRecord, requeues: int = 0) -> Result:
         try:
-            fields = self._follow(plan, record, requeues)
+            fields = follow(self.where, self.workdir, plan, record, requeues)
         except KeyboardInterrupt:
             note(f"\nkit: stopped following; the job keeps running. {_how_to(plan.run_id, record)}")
             return Result(130, "still running", None)
@@ -124,8 +116,8 @@ class SlurmBackend(Backend):
         """The requeues the batch shell counts (slurm.max_requeues: preemption and time limits) and kit's restarts
         share one budget."""
         status = record.read_status()
-        if status.restarts >= (status.max_requeues or 0):
-            return f"its requeue budget (slurm.max_requeues={status.max_requeues}) is spent"
+        if status.handle.restarts >= (status.handle.max_requeues or 0):
+            return f"its requeue budget (slurm.max_requeues={status.handle.max_requeues}) is spent"
         return ""
 
     def execute_again(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
@@ -135,24 +127,24 @@ class SlurmBackend(Backend):
         try:
             requeued = self._requeue(status)
         except KeyboardInterrupt:   # the job may be requeued already: say so, not "nothing was started"
-            if query(self.where, status.job_id).finished:
-                raise KitError(f"interrupted; SLURM job {status.job_id} was not requeued") from None
+            if query(self.where, status.handle.job_id).finished:
+                raise KitError(f"interrupted; SLURM job {status.handle.job_id} was not requeued") from None
             record.update_status(reopen=True, state="requeued", finished_at=None, exit_code=None, failure=None)
-            note(f"\nkit: stopped following; SLURM job {status.job_id} is requeued and will run. "
+            note(f"\nkit: stopped following; SLURM job {status.handle.job_id} is requeued and will run. "
                  f"{_how_to(plan.run_id, record)}")
             return Result(130, "still running", None)
         if not requeued:
-            raise KitError(f"SLURM refused to requeue job {status.job_id}")
+            raise KitError(f"SLURM refused to requeue job {status.handle.job_id}")
         record.keep_attempt_plan(plan)
         record.update_status(reopen=True, state="requeued", finished_at=None, exit_code=None, failure=None)
-        return self._follow_result(plan, record, requeues=status.restarts + 1)
+        return self._follow_result(plan, record, requeues=status.handle.restarts + 1)
 
     def _requeue(self, status) -> bool:
         """Requeue a finished job and make it eligible soon (a requeued job waits ~2 min by default). Not at once:
         each node refuses a credential for the same job id issued within the second its last attempt ended ("Job
         credential revoked"), and SLURM then fails the new attempt before it runs. The nodes' exit files go first,
         so that an attempt that never ran reads as such, not as the last attempt's failure."""
-        job_id = status.job_id
+        job_id = status.handle.job_id
         clear_node_exit_codes(self.where, status)
         r = self.where.run(["scontrol", "requeue", job_id], timeout=SUBMIT_TIMEOUT)
         if r.code != 0:
@@ -168,91 +160,9 @@ class SlurmBackend(Backend):
             time.sleep(0.5)
         return False
 
-    def _follow(self, plan: LaunchPlan, record: RunRecord, requeues: int = 0) -> dict:
-        """Follow the job to its end. After kit requeued it (`requeues`: the count SLURM must show by then), an end
-        counts once the controller shows that count or this attempt was seen running: a controller slow to answer
-        leaves accounting's word, which can still be the previous attempt's end."""
-        status = record.read_status()
-        # A requeued attempt's lines follow the last one's in the same logs: shown from where those end.
-        offsets, pending, noise, said = (_log_ends(record.path) if requeues else {}), {}, {}, None
-        view = RanksView(plan.run_id)   # later ranks' tracebacks and repeated warnings: in the node logs only
-        watch, hang, stopped_by, last_output = None, None, None, [time.monotonic()]
-        seen_running = False
-        while True:
-            info = settle(self.where, status, query(self.where, status.job_id))
-            seen_running = seen_running or (info.kit_state == "running" and info.restarts >= requeues)
-            if info.finished and not ends_this_attempt(info, requeues, seen_running):
-                time.sleep(POLL)
-                continue
-            if describe(info) != said and not info.finished:
-                said = describe(info)
-                note(f"kit: {said}")
-                status = _note(self.where, record, info)
-            copy_node_logs(self.where, status, record.path)
-            if print_new_lines(record.path, None, offsets, pending, noise, view=view):
-                last_output[0] = time.monotonic()
-            if info.kit_state == "running" and watch is None:   # the rendezvous clock starts when the job runs
-                watch = self._world_watch(plan, record)
-                hang = HangWatch(plan, watch, lambda: last_output[0], lambda: self._stacks(plan, record),
-                                 record.path)
-            if watch is not None and stopped_by is None and not info.finished:
-                stopped_by = watch.poll() or hang.poll()
-                if stopped_by is not None:
-                    note(f"kit: {cause(stopped_by)}: cancelling SLURM job {status.job_id}")
-                    self.where.cancel(status.job_id)
-            if info.finished:
-                flush_held(noise, view=view)
-                status = _note(self.where, record, info)   # the hosts of a job that ended before it was seen running
-                fields = final_fields(self.where, status, info, record.path, ran=seen_running)
-                if stopped_by is not None:
-                    fields.update(state="failed", exit_code=stopped_by.code, failure=stopped_by, ended_by="")
-                record.update_status(**fields, finished_at=time.time())
-                # The run's end as kit reads it (SLURM says FAILED for a job whose time ran out at the warning).
-                why = f": {fields['ended_by']}" if fields["ended_by"] else ""
-                note(f"kit: SLURM job {status.job_id} {fields['state']}{why}")
-                return fields
-            time.sleep(POLL)
-
-    def _world_watch(self, plan: LaunchPlan, record: RunRecord):
-        """Joined: the node's rank log directories on the shared workdir; reach: checked on the node's host in a
-        step of its own inside the job's allocation (srun --overlap), as the node's launcher dials the master."""
-        workdir = self.where.absolute(self.workdir)
-
-        def listdir(path):
-            names = self.where.listdir(path)
-            if not names and not self.where.is_dir(path):
-                raise OSError(path)
-            return names
-
-        def reach(node):
-            status = record.read_status()
-            hosts = [n.host for n in status.nodes]
-            host = hosts[node.machine_rank] if node.machine_rank < len(hosts) else "?"
-            if host == "?":
-                return None
-            r = self.where.run(["srun", f"--jobid={status.job_id}", "--overlap", "--nodes=1", "--ntasks=1",
-                                f"--nodelist={host}", "bash", "-c", reach_command(plan, node, master=hosts[0])],
-                               cwd=workdir, timeout=REACH_TIMEOUT)
-            return reach_problem(r.out + r.err, plan.world.master_addr, plan.world.master_port)
-
-        return WorldWatch(plan, lambda n: ranks_started(workdir, plan.run_dir, n, listdir=listdir), reach,
-                          named_host=lambda n: _host_of(record, n))
-
-    def _stacks(self, plan: LaunchPlan, record: RunRecord) -> dict:
-        """Every rank's stack, taken on each of the job's hosts in a step of its own (srun --overlap)."""
-        status = record.read_status()
-        workdir = self.where.absolute(self.workdir)
-        stacks = {}
-        for node, host in zip(plan.nodes, [n.host for n in status.nodes]):
-            r = self.where.run(["srun", f"--jobid={status.job_id}", "--overlap", "--nodes=1", "--ntasks=1",
-                                f"--nodelist={host}", "bash", "-c", dump_command(plan, node)], cwd=workdir,
-                               timeout=REACH_TIMEOUT)
-            stacks.update(parse_dumps(r.out))
-        return stacks
-
     def fetch_logs(self, record: RunRecord, status: RunStatus) -> None:
         """Bring the record's node logs up to date with the run directory (`kit logs` calls this)."""
-        if not (status.job_id and status.workdir):
+        if not (status.handle.job_id and status.handle.workdir):
             return
         try:
             copy_node_logs(where_of(record, status), status, record.path)
@@ -261,20 +171,21 @@ class SlurmBackend(Backend):
 
     def current_state(self, record: RunRecord, status: RunStatus) -> tuple[str, str]:
         state = status.state
-        if not status.job_id and state in ACTIVE and status.supervisor_pid and liveness.supervisor(status) is None:
+        gone = status.supervisor_pid and liveness.supervisor(status) is None
+        if not status.handle.job_id and state in ACTIVE and gone:
             return "lost", f"kit (pid {status.supervisor_pid}) ended before SLURM took the job; nothing was queued"
-        if state in FINAL or not status.job_id:
+        if state in FINAL or not status.handle.job_id:
             return state, status.ended_by or _requeue_note(status) or status.note
         where = where_of(record, status)
-        info = settle(where, status, query(where, status.job_id))
+        info = settle(where, status, query(where, status.handle.job_id))
         if info.finished:
             copy_node_logs(where, status, record.path)   # the failure summary reads the record's copy
             fields = final_fields(where, status, info, record.path)
             record.update_status(**fields, finished_at=time.time())
             return fields["state"], fields["ended_by"] or f"{describe(info)}, exit code {fields['exit_code']}"
         if info.kit_state == "unknown":
-            return state, f"SLURM job {status.job_id}: SLURM does not know it (any more)"
-        _note(where, record, info)
+            return state, f"SLURM job {status.handle.job_id}: SLURM does not know it (any more)"
+        note_info(where, record, info)
         return info.kit_state, describe(info)
 
     def submit_many(self, sweep, todo: list, specs: dict, base_dir: str):
@@ -299,9 +210,9 @@ class SlurmBackend(Backend):
         return None if data is None else data[:limit]
 
     def fetch_output(self, record: RunRecord, status: RunStatus, path: str, limit: int):
-        if not status.workdir:
+        if not status.handle.workdir:
             return None
-        data = where_of(record, status).read(os.path.join(status.workdir, path))
+        data = where_of(record, status).read(os.path.join(status.handle.workdir, path))
         return None if data is None else data[:limit]
 
     def doctor_rows(self, cluster, job, plan) -> list:
@@ -310,7 +221,7 @@ class SlurmBackend(Backend):
 
     def cancel(self, record: RunRecord, status: RunStatus) -> str:
         where = where_of(record, status)
-        job_id = status.job_id
+        job_id = status.handle.job_id
         where.cancel(job_id)
         deadline = time.monotonic() + CANCEL_WAIT
         info = settle(where, status, query(where, job_id))
@@ -324,28 +235,9 @@ class SlurmBackend(Backend):
         return f"kit: run {status.run_id} cancelled (SLURM job {job_id} ended: {info.slurm_state})"
 
 
-def _note(where, record: RunRecord, info) -> RunStatus:
-    """Keep the record's state, requeue count and hosts as SLURM last said them."""
-    status = record.read_status()
-    fields = {"restarts": info.restarts, "slurm_state": info.slurm_state}
-    if not info.finished:
-        fields["state"] = info.kit_state
-    # The allocation's hosts while it runs; a job that ended before kit saw it running still names the hosts it ran on.
-    unknown = any(n.host == "?" for n in status.nodes)
-    hosts = hostnames(where, info.nodes) if info.kit_state == "running" or (info.finished and unknown) else []
-    if hosts and len(hosts) == len(status.nodes):
-        fields["nodes"] = [dataclasses.replace(n, host=h) for n, h in zip(status.nodes, hosts)]
-    return record.update_status(**fields)
-
-
-def _host_of(record: RunRecord, node) -> str:
-    hosts = [n.host for n in record.read_status().nodes]
-    return hosts[node.machine_rank] if node.machine_rank < len(hosts) else node.host
-
-
 def _requeue_note(status: RunStatus) -> str:
-    n = status.restarts or 0
-    return f"SLURM job {status.job_id} was requeued {n} time(s)" if n else ""
+    n = status.handle.restarts or 0
+    return f"SLURM job {status.handle.job_id} was requeued {n} time(s)" if n else ""
 
 
 def _how_to(run_id: str, record: RunRecord) -> str:
@@ -357,13 +249,3 @@ def _how_to(run_id: str, record: RunRecord) -> str:
 BACKEND = SlurmBackend
 
 
-def ends_this_attempt(info, requeues: int, seen_running: bool) -> bool:
-    """Whether a finished JobInfo is the end of the attempt being followed (`requeues`: how many requeues SLURM
-    must count by this attempt; 0 for the first)."""
-    return not requeues or seen_running or (info.from_controller and info.restarts >= requeues)
-
-
-def _log_ends(record_path: str) -> dict:
-    """Each node log's size now: where print_new_lines starts for an attempt after the first."""
-    return {path: os.path.getsize(path) for _, path in node_logs(record_path, None)} \
-        if os.path.isdir(record_path) else {}

@@ -11,6 +11,7 @@ import re
 from typing import Optional
 
 from launcher.render.slurm import node_exit_file
+from launcher.status import RunStatus
 from launcher.transport.where import CommandError
 
 _NODE_LOG = re.compile(r"^node\d+\.log$")
@@ -30,15 +31,15 @@ def this_attempts_output(batch_text: str, restarts: int) -> Optional[str]:
     return None if at < 0 else batch_text[at:]
 
 
-def run_dir_on_cluster(status: dict) -> str:
-    return os.path.join(status.workdir, status.run_dir)
+def run_dir_on_cluster(status: RunStatus) -> str:
+    return os.path.join(status.handle.workdir, status.handle.run_dir)
 
 
 def confine(record, status) -> None:
     """Without a login host the record is the run directory on the workdir: the paths its status names (workdir,
     run_dir), from which kit reads exit codes and copies logs, must lead back to it, never elsewhere."""
     from launcher.errors import KitError
-    if not status.workdir or not status.run_dir or not os.path.isabs(status.workdir):
+    if not status.handle.workdir or not status.handle.run_dir or not os.path.isabs(status.handle.workdir):
         raise KitError(f"run record {record.path}: no absolute workdir and run_dir recorded; kit will not read "
                        f"the job's files from elsewhere")
     if os.path.realpath(run_dir_on_cluster(status)) != os.path.realpath(record.path):
@@ -47,7 +48,7 @@ def confine(record, status) -> None:
 
 
 def _exit_path(status, rank: int) -> str:
-    return os.path.join(status.workdir, node_exit_file(status.run_dir, str(rank)))
+    return os.path.join(status.handle.workdir, node_exit_file(status.handle.run_dir, str(rank)))
 
 
 def node_exit_codes(where, status: dict, n_nodes: int) -> list[Optional[int]]:
@@ -76,9 +77,9 @@ def exit_file_mtime(where, status: dict, rank: int) -> float:
     return float("inf") if t is None else t
 
 
-def batch_output(where, status: dict) -> str:
+def batch_output(where, status: RunStatus) -> str:
     """The batch shell's output (#SBATCH --output=<run_dir>/slurm-%j.out), "" when there is none (yet)."""
-    data = where.read(os.path.join(run_dir_on_cluster(status), f"slurm-{status.job_id}.out"))
+    data = where.read(os.path.join(run_dir_on_cluster(status), f"slurm-{status.handle.job_id}.out"))
     return (data or b"").decode("utf-8", errors="replace")
 
 

@@ -128,7 +128,7 @@ def _not_started(status, info: JobInfo, batch: str) -> Failure:
     restart may follow."""
     mine = this_attempts_output(batch, info.restarts)
     said = [ln.strip() for ln in (mine or "").splitlines() if "error:" in ln]
-    out = os.path.join(status.run_dir or "", f"slurm-{info.job_id}.out")
+    out = os.path.join(status.handle.run_dir or "", f"slurm-{info.job_id}.out")
     why = f"{said[-1]} (in {out})" if said else \
         f"state {info.slurm_state}, reason {info.reason or 'none given'}; the controller's log says why"
     hosts = [n.host for n in status.nodes]
@@ -137,7 +137,7 @@ def _not_started(status, info: JobInfo, batch: str) -> Failure:
 
 
 def _ended_by(state: str, status) -> str:
-    limit = status.max_requeues
+    limit = status.handle.max_requeues
     budget = f" (slurm.max_requeues={limit})" if limit is not None else ""
     if state == "timeout":
         return (f"the time limit came with no requeue left{budget}; the ranks got SIGTERM to checkpoint and stop. "

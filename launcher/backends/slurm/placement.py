@@ -1,17 +1,19 @@
 """How the planner places a SLURM run: the allocation picks the hosts, so each task resolves its rank and the head
 node's address itself; the nodes are submitted as one sbatch script (and a sweep as one job array)."""
 
+from launcher.backends.slurm.options import SlurmOptions, login_fields
 from launcher.planning.model import Submission
 from launcher.planning.placement import Lanes, Placement
 from launcher.render.shell import runtime_ref
 from launcher.render.slurm import MASTER_ADDR_PRELUDE, sbatch_script
 from launcher.spec.cluster import ClusterSpec, Host
 from launcher.spec.job import JobSpec
+from launcher.transport.options import SshOptions, check_key_files
 
 
 class SlurmPlacement(Placement):
     name = "slurm"
-    sections = ("slurm", "ssh")
+    sections = {"slurm": SlurmOptions, "ssh": SshOptions}
     runtime_vars = ("SLURM_NODEID", "KIT_MASTER_ADDR")
     prelude = (MASTER_ADDR_PRELUDE,)
     lanes_own_ports = False   # every array task is an allocation of its own
@@ -35,6 +37,10 @@ class SlurmPlacement(Placement):
 
     def logs_in(self, cluster: ClusterSpec) -> bool:
         return cluster.slurm is not None and cluster.slurm.login_host is not None
+
+    def check_files(self, cluster: ClusterSpec) -> None:
+        if self.logs_in(cluster):
+            check_key_files(cluster.ssh)
 
     def hosts(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
         # Placeholders: the allocation decides.
@@ -65,7 +71,6 @@ class SlurmPlacement(Placement):
     def binding(self, cluster: ClusterSpec, job: JobSpec) -> dict:
         from launcher.preflight.entrypoint import EntrypointRef
         from launcher.render.slurm import DEFAULT_MAX_REQUEUES
-        from launcher.transport.where import login_fields
         slurm = cluster.slurm
         return {"login": login_fields(cluster), "workdir": cluster.workdir,
                 "max_requeues": slurm.max_requeues if slurm is not None else DEFAULT_MAX_REQUEUES,

@@ -6,7 +6,8 @@ import os
 import re
 
 from launcher.errors import KitError
-from launcher.transport.where import CommandError, where_for
+from launcher.backends.slurm.options import where_for
+from launcher.transport.where import CommandError
 
 TOOLS = ("sbatch", "srun", "scontrol")
 TIMEOUT = 20.0
@@ -107,11 +108,16 @@ def checks(plan, where, partition, workdir: str, entrypoint, default_gpus: int =
     without an entrypoint (the same) the script is not looked for."""
     nodes = plan.world.num_machines if plan is not None else 1
     gpus = (plan.world.procs_per_node if plan.world.device == "cuda" else 0) if plan is not None else default_gpus
-    found = []
+    found: list = []
+
+    def partition_found() -> str:
+        found.append(_partition(where, partition))
+        return found[0].get("PartitionName", "?")
+
     login = [("login host", lambda: _check_login(where))] if where.remote else []
     out = [*login,
            ("slurm tools", lambda: _check_tools(where)),
-           ("partition", lambda: found.append(_partition(where, partition)) or found[0].get("PartitionName", "?")),
+           ("partition", partition_found),
            ("nodes and GPUs", lambda: _check_shape(where, found[0], nodes, gpus)),
            ("workdir", lambda: _check_workdir(where, workdir))]
     if entrypoint is not None:

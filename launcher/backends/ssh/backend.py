@@ -3,13 +3,12 @@ unchanged under kit's watchdog in a session of its own, stream the output, tear 
 
 import os
 import posixpath
-import shlex
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from launcher.backends.base import Backend, Result
+from launcher.backends.ssh.watch import HOST_TIMEOUT, fetch_rank_stderr, keep_in_touch, reach, stacks
 from launcher.environment import process_env
 from launcher.errors import KitError, per_line
 from launcher.planning.model import LaunchPlan, NodePlan
@@ -18,9 +17,9 @@ from launcher.status import LOST, Failure, RunStatus
 from launcher.supervise import tree
 from launcher.supervise.console import Console, follow_node
 from launcher.supervise.failure import explained_elsewhere, known_codes, read_log, summarize
-from launcher.preflight.reach import reach_command, reach_problem
-from launcher.preflight.stacks import dump_command, parse_dumps
 from launcher.supervise.supervisor import Cancel, finalize, supervise
+from launcher.backends.ssh.host_disk import host_disk_note
+from launcher.supervise.disk import with_full_disk
 from launcher.supervise.hang import HangWatch
 from launcher.supervise.world import WorldWatch, ranks_started
 
@@ -40,52 +39,19 @@ def load_ahead() -> None:
     from launcher.backends.ssh.preflight import gate_host  # noqa: F401
     from launcher.preflight.entrypoint import CheckResult  # noqa: F401
     from launcher.transport.sftp import SftpUnavailable  # noqa: F401
-    from launcher.transport.ssh import connect_each  # noqa: F401
+    from launcher.transport.connect import connect_each  # noqa: F401
     boot_source()
 
 
-RANK_LOG_BYTES = 64 * 1024
-HOST_TIMEOUT = 30.0   # ssh.host_timeout's default
-REACH_TIMEOUT = 30.0
-PING_EVERY = 5.0
 
-
-def fetch_rank_stderr(conn, plan: LaunchPlan, node: NodePlan, record: RunRecord, timeout: float = 10.0) -> None:
-    """Copy the tail of each rank's teed stderr (`<run dir>/node<R>.ranks/*/attempt_*/<local rank>/stderr.log` under
-    the node's workdir on its host) into the record's node<R>.ranks, where the failure summary reads it. Best
-    effort, bounded: a host that is gone leaves the summary to the node log."""
-    if conn is None or not conn.alive():
-        return
-    remote = posixpath.join(node.workdir, plan.run_dir, f"node{node.machine_rank}.ranks")
-    local = record.file(f"node{node.machine_rank}.ranks")
-    try:
-        sftp = conn.client.open_sftp()
-        sftp.get_channel().settimeout(timeout)
-        try:
-            for run in sftp.listdir(remote)[:8]:
-                for attempt in sftp.listdir(posixpath.join(remote, run))[:8]:
-                    for rank in sftp.listdir(posixpath.join(remote, run, attempt))[:64]:
-                        rel = (run, attempt, rank, "stderr.log")
-                        target = os.path.join(local, *rel)
-                        if os.path.exists(target):   # the record and the host's workdir are one directory
-                            continue
-                        with sftp.open(posixpath.join(remote, *rel), "rb") as f:
-                            size = f.stat().st_size
-                            f.seek(max(0, size - RANK_LOG_BYTES))
-                            data = f.read(RANK_LOG_BYTES)
-                        os.makedirs(os.path.dirname(target), exist_ok=True)
-                        with open(target, "wb") as out:
-                            out.write(data)
-        finally:
-            sftp.close()
-    except Exception:   # IOError, paramiko's SSHException, a timeout: the summary falls back to the node log
-        pass
 
 
 class SshBackend(Backend):
     name = "ssh"
-    # The hosts may have disks of their own: the record and the streamed logs stay where kit runs.
-    record_stays_here = True
+    @property
+    def record_stays_here(self) -> bool:
+        """The hosts may have disks of their own: the record and the streamed logs stay where kit runs."""
+        return True
 
     def __init__(self):
         self.settings, self.addresses, self.entrypoint = {}, {}, None
@@ -117,7 +83,7 @@ class SshBackend(Backend):
         from launcher.backends.ssh.preflight import gate_host
         from launcher.transport.endpoint import resolve
         load_ahead()   # the hosts' threads below import nothing (done already when kit logged in early)
-        from launcher.transport.ssh import connect_each
+        from launcher.transport.connect import connect_each
         started, connected = time.monotonic(), []
         # A node's watchdog that hears nothing from kit (its pings) for this long stops the node by itself.
         heartbeat = 2 * float(self.settings.get("host_timeout") or HOST_TIMEOUT)
@@ -196,11 +162,11 @@ class SshBackend(Backend):
             record.update_status(state="running", started_at=time.time(), supervisor_pid=os.getpid(),
                                  supervisor_start=tree.started_at(os.getpid()),
                                  nodes=[n.record() for n in nodes], timings=self.timings)
-            pinging = self._keep_in_touch(nodes)
+            pinging = keep_in_touch(self.conns, nodes, self.settings)
             watch = WorldWatch(plan, lambda n: ranks_started(n.workdir, plan.run_dir, n,
                                                              listdir=self.conns[n.host].listdir),
-                               lambda n: self._reach(plan, n))
-            hang = HangWatch(plan, watch, lambda: console.rank_output_at, lambda: self._stacks(plan), record.path)
+                               lambda n: reach(self.conns, plan, n))
+            hang = HangWatch(plan, watch, lambda: console.rank_output_at, lambda: stacks(self.conns, plan), record.path)
             outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
                 f"kit: stopping run {plan.run_id} on every host: SIGTERM to every process, SIGKILL after "
                 f"{plan.teardown_grace:.0f} s (a Ctrl-C shortens the wait)"), watches=[watch, hang])
@@ -211,11 +177,14 @@ class SshBackend(Backend):
         if unclean and outcome.state == "cancelled":
             console.note(f"kit: could not clean host(s) {', '.join(unclean)} (no answer); their watchdogs stop "
                          f"the run's processes there by themselves")
+        disk_note = None
         if outcome.first_failed is not None and not nodes[outcome.first_failed].lost:
             # The failing rank's own stderr, teed on its host: what it said last about its error (the node log
             # interleaves its stdout and stderr, so its last line may be neither).
             fetch_rank_stderr(self.conns.get(plan.nodes[outcome.first_failed].host), plan,
                               plan.nodes[outcome.first_failed], record)
+            failed = plan.nodes[outcome.first_failed]
+            disk_note = host_disk_note(self.conns.get(failed.host), failed.host, failed.workdir)
         self._close()
         if unclean:
             record.update_status(note=f"host(s) {', '.join(unclean)} could not be cleaned: no answer; the node "
@@ -223,9 +192,11 @@ class SshBackend(Backend):
         failure = outcome.failure
         if outcome.first_failed is not None:
             failure = self._failure(plan, record, outcome, nodes)
+            if not nodes[outcome.first_failed].lost:
+                failure = with_full_disk(failure, disk_note)
         outcome = finalize(outcome, failure)
         record.update_status(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
-                             node_exit_codes=outcome.node_codes, failure=failure)
+                             node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
         return Result(outcome.code, outcome.state, failure)
 
     def _failure(self, plan, record, outcome, nodes):
@@ -251,54 +222,6 @@ class SshBackend(Backend):
 
         if any(node.files for node in plan.nodes):
             self._parallel(one, plan.nodes, "could not upload the run's files")
-
-    def _reach(self, plan: LaunchPlan, node: NodePlan):
-        """The master checked from the node's host, as its launcher dials it (after the node's setup lines)."""
-        conn = self.conns[node.host]
-        if not conn.responsive():
-            return f"its host {node.host} does not answer"
-        code, out, err = conn.run("bash --norc -c " + shlex.quote(reach_command(plan, node)), timeout=REACH_TIMEOUT)
-        return reach_problem(out + err, plan.world.master_addr, plan.world.master_port)
-
-    def _stacks(self, plan: LaunchPlan) -> dict:
-        """Every rank's stack, taken on each host (its nodes' ranks at once), hosts in parallel."""
-        first = {}
-        for node in plan.nodes:
-            first.setdefault(node.host, node)
-
-        def one(node):
-            conn = self.conns[node.host]
-            if not conn.responsive():
-                return {}
-            _, out, _ = conn.run("bash --norc -c " + shlex.quote(dump_command(plan, node)), timeout=120)
-            return parse_dumps(out)
-
-        stacks = {}
-        with ThreadPoolExecutor(max_workers=max(1, min(32, len(first)))) as pool:
-            for found in pool.map(one, first.values()):
-                stacks.update(found)
-        return stacks
-
-    def _keep_in_touch(self, nodes) -> threading.Event:
-        """Every host is asked for an answer (keepalive requests: a silent one is lost after ssh.host_timeout), and
-        every node's watchdog hears from kit (`ping`: one that hears nothing for twice as long stops its node),
-        until the returned event is set."""
-        timeout = float(self.settings.get("host_timeout") or HOST_TIMEOUT)
-        every = min(PING_EVERY, timeout / 3)
-        for conn in self.conns.values():
-            conn.watch(every)
-        for node in nodes:
-            node.host_timeout = timeout
-        done = threading.Event()
-
-        def ping():
-            while not done.wait(every):
-                for node in nodes:
-                    if node.code is None:
-                        node.send("ping")
-
-        threading.Thread(target=ping, daemon=True, name="kit-ping").start()
-        return done
 
     def _start(self, plan: LaunchPlan, record: RunRecord, console: Console):
         from launcher.backends.ssh.node import SshNode
@@ -331,11 +254,11 @@ class SshBackend(Backend):
         return results
 
     def current_state(self, record: RunRecord, status: RunStatus) -> tuple[str, str]:
-        from launcher.backends.ssh.records import current_state
+        from launcher.backends.ssh.cancel import current_state
         return current_state(record, status)
 
     def cancel(self, record: RunRecord, status: RunStatus) -> str:
-        from launcher.backends.ssh.records import cancel_ssh_run
+        from launcher.backends.ssh.cancel import cancel_ssh_run
         return cancel_ssh_run(record, status)
 
     def release(self) -> None:
@@ -359,7 +282,7 @@ class SshBackend(Backend):
         """Node 0's file over SFTP (`path` relative to its workdir, itself relative to the login's home, like the
         node's `cd`)."""
         from launcher.transport.endpoint import resolve
-        from launcher.transport.ssh import connect
+        from launcher.transport.connect import connect
         node = plan.nodes[0]
         conn = connect(resolve(node.host, self.addresses.get(node.host), self.settings), self.accepted)
         try:

@@ -11,15 +11,15 @@ read it again (as the check, which ran with --norc too, did not).
 Arguments (the last two): grace seconds, the node's command. Anything but `go` first on stdin (kit closing the
 channel because some host failed its checks) ends it, having started nothing.
 
-The watchdog's source is part of the program (no file to upload, and hosts sharing a workdir do not write the
-same file). It is compiled and loaded (definitions and imports only: nothing runs) right after the program says
-it waits: the checks' results reach kit first, and the loading fills the time kit takes to hear from every host,
-write the run record and upload, so that after `go` the node starts at once.
+The watchdog's source (its output part's too) is part of the program (no file to upload, and hosts sharing a workdir
+do not write the same file). It is compiled and loaded (definitions and imports only: nothing runs) right after the
+program says it waits: the checks' results reach kit first, and the loading fills the time kit takes to hear from
+every host, write the run record and upload, so that after `go` the node starts at once.
 """
 
 import functools
 
-from launcher.supervise import WATCHDOG
+from launcher.supervise import WATCHDOG, WATCHDOG_OUTPUT
 from launcher.backends.ssh.node import HELLO
 
 WAITING = "kit-boot:waiting"
@@ -30,6 +30,8 @@ import os, sys, time
 grace, heartbeat, command = sys.argv[-3:]
 sys.stderr.flush()
 print({waiting!r}, flush=True)
+out = sys.modules["watchdog_output"] = type(sys)("watchdog_output")
+exec(compile({output!r}, "watchdog_output.py", "exec"), out.__dict__)
 dog = type(sys)({name!r})
 exec(compile({source!r}, {name!r} + ".py", "exec"), dog.__dict__)
 if sys.stdin.buffer.readline().strip() != b"go":
@@ -49,8 +51,10 @@ os._exit(code)
 
 @functools.lru_cache(maxsize=1)
 def boot_source() -> str:
-    """The program's last part, the watchdog's source in it. The same for every node: the watchdog's file is read
-    once per kit process, not once per host."""
+    """The program's last part, the watchdog's source (its output part first) in it. The same for every node: the
+    watchdog's files are read once per kit process, not once per host."""
+    with open(WATCHDOG_OUTPUT, encoding="utf-8") as f:
+        output = f.read()
     with open(WATCHDOG, encoding="utf-8") as f:
         source = f.read()
-    return _BOOT.format(waiting=WAITING, name=WATCHDOG_NAME, source=source, hello=HELLO)
+    return _BOOT.format(waiting=WAITING, name=WATCHDOG_NAME, output=output, source=source, hello=HELLO)

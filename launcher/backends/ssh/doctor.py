@@ -52,7 +52,7 @@ while True:
 
 
 def _text(cluster, argv) -> str:
-    env = {k: v for k, v in cluster.env.items()}
+    env = dict(cluster.env)
     return "bash --norc -c " + shlex.quote(node_command(cluster.workdir, tuple(cluster.setup), env, tuple(argv)))
 
 
@@ -140,7 +140,7 @@ def _network_rows(conns, cluster, pythons, master, port) -> list:
         return (host, "tcp to master", "ok" if ok else "FAIL", detail)
 
     with ThreadPoolExecutor(max_workers=max(1, min(64, len(conns)))) as pool:
-        rows += list(pool.map(dial, [h for h in pythons]))
+        rows += list(pool.map(dial, list(pythons)))
     chan.shutdown_write()  # stdin EOF: the listener exits
     chan.close()
     return rows
@@ -151,7 +151,7 @@ def doctor_rows(cluster, job=None, plan=None) -> list:
     from launcher.planning.port import master_port
     from launcher.transport.endpoint import resolve, ssh_settings
     from launcher.transport.hostkeys import Accepted
-    from launcher.transport.ssh import connect
+    from launcher.transport.connect import connect
 
     settings = ssh_settings(cluster.ssh)
     python = cluster.python or "python"

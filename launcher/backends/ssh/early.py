@@ -2,17 +2,19 @@
 and the schemas and plan in the forked planner, commands/planner.py) and each host's login (sshd, the login
 shell's rc files) are most of the time to start, and they can overlap.
 
-`early_guess(args)` reads the job and cluster files as plain YAML (kit's process never loads the schemas for such
-a run), and `log_in_early(guess)` connects to the hosts the job will use in background threads (host keys checked
-as always) and opens each one's launch channel, whose gate waits for its program on stdin (gate.py). Nothing of
-the job starts: the check program is sent only once the plan is built and validated, and go only after every
-host passed its checks. The backend then takes a login only if its endpoint is exactly the one the validated
-config resolves to; anything else is closed and the backend connects as it would have. A guess that misses (an
-unusual config, overrides) only costs the early work.
+`early_guess(request, cluster)` reads the job and cluster files as plain YAML (kit's process never loads the
+schemas for such a run), and `log_in_early(guess)` connects to the hosts the job will use in background threads
+(host keys checked as always) and opens each one's launch channel, whose gate waits for its program on stdin
+(gate.py). Nothing of the job starts: the check program is sent only once the plan is built and validated, and go
+only after every host passed its checks. The backend then takes a login only if its endpoint is exactly the one the
+validated config resolves to; anything else is closed and the backend connects as it would have. A guess that
+misses (an unusual config, overrides) only costs the early work.
 """
 
 import sys
 import threading
+
+from launcher.backends.warmup import read_yaml
 
 _early = None   # this process's early logins, until the SSH backend claims them
 # While the logins run: their threads mostly wait on the hosts, and when an answer comes each should not wait long
@@ -25,9 +27,9 @@ class EarlyLogins:
         # What the threads run is imported here, first: a thread importing kit's modules while the main thread
         # imports others (the backend, paramiko) can deadlock on their package locks (_DeadlockError, seen).
         from launcher.backends.ssh.gate import GATE_COMMAND
-        from launcher.transport import ssh
+        from launcher.transport import connect, ssh
         from launcher.transport.hostkeys import Accepted
-        self._ssh, self._gate_command = ssh, GATE_COMMAND
+        self._ssh, self._connect, self._gate_command = ssh, connect, GATE_COMMAND
         self.accepted = Accepted()
         self.switch_interval = sys.getswitchinterval()   # restored when the backend claims the logins
         sys.setswitchinterval(SWITCH_INTERVAL)
@@ -37,10 +39,10 @@ class EarlyLogins:
             t.start()
 
     def _one(self, endpoint) -> None:
-        ssh = self._ssh
+        ssh, connect = self._ssh, self._connect
         try:
-            sock = None if endpoint.proxy_jump else ssh.tcp_connect(endpoint)   # the host's sshd starts meanwhile
-            conn = sock if isinstance(sock, str) else ssh.try_connect(endpoint, self.accepted, sock)
+            sock = None if endpoint.proxy_jump else connect.tcp_connect(endpoint)   # the host's sshd starts meanwhile
+            conn = sock if isinstance(sock, str) else connect.try_connect(endpoint, self.accepted, sock)
         except Exception:   # a guess that fails in a way a login should not (a setting the schema refuses): no
             conn = None     # early login, and no traceback from this thread; the normal path says what is wrong
         if isinstance(conn, ssh.Connection):
@@ -68,13 +70,6 @@ class EarlyLogins:
         self._logins = {}
 
 
-def _yaml(path: str):
-    """A YAML file's data, read with libyaml where PyYAML has it (1 ms less per file on the way to the hosts)."""
-    import yaml
-    with open(path, encoding="utf-8") as f:
-        return yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-
-
 def _endpoints(cluster: dict, nodes: int) -> list:
     """The endpoints of the first `nodes` hosts of the cluster file's data, as the validated config would
     resolve them."""
@@ -85,22 +80,23 @@ def _endpoints(cluster: dict, nodes: int) -> list:
     return [resolve(h["name"], h.get("address"), settings) for h in hosts]
 
 
-def early_guess(args):
+def early_guess(request, cluster: dict):
     """(the cluster file's data, how many hosts the job uses) when kit should log in to them early: an SSH
     cluster whose connection settings the command line leaves alone, for one run (a sweep connects per trial).
-    None otherwise, or when the files are not what this guess understands (their load says what is wrong)."""
-    if args.dry_run or not args.cluster or args.sweep or any(s.startswith(("cluster.", "sweep")) for s in args.set):
+    None otherwise, or when the files are not what this guess understands (their load says what is wrong).
+    `request`: the submission (core/request.py); `cluster`: its cluster file's data, as plain YAML."""
+    if request.sweep or any(s.startswith(("cluster.", "sweep")) for s in request.sets):
         return None
     try:
         # A job built from the command line (a script, -m MODULE) has only the flags' fields.
-        built = getattr(args, "module", None) is not None or args.job.endswith(".py")
-        job, cluster = ({} if built else _yaml(args.job)), _yaml(args.cluster)
+        built = request.module is not None or request.job.endswith(".py")
+        job = {} if built else read_yaml(request.job)
         ssh = cluster.get("ssh") or {}
         if cluster.get("backend") != "ssh" or ssh.get("accept_new_host_keys") or "sweep" in job:
             return None   # accepting new keys is reported with the run: keep it where the run's record is made
         if not _timeouts_usable(ssh):
             return None   # the schema refuses them, in one line, before any login
-        nodes = args.nodes if args.nodes is not None else job.get("nodes", 1)
+        nodes = request.nodes if request.nodes is not None else job.get("nodes", 1)
         return cluster, nodes if isinstance(nodes, int) else 0
     except Exception:
         return None

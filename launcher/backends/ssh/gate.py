@@ -55,9 +55,9 @@ def gate_input(shell_text: str, program: bytes) -> bytes:
     return shell_text.encode() + b"\0" + program
 
 
-def read_checks(chan, timeout: float, markers: tuple) -> "tuple[CheckResult, bytes, bool]":
-    """The check's result: (its exit status, or 0 while it waits for `go`; its output; its output less the
-    lines that hold one of `markers`, for messages), whatever bytes came after it said it waits, and
+def read_checks(chan, timeout: float, markers: tuple) -> tuple:
+    """The check's result, a CheckResult (its exit status, or 0 while it waits for `go`; its output; its output less
+    the lines that hold one of `markers`, for messages), whatever bytes came after it said it waits, and
     whether it waits (False: it ended, and the status is its exit status)."""
     from launcher.backends.ssh.boot import WAITING
     from launcher.preflight.entrypoint import CheckResult

@@ -22,7 +22,9 @@ class Rule:
     dir_only: bool
 
 
-def _regex(pattern: str) -> str:
+def glob_body(pattern: str, classes: bool = True) -> str:
+    """A glob as a regular expression's text: `*` and `?` within a name, `**` across directories, `[...]` a class
+    (with `classes`; else brackets are themselves, as `sync.include` has always read them)."""
     out, i = "", 0
     while i < len(pattern):
         if pattern.startswith("**/", i):
@@ -33,7 +35,7 @@ def _regex(pattern: str) -> str:
             out, i = out + "[^/]*", i + 1
         elif pattern[i] == "?":
             out, i = out + "[^/]", i + 1
-        elif pattern[i] == "[" and (end := pattern.find("]", i + 2)) != -1:
+        elif classes and pattern[i] == "[" and (end := pattern.find("]", i + 2)) != -1:
             body = pattern[i + 1:end]
             out, i = out + "[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]", end + 1
         else:
@@ -57,7 +59,7 @@ def parse_rule(line: str) -> Optional[Rule]:
     if not line:
         return None
     anchored = "/" in line
-    body = _regex(line.lstrip("/"))
+    body = glob_body(line.lstrip("/"))
     return Rule(re.compile(("" if anchored else "(?:.*/)?") + body + r"\Z"), negate, dir_only)
 
 

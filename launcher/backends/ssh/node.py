@@ -6,20 +6,17 @@ gone). Secrets travel as the first stdin line after `go` (encode_env), never in 
 its pid (= its session and process-group id) and start time first, for the run record (backends/ssh/boot.py).
 """
 
-import sys
 import time
 
+from launcher.errors import note
 from launcher.status import NodeStatus
-from launcher.supervise.watchdog import PROGRESS_LOG_INTERVAL, encode_env, split_progress
+from launcher.supervise.watchdog import encode_env
+from launcher.supervise.watchdog_output import PROGRESS_LOG_INTERVAL, split_progress
 
 HELLO = "kit-node"
 HELLO_TIMEOUT = 30.0
 # Field 22 of /proc/PID/stat (start time in clock ticks): pid and start time name one process for good.
 STARTTIME = "sed 's/.*) //' /proc/{pid}/stat | cut -d' ' -f20"
-
-
-def _warn(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 class LogFile:
@@ -89,7 +86,7 @@ class SshNode:
     def attach(cls, rank: int, host: str, conn, chan, *, early: bytes, env: dict, log_path: str) -> "SshNode":
         """Take over a gated channel (backends/ssh/gate.py) that passed its checks, and start the node."""
         chan.sendall(b"go\n" + encode_env(env))
-        node = cls(rank, host, conn, chan, LogFile(log_path, warn=_warn))
+        node = cls(rank, host, conn, chan, LogFile(log_path, warn=note))
         node._early = early
         node._hello()
         return node

@@ -4,12 +4,14 @@ host's workdir (the hosts may have disks of their own); the run record stays whe
 import posixpath
 from typing import Optional
 
-SYNC_LISTED = 40   # the dry-run's text lists this many synced files (its JSON every one)
-
+from launcher.backends.ssh.options import SyncOptions
 from launcher.planning.model import LaunchPlan, NodePlan
 from launcher.planning.placement import Placement
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
+from launcher.transport.options import SshOptions, check_key_files
+
+SYNC_LISTED = 40   # the dry-run's text lists this many synced files (its JSON every one)
 
 
 def uploads(plan: LaunchPlan, node: NodePlan) -> list[tuple[str, str]]:
@@ -21,7 +23,7 @@ def uploads(plan: LaunchPlan, node: NodePlan) -> list[tuple[str, str]]:
 
 class SshPlacement(Placement):
     name = "ssh"
-    sections = ("ssh", "sync")
+    sections = {"ssh": SshOptions, "sync": SyncOptions}
     uploads_files = True
 
     def check_cluster(self, cluster: ClusterSpec) -> None:
@@ -31,6 +33,9 @@ class SshPlacement(Placement):
 
     def logs_in(self, cluster: ClusterSpec) -> bool:
         return True
+
+    def check_files(self, cluster: ClusterSpec) -> None:
+        check_key_files(cluster.ssh)
 
     def at_edge(self, plan: LaunchPlan, cluster: ClusterSpec, job: Optional[JobSpec] = None) -> LaunchPlan:
         """The files of the cluster's `sync:`, listed here (this machine's disk) at submit time."""
@@ -52,7 +57,8 @@ class SshPlacement(Placement):
 
     def dryrun_head(self, plan: LaunchPlan) -> list[str]:
         workdirs = ", ".join(sorted({n.workdir for n in plan.nodes}))
-        return self.dryrun_sync(plan) + [f"files: uploaded over SFTP into each host's workdir ({workdirs}) before any node starts, as listed "
+        return self.dryrun_sync(plan) + [
+                f"files: uploaded over SFTP into each host's workdir ({workdirs}) before any node starts, as listed "
                 f"per node. A workdir the hosts share (one filesystem, such as the directory you submit from "
                 f"mounted on every host) holds every node's accelerate.node<R>.yaml side by side and one copy of the "
                 f"others; separate disks hold one node's files each. kit's node watchdog is no file there: it "

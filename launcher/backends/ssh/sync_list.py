@@ -7,7 +7,7 @@ import re
 import subprocess
 from typing import Optional
 
-from launcher.backends.ssh.kitignore import Ignore, read_ignore
+from launcher.backends.ssh.kitignore import Ignore, glob_body, read_ignore
 from launcher.errors import KitError
 from launcher.planning.model import SyncPlan
 
@@ -23,19 +23,7 @@ def glob_regex(pattern: str) -> re.Pattern:
         pattern = "**/" + pattern
     if pattern.endswith("/"):
         pattern += "**"
-    out, i = "", 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out, i = out + "(?:.*/)?", i + 3
-        elif pattern.startswith("**", i):
-            out, i = out + ".*", i + 2
-        elif pattern[i] == "*":
-            out, i = out + "[^/]*", i + 1
-        elif pattern[i] == "?":
-            out, i = out + "[^/]", i + 1
-        else:
-            out, i = out + re.escape(pattern[i]), i + 1
-    return re.compile(out + r"(?:/.*)?\Z")
+    return re.compile(glob_body(pattern, classes=False) + r"(?:/.*)?\Z")
 
 
 def _git_files(source: str) -> Optional[list[str]]:

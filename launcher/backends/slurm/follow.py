@@ -1,0 +1,138 @@
+"""Following a SLURM job to its end: its queue state as SLURM says it, the node logs the tasks write on the shared
+workdir (copied into the record and shown as they grow), the world and hang watches, and the record's final fields."""
+
+import dataclasses
+import os
+import time
+
+from launcher.backends.slurm.files import copy_node_logs
+from launcher.backends.slurm.outcome import describe, final_fields, settle
+from launcher.backends.slurm.query import hostnames, query
+from launcher.errors import note
+from launcher.planning.model import LaunchPlan
+from launcher.preflight.reach import reach_command, reach_problem
+from launcher.preflight.stacks import dump_command, parse_dumps
+from launcher.records import RunRecord
+from launcher.status import RunStatus
+from launcher.supervise.failure import cause
+from launcher.supervise.hang import HangWatch
+from launcher.supervise.log_lines import flush_held, node_logs, print_new_lines
+from launcher.supervise.ranks_view import RanksView
+from launcher.supervise.world import WorldWatch, ranks_started
+
+POLL = 1.0
+REACH_TIMEOUT = 60.0
+
+
+def follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: int = 0) -> dict:
+    """Follow the job to its end. After kit requeued it (`requeues`: the count SLURM must show by then), an end
+    counts once the controller shows that count or this attempt was seen running: a controller slow to answer
+    leaves accounting's word, which can still be the previous attempt's end."""
+    status = record.read_status()
+    # A requeued attempt's lines follow the last one's in the same logs: shown from where those end.
+    offsets, pending, noise, said = (_log_ends(record.path) if requeues else {}), {}, {}, None
+    view = RanksView(plan.run_id)   # later ranks' tracebacks and repeated warnings: in the node logs only
+    watch, hang, stopped_by, last_output = None, None, None, [time.monotonic()]
+    seen_running = False
+    while True:
+        info = settle(where, status, query(where, status.handle.job_id))
+        seen_running = seen_running or (info.kit_state == "running" and info.restarts >= requeues)
+        if info.finished and not ends_this_attempt(info, requeues, seen_running):
+            time.sleep(POLL)
+            continue
+        if describe(info) != said and not info.finished:
+            said = describe(info)
+            note(f"kit: {said}")
+            status = note_info(where, record, info)
+        copy_node_logs(where, status, record.path)
+        if print_new_lines(record.path, None, offsets, pending, noise, view=view):
+            last_output[0] = time.monotonic()
+        if info.kit_state == "running" and watch is None:   # the rendezvous clock starts when the job runs
+            watch = _world_watch(where, workdir, plan, record)
+            hang = HangWatch(plan, watch, lambda: last_output[0], lambda: _stacks(where, workdir, plan, record),
+                             record.path)
+        if watch is not None and stopped_by is None and not info.finished:
+            stopped_by = watch.poll() or hang.poll()
+            if stopped_by is not None:
+                note(f"kit: {cause(stopped_by)}: cancelling SLURM job {status.handle.job_id}")
+                where.cancel(status.handle.job_id)
+        if info.finished:
+            flush_held(noise, view=view)
+            status = note_info(where, record, info)   # the hosts of a job that ended before it was seen running
+            fields = final_fields(where, status, info, record.path, ran=seen_running)
+            if stopped_by is not None:
+                fields.update(state="failed", exit_code=stopped_by.code, failure=stopped_by, ended_by="")
+            record.update_status(**fields, finished_at=time.time())
+            # The run's end as kit reads it (SLURM says FAILED for a job whose time ran out at the warning).
+            why = f": {fields['ended_by']}" if fields["ended_by"] else ""
+            note(f"kit: SLURM job {status.handle.job_id} {fields['state']}{why}")
+            return fields
+        time.sleep(POLL)
+
+def _world_watch(where, workdir: str, plan: LaunchPlan, record: RunRecord):
+    """Joined: the node's rank log directories on the shared workdir; reach: checked on the node's host in a
+    step of its own inside the job's allocation (srun --overlap), as the node's launcher dials the master."""
+    workdir = where.absolute(workdir)
+
+    def listdir(path):
+        names = where.listdir(path)
+        if not names and not where.is_dir(path):
+            raise OSError(path)
+        return names
+
+    def reach(node):
+        status = record.read_status()
+        hosts = [n.host for n in status.nodes]
+        host = hosts[node.machine_rank] if node.machine_rank < len(hosts) else "?"
+        if host == "?":
+            return None
+        r = where.run(["srun", f"--jobid={status.handle.job_id}", "--overlap", "--nodes=1", "--ntasks=1",
+                            f"--nodelist={host}", "bash", "-c", reach_command(plan, node, master=hosts[0])],
+                           cwd=workdir, timeout=REACH_TIMEOUT)
+        return reach_problem(r.out + r.err, plan.world.master_addr, plan.world.master_port)
+
+    return WorldWatch(plan, lambda n: ranks_started(workdir, plan.run_dir, n, listdir=listdir), reach,
+                      named_host=lambda n: _host_of(record, n))
+
+def _stacks(where, workdir: str, plan: LaunchPlan, record: RunRecord) -> dict:
+    """Every rank's stack, taken on each of the job's hosts in a step of its own (srun --overlap)."""
+    status = record.read_status()
+    workdir = where.absolute(workdir)
+    stacks = {}
+    for node, host in zip(plan.nodes, [n.host for n in status.nodes]):
+        r = where.run(["srun", f"--jobid={status.handle.job_id}", "--overlap", "--nodes=1", "--ntasks=1",
+                            f"--nodelist={host}", "bash", "-c", dump_command(plan, node)], cwd=workdir,
+                           timeout=REACH_TIMEOUT)
+        stacks.update(parse_dumps(r.out))
+    return stacks
+
+
+def note_info(where, record: RunRecord, info) -> RunStatus:
+    """Keep the record's state, requeue count and hosts as SLURM last said them."""
+    status = record.read_status()
+    fields = {"restarts": info.restarts, "slurm_state": info.slurm_state}
+    if not info.finished:
+        fields["state"] = info.kit_state
+    # The allocation's hosts while it runs; a job that ended before kit saw it running still names the hosts it ran on.
+    unknown = any(n.host == "?" for n in status.nodes)
+    hosts = hostnames(where, info.nodes) if info.kit_state == "running" or (info.finished and unknown) else []
+    if hosts and len(hosts) == len(status.nodes):
+        fields["nodes"] = [dataclasses.replace(n, host=h) for n, h in zip(status.nodes, hosts)]
+    return record.update_status(**fields)
+
+
+def _host_of(record: RunRecord, node) -> str:
+    hosts = [n.host for n in record.read_status().nodes]
+    return hosts[node.machine_rank] if node.machine_rank < len(hosts) else node.host
+
+
+def ends_this_attempt(info, requeues: int, seen_running: bool) -> bool:
+    """Whether a finished JobInfo is the end of the attempt being followed (`requeues`: how many requeues SLURM
+    must count by this attempt; 0 for the first)."""
+    return not requeues or seen_running or (info.from_controller and info.restarts >= requeues)
+
+
+def _log_ends(record_path: str) -> dict:
+    """Each node log's size now: where print_new_lines starts for an attempt after the first."""
+    return {path: os.path.getsize(path) for _, path in node_logs(record_path, None)} \
+        if os.path.isdir(record_path) else {}

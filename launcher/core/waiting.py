@@ -1,0 +1,91 @@
+"""A run's end as an exit code, and waiting for that end: `kit wait / status / logs --follow` and the Python API's
+Run.wait share these, for runs of every backend (the state is asked of the run's backend, as `kit status` asks)."""
+
+import threading
+import time
+from typing import Optional
+
+from launcher.core.lookup import UNTRUSTED, state_now
+from launcher.records import RunRecord
+from launcher.status import NOT_OVER, RunStatus
+
+LOST_CODE = 255      # a run whose end nobody recorded (its supervisor died): ssh's code for a lost connection
+TIMEOUT_CODE = 254   # `kit wait --timeout S` ran out with the run still going (the run is left alone)
+# An end recorded without a code (older records, a cancel that found no supervisor): what the end means.
+_WITHOUT_CODE = {"cancelled": 143, "preempted": 75, "lost": LOST_CODE}
+
+POLL_FIRST = 0.2     # seconds between the first polls: a short run is seen ending at once
+POLL_MAX = 2.0       # ... growing to this: a SLURM poll is one scontrol, a local one reads a file
+
+
+def end_code(state: str, status: RunStatus) -> Optional[int]:
+    """The exit code of a run that ended in `state` (the rank's own code, a signal N as 128+N, as recorded);
+    None while it is not over."""
+    if state == UNTRUSTED:   # a record kit will not act on: what it says is all there is
+        state = status.state
+    if state in NOT_OVER:
+        return None
+    if state == "succeeded":
+        return status.exit_code or 0
+    return status.exit_code or _WITHOUT_CODE.get(state, 1)
+
+
+def status_code(state: str, status: RunStatus) -> int:
+    """`kit status`'s exit code: 0 for a run that succeeded or is not over yet, else its exit code."""
+    return end_code(state, status) or 0
+
+
+class StillGoing(TimeoutError):
+    """The wait's time ran out; `state` is the run's state at the last poll."""
+
+    def __init__(self, state: str, timeout: float):
+        super().__init__(f"still {state} after {timeout:g} s")
+        self.state = state
+
+
+def wait_end(record: RunRecord, timeout: Optional[float] = None, poll: float = POLL_MAX) -> tuple[str, str]:
+    """Poll the run's state until it is over: (state, note). StillGoing after `timeout` seconds, also when its
+    backend is slow to answer (each poll is bounded by the time left). Polls come every POLL_FIRST seconds at
+    first, then less often, at most every `poll` seconds."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    interval, state = POLL_FIRST, "?"
+    while True:
+        recorded = record.read_status()
+        if recorded.over:   # ended, as recorded: nothing to ask
+            return recorded.state, recorded.note
+        answer = _ask(record, _left(deadline))
+        if answer is not None:
+            state, note = answer
+            if state not in NOT_OVER:
+                return state, note
+        left = _left(deadline)
+        if left is not None and left <= 0:
+            raise StillGoing(state, timeout)
+        time.sleep(interval if left is None else min(interval, left))
+        interval = min(interval * 1.5, poll)
+
+
+def _left(deadline: Optional[float]) -> Optional[float]:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def _ask(record: RunRecord, within: Optional[float]):
+    """state_now(record), or None when it does not answer `within` seconds (it goes on in its daemon thread, and
+    its answer is dropped). An error it raises is raised here."""
+    box = {}
+
+    def ask():
+        try:
+            box["answer"] = state_now(record)
+        except BaseException as e:   # raised again in the waiting thread
+            box["error"] = e
+
+    thread = threading.Thread(target=ask, daemon=True, name="kit-wait-poll")
+    thread.start()
+    thread.join(within)
+    if "error" in box:
+        raise box["error"]
+    return box.get("answer")
+
+
+__all__ = ["LOST_CODE", "TIMEOUT_CODE", "StillGoing", "end_code", "status_code", "wait_end"]

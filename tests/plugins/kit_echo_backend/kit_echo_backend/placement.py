@@ -1,0 +1,23 @@
+"""The echo backend's planning: a local cluster's, with its own config section and dry-run line."""
+
+from launcher.backends.local.placement import LocalPlacement
+from launcher.spec.cluster import Section
+
+
+class EchoOptions(Section):
+    greeting: str = "hello"
+
+
+class EchoPlacement(LocalPlacement):
+    name = "echo"
+    sections = {"echo": EchoOptions}
+
+    def binding(self, cluster, job) -> dict:
+        echo = cluster.echo or EchoOptions()
+        return {**super().binding(cluster, job), "greeting": echo.greeting}
+
+    def dryrun_head(self, plan) -> list[str]:
+        return [f"echo: {len(plan.nodes)} node(s) on this machine"]
+
+
+PLACEMENT = EchoPlacement()
