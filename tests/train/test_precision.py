@@ -3,9 +3,13 @@
 import contextlib
 import json
 import math
+import os
+import subprocess
+import sys
 
 import torch
 
+from tests.launcher.localrun import REPO
 from tests.train.launch import run_job
 from tests.train.support import synthetic_rows, tiny_args, train_by_hand, write_csv
 from train import precision
@@ -59,8 +63,21 @@ def test_fp16_on_cpu_is_named_as_such():
     assert "fp16 planned" in line and "CPU autocast supports bf16 only" in line and "\n" not in line
 
 
+def test_the_reference_job_in_fp16_on_cpu_is_refused_by_kit_in_one_line_before_launch(tmp_path):
+    """`kit submit jobs/bert_cls.yaml --mixed-precision fp16` on this machine (no GPU): exit 2 at planning, one line,
+    no run record, no node started."""
+    result = subprocess.run([sys.executable, "-m", "launcher", "submit", os.path.join(REPO, "jobs", "bert_cls.yaml"),
+                             "--mixed-precision", "fp16"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert result.stderr == ("kit: error: mixed_precision: fp16 needs GPUs; use bf16 or no on a CPU cluster, "
+                             "or set --gpus\n")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_fp16_by_hand_on_cpu_stops_at_start_with_one_line(tmp_path):
-    """kit refuses fp16 on CPU before launch (tests/launcher/test_bad_inputs.py); a launch by hand that asks
+    """kit refuses fp16 on CPU before launch (tests/spec/test_bad_inputs.py and the reference job's test below); a launch by hand that asks
     accelerate for fp16 trains in float32 without a word, so the module stops it: exit 3, one line."""
     data = write_csv(tmp_path / "d.csv", synthetic_rows(80))
     result = train_by_hand(tiny_args(data, tmp_path / "out", tmp_path / "cache", "--max-steps", "2"),
