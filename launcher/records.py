@@ -7,7 +7,7 @@ import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from launcher.errors import KitError
 from launcher.filestore import locked, publish_new, reserve_room, unlink_quietly, write_atomic
@@ -72,11 +72,19 @@ class RunRecord:
         The state moves only as states.py allows: once the run has ended, a writer that disagrees with its verdict
         (state, exit code, failure) is written into the record's history, not applied; `reopen`: a restart starts
         an ended run again. A full disk costs a warning (once per record) and keeps the last good record."""
+        return self.amend(lambda current: fields, reopen)
+
+    def amend(self, change: Callable[[RunStatus], dict], reopen: bool = False) -> RunStatus:
+        """update_status with the fields computed from the status as it is under the lock, for a change that
+        depends on what is there (appending to a list: two writers each append, neither loses the other's)."""
         with self._locked():
             current = self.read_status()
             if current.state == "corrupt":   # never written over: what it held is unknown, and may still matter
                 raise KitError(f"run record {self.path}: {STATUS} is unreadable ({current.note}); kit will not "
                                f"write over it: inspect or remove that directory")
+            fields = change(current)
+            if not fields:
+                return current
             status = current.replace(**_verdict_kept(current, fields, reopen))
             try:
                 write_atomic(self.file(STATUS), to_json(status.to_json()), reserve=self.file(RESERVE))

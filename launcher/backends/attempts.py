@@ -23,8 +23,15 @@ def run_attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, co
     """The run's Result: its last attempt's (or the last one that ran, when a restart could not start)."""
     started = time.time()
     result = backend.execute(plan, record, base_dir, console)
-    current, lost = plan, []
-    while current.attempt <= plan.limits.restarts and restartable(result.state, result.failure):
+    current, lost, restarted = plan, [], 0
+    while restartable(result.state, result.failure):
+        # Attempts ended before this one: kit's restarts and a SLURM job's own requeues, one budget.
+        earlier = len(record.read_status().attempts)
+        if earlier + 1 > plan.limits.restarts:
+            if earlier > restarted:
+                say(f"kit: run {plan.run_id} not started again: its {plan.limits.restarts} restart(s) are spent, "
+                    f"the scheduler's own requeues among them")
+            break
         refused = backend.restart_refused(record) or ("" if replan else "kit cannot plan it again here")
         if refused:
             say(f"kit: run {plan.run_id} not started again: {refused}")
@@ -32,8 +39,7 @@ def run_attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, co
         why = cause(result.failure)
         if result.failure.meaning == LOST and result.failure.host not in lost:
             lost.append(result.failure.host)
-        _keep(record, current, started, result, why)
-        number = current.attempt + 1
+        number, restarted = _keep(record, current, started, result, why) + 1, restarted + 1
         say(f"kit: run {plan.run_id} attempt {number}/{plan.limits.restarts + 1} after: {why}")
         assert replan is not None   # without it the restart was refused above
         try:
@@ -50,13 +56,15 @@ def run_attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, co
     return result
 
 
-def _keep(record: RunRecord, plan: LaunchPlan, started: float, result: Result, why: str) -> None:
-    """The ended attempt in the record's list of attempts (`kit status` lists them)."""
-    done = record.read_status().attempts
-    record.update_status(attempts=[*done, {"attempt": plan.attempt, "started_at": started,
-                                           "finished_at": time.time(), "state": result.state,
-                                           "exit_code": result.code, "cause": why,
-                                           "master_port": plan.world.master_port}])
+def _keep(record: RunRecord, plan: LaunchPlan, started: float, result: Result, why: str) -> int:
+    """The ended attempt in the record's list of attempts (`kit status` lists them); how many have ended. A SLURM
+    job the queue requeued by itself (preemption, the time-limit warning) ended attempts of its own, which its
+    follower listed: they count against the same `restarts` budget."""
+    ended = {"attempt": 0, "started_at": started, "finished_at": time.time(), "state": result.state,
+             "exit_code": result.code, "cause": why, "master_port": plan.world.master_port}
+    status = record.amend(lambda current: {"attempts": [*current.attempts,
+                                                        {**ended, "attempt": len(current.attempts) + 1}]})
+    return len(status.attempts)
 
 
 __all__ = ["run_attempts", "Replan"]

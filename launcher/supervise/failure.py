@@ -149,7 +149,9 @@ def _real_cause(lines, ranks_dir: str, node: int, procs_per_node: int):
         said = _said(ranks_dir, local) if 0 <= local < procs_per_node else []
         words = final_words(said)
         if any(ln.startswith("Traceback") for ln in said) and words and not is_consequence(words):
-            return rank, code, words
+            # Its exception ended it; torchrun's SIGTERM to the survivors can land while its interpreter exits
+            # (the table then says -15): an uncaught exception's exit code, Python's 1, is the one it was ending with.
+            return rank, 1 if code > 128 else code, words
     return None
 
 

@@ -125,3 +125,35 @@ def test_without_accounting_a_forgotten_job_ends_by_its_exit_files(slurm_cluster
     assert time.monotonic() - started < 60
     st = yaml.safe_load(open(os.path.join(here, "runs", "noacct-ok", "status.json")))
     assert st["state"] == "succeeded" and st["node_exit_codes"] == [0, 0]
+
+
+def test_a_failure_verdict_holds_while_other_shells_read_the_run(slurm_cluster, tmp_path):
+    """Issue 29, finding 1: kit's follower ends a hung job (failed, 124: it cancels the job) while `kit status`
+    runs in three other shells the whole time; each of those sees SLURM's CANCELLED and would write `cancelled,
+    143`. The follower's verdict stands, and every refused writer is in the record's history, not its state."""
+    import subprocess
+    import sys
+    here = workdir(slurm_cluster)
+    job = write_job(tmp_path, nodes=2, args=["--out", str(tmp_path), "--hang-rank", "1"], timeouts={"hang": 10})
+    submit = subprocess.Popen([sys.executable, "-m", "launcher", "submit", job, "--cluster",
+                               cluster_file(slurm_cluster, tmp_path), "--gpus", "0", "--run-id", "slurm-race"],
+                              cwd=here, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    readers = [subprocess.Popen([sys.executable, "-c", (
+        "import os, subprocess, sys, time\n"
+        "end = time.monotonic() + 240\n"
+        "while time.monotonic() < end and not os.path.exists('done'):\n"
+        f"    subprocess.run([sys.executable, '-m', 'launcher', 'status', 'slurm-race'], cwd={here!r},\n"
+        "                   capture_output=True)\n")], cwd=tmp_path) for _ in range(3)]
+    try:
+        _, err = submit.communicate(timeout=300)
+    finally:
+        (tmp_path / "done").write_text("yes")
+        for reader in readers:
+            reader.wait(timeout=120)
+    assert submit.returncode == 124, err[-3000:]
+    for _ in range(3):   # the readers' last looks, and a few more, after the end
+        kit("status", "slurm-race", cwd=here)
+    st = status_of(slurm_cluster, "slurm-race")
+    assert (st["state"], st["exit_code"]) == ("failed", 124), st
+    assert st["failure"]["meaning"] == "hung", st["failure"]
+    assert all(h["kept"] == "failed" for h in st.get("history", [])), st["history"]

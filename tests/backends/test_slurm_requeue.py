@@ -67,6 +67,10 @@ def test_requeue_and_time_limit_warning_checkpoint_requeue_and_resume(slurm_clus
     assert "kit: run slurm-requeue succeeded (exit code 0)" in output
     st = status_of(slurm_cluster, "slurm-requeue")
     assert st["state"] == "succeeded" and st["handle"]["restarts"] == 2
+    # Both requeues by the queue are attempts of the run, each with its cause.
+    listed = json.loads(kit("status", "slurm-requeue", "--json", cwd=workdir(slurm_cluster)).stdout)["attempts"]
+    assert [(a["attempt"], a["state"]) for a in listed] == [(1, "requeued"), (2, "requeued"), (3, "succeeded")]
+    assert "preemption" in listed[0]["cause"] and "time limit" in listed[1]["cause"], listed
     assert json.loads((tmp_path / "out" / "metrics.json").read_text())
     print(f"two requeues, whole run {time.monotonic() - started:.1f} s; checkpoints at steps {saved}")
 

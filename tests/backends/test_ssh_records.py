@@ -132,3 +132,34 @@ def test_a_killed_sshd_session_ends_the_run_as_a_lost_connection(ssh_hosts, tmp_
     assert f"kit: run ssh-cut failed: node 1 ({victim}) lost: the SSH session to {victim} ended without the " \
            f"node's exit status" in output, output[-3000:]
     assert wait_for(lambda: leftovers(ssh_hosts, "ssh-cut") == {}, timeout=60)
+
+
+def _logins(ssh_hosts) -> int:
+    """Sessions the hosts' sshd accepted so far (each host's sshd logs one line per login)."""
+    return sum(open(os.path.join(h.dir, "sshd.log")).read().count("Accepted publickey") for h in ssh_hosts.hosts)
+
+
+def test_a_lost_run_is_found_lost_once_and_listed_without_logins_after(ssh_hosts, tmp_path):
+    """Issue 29, finding 5: kit killed while its run trains; the first `kit runs` asks the hosts (the nodes'
+    watchdogs stopped the run), writes `lost` into the record, and later listings log in nowhere."""
+    here = tmp_path / "here"
+    here.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    job = write_job(tmp_path, nodes=2, args=["--out", str(out), "--linger", "300"])
+    proc = kit_background("submit", job, "--cluster", cluster(ssh_hosts, tmp_path), "--run-id", "ssh-gone", cwd=here)
+    assert wait_for(lambda: len(reports(out)) == 2, timeout=90), proc.stdout.read() if proc.poll() is not None else ""
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert wait_for(lambda: leftovers(ssh_hosts, "ssh-gone") == {}, timeout=40)
+    logins = _logins(ssh_hosts)
+    first = kit("runs", cwd=here, timeout=60)
+    assert _logins(ssh_hosts) > logins   # the first look asked the hosts (the counter sees logins)
+    assert "ssh-gone" in first.stdout and "lost" in first.stdout, first.stdout + first.stderr
+    with open(here / "runs" / "ssh-gone" / "status.json") as f:
+        assert json.load(f)["state"] == "lost"
+    before = _logins(ssh_hosts)
+    for _ in range(2):
+        again = kit("runs", cwd=here, timeout=60)
+        assert "lost" in again.stdout, again.stdout
+    assert _logins(ssh_hosts) == before

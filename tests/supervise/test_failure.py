@@ -229,3 +229,19 @@ def test_a_rank_that_died_of_anothers_failure_is_not_its_cause(tmp_path):
     f = summarize(0, "localhost", 1, ABORTED_FIRST, known={}, ranks_dir=str(tmp_path / "node0.ranks"),
                   procs_per_node=4)
     assert (f.rank, f.code) == (1, 134) and "Connection closed by peer" in f.last_line
+
+
+def test_the_cause_rank_stopped_by_its_launcher_while_exiting_exited_1(tmp_path):
+    """Seen on 2 SSH hosts: rank 3 raised; rank 2 aborted in the collective first, and torchrun's SIGTERM to the
+    survivors reached rank 3 while its interpreter was exiting (-15 in the table). Its exception ended it: exit 1,
+    not "killed by SIGTERM" (which would read as a signal from outside and make the run restartable)."""
+    table = ABORTED_FIRST.replace("exitcode  : 1 (pid: 31790)", "exitcode  : -15 (pid: 31790)  (SIGTERM)")
+    said = {0: "", 1: f"[rank1]: Traceback (most recent call last):\n[rank1]: {GLOO_CLOSED}\n",
+            2: "[rank2]: Traceback (most recent call last):\n[rank2]:   File \"/w/crash.py\", line 41\n"
+               "[rank2]: ValueError: bad batch at step 3: column 'label' is empty\n"}
+    for local, text in said.items():
+        d = tmp_path / "node0.ranks" / "none_a" / "attempt_0" / str(local)
+        d.mkdir(parents=True)
+        (d / "stderr.log").write_text(text)
+    f = summarize(0, "localhost", 1, table, known={}, ranks_dir=str(tmp_path / "node0.ranks"), procs_per_node=4)
+    assert (f.rank, f.code, f.meaning) == (2, 1, "exit code 1")

@@ -5,14 +5,16 @@ import dataclasses
 import os
 import time
 
-from launcher.backends.slurm.files import copy_node_logs
+from launcher.backends.slurm.files import batch_output, copy_node_logs
 from launcher.backends.slurm.outcome import describe, final_fields, settle
 from launcher.backends.slurm.query import hostnames, query
+from launcher.backends.slurm.requeues import requeued_attempts
 from launcher.errors import note
 from launcher.planning.model import LaunchPlan
 from launcher.preflight.reach import reach_command, reach_problem
 from launcher.preflight.stacks import dump_command, parse_dumps
 from launcher.records import RunRecord
+from launcher.states import OVER
 from launcher.status import RunStatus
 from launcher.supervise.failure import cause
 from launcher.supervise.hang import HangWatch
@@ -55,6 +57,10 @@ def follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: i
             stopped_by = watch.poll() or hang.poll()
             if stopped_by is not None:
                 note(f"kit: {cause(stopped_by)}: cancelling SLURM job {status.handle.job_id}")
+                # The verdict first: a `kit status` in another shell that sees the job CANCELLED before this
+                # follower records the end would otherwise call it cancelled, and that verdict would stand.
+                record.update_status(state="failed", exit_code=stopped_by.code, failure=stopped_by,
+                                     finished_at=time.time())
                 where.cancel(status.handle.job_id)
         if info.finished:
             flush_held(noise, view=view)
@@ -111,13 +117,16 @@ def note_info(where, record: RunRecord, info) -> RunStatus:
     """Keep the record's state, requeue count and hosts as SLURM last said them."""
     status = record.read_status()
     fields = {"restarts": info.restarts, "slurm_state": info.slurm_state}
-    if not info.finished:
+    if not info.finished and status.state not in OVER:   # a verdict kit wrote before cancelling stays
         fields["state"] = info.kit_state
     # The allocation's hosts while it runs; a job that ended before kit saw it running still names the hosts it ran on.
     unknown = any(n.host == "?" for n in status.nodes)
     hosts = hostnames(where, info.nodes) if info.kit_state == "running" or (info.finished and unknown) else []
     if hosts and len(hosts) == len(status.nodes):
         fields["nodes"] = [dataclasses.replace(n, host=h) for n, h in zip(status.nodes, hosts)]
+    if info.restarts > len(status.attempts):   # requeued by the queue itself: its ended attempts are listed
+        batch = batch_output(where, status)
+        record.amend(lambda current: requeued_attempts(current, info.restarts, batch, time.time()))
     return record.update_status(**fields)
 
 
