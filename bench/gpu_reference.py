@@ -21,7 +21,8 @@ STRATEGIES = ("ddp", "deepspeed", "fsdp")
 
 def kit_argv(strategy: str, steps: int, out: Path, cluster: str | None, dry_run: bool) -> list[str]:
     train_args = ["--model", "base", "--max-steps", str(steps), "--eval-every", str(10**9),
-                  "--save-every", str(10**9), "--resume", "no", "--no-save-model", "--output-dir", str(out)]
+                  "--save-every", str(10**9), "--resume", "no", "--no-save-model", "--pretrain-epochs", "0",
+                  "--output-dir", str(out)]
     argv = [sys.executable, "-m", "launcher", "submit", str(REPO / "jobs" / "bert_cls.yaml"), "--gpus", "1",
             "--mixed-precision", "bf16", "--strategy", strategy, "--set", f"args={json.dumps(train_args)}"]
     if cluster:

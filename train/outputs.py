@@ -30,26 +30,84 @@ def classification_outputs(labels: list[int], preds: list[int], names: list[str]
     return text, {"report": as_dict, "confusion_matrix": matrix, "labels": names}
 
 
-def plot_curves(path: Path, train_log: list[dict], evals: list[dict]) -> None:
-    """Training loss, validation loss and validation accuracy against the optimizer step."""
+def plot_curves(path: Path, train_log: list[dict], evals: list[dict], info: dict | None = None,
+                pretrain: dict | None = None) -> None:
+    figure = curves_figure(train_log, evals, info, pretrain)
+    figure.savefig(path, dpi=100)
+    import matplotlib.pyplot as plt
+
+    plt.close(figure)
+
+
+def curves_figure(train_log: list[dict], evals: list[dict], info: dict | None = None, pretrain: dict | None = None):
+    """Top: loss, validation accuracy, the pretraining phase; bottom: each rank's peak memory, utilisation and
+    samples/s per logging interval, over both phases (steps run on from pretraining into fine-tuning)."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display on cluster nodes
     import matplotlib.pyplot as plt
 
-    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+    (ax_loss, ax_acc, ax_pre), resource_axes = axes
     if train_log:
         ax_loss.plot([r["step"] for r in train_log], [r["loss"] for r in train_log], label="train loss")
     if evals:
         steps = [r["step"] for r in evals]
         ax_loss.plot(steps, [r["loss"] for r in evals], "o-", label="validation loss")
         ax_acc.plot(steps, [r["accuracy"] for r in evals], "o-", color="tab:green", label="validation accuracy")
-    ax_loss.set_xlabel("optimizer step")
-    ax_loss.set_ylabel("loss")
-    ax_loss.legend()
-    ax_acc.set_xlabel("optimizer step")
-    ax_acc.set_ylabel("accuracy")
-    ax_acc.legend()
+    _label(ax_loss, "fine-tuning: loss", "loss")
+    _label(ax_acc, "fine-tuning: validation accuracy", "accuracy")
+    _pretrain_panel(ax_pre, pretrain)
+    offset = (pretrain or {}).get("steps", 0)
+    logs = [((pretrain or {}).get("train_log") or [], 0), (train_log, offset)]
+    gpu = (info or {}).get("device") == "cuda"
+    panels = (("peak_memory_mib", f"peak memory per rank ({'CUDA allocator' if gpu else 'RSS'})", "MiB"),
+              ("utilization_pct", "GPU utilisation per rank (NVML)" if gpu else
+               "CPU per rank (process; 100% = one core)", "%"),
+              ("samples_per_s", "samples/s per rank", "examples/s"))
+    for ax, (key, title, unit) in zip(resource_axes, panels):
+        _per_rank(ax, logs, key)
+        if offset:
+            ax.axvline(offset + 0.5, color="grey", linestyle=":", label="fine-tuning starts")
+        _label(ax, title, unit, "optimizer step (pretraining, then fine-tuning)" if offset else None)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return fig
+
+
+def _per_rank(ax, logs, key: str) -> None:
+    series: dict[int, tuple[list, list]] = {}
+    for log, offset in logs:
+        for entry in log:
+            for row in entry.get("ranks") or []:
+                if row.get(key) is not None:
+                    xs, ys = series.setdefault(row["rank"], ([], []))
+                    xs.append(entry["step"] + offset)
+                    ys.append(row[key])
+    for rank, (xs, ys) in sorted(series.items()):
+        ax.plot(xs, ys, ".-", label=f"rank {rank}")
+
+
+def _pretrain_panel(ax, pretrain: dict | None) -> None:
+    if not pretrain or not pretrain.get("train_log"):
+        ax.text(0.5, 0.5, "no pretraining phase", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title("pretraining (masked language model)")
+        return
+    log = pretrain["train_log"]
+    ax.plot([r["step"] for r in log], [r["loss"] for r in log], label="MLM train loss")
+    evals = pretrain.get("evals") or []
+    if evals:
+        ax.plot([r["step"] for r in evals], [r["loss"] for r in evals], "o-", label="MLM validation loss")
+        twin = ax.twinx()
+        twin.plot([r["step"] for r in evals], [r["accuracy"] for r in evals], "s--", color="tab:green",
+                  label="masked-token accuracy")
+        twin.set_ylabel("masked-token accuracy")
+        twin.legend(loc="center right")
+    _label(ax, "pretraining (masked language model)", "loss")
+
+
+def _label(ax, title: str, ylabel: str, xlabel: str | None = None) -> None:
+    ax.set_title(title)
+    ax.set_xlabel(xlabel or "optimizer step")
+    ax.set_ylabel(ylabel)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend()

@@ -29,6 +29,7 @@ from train.pipeline import Fail, StageModule, say
 from train.pipeline_eval import evaluate_and_record, report
 from train.pipeline_state import resume_or_start, save
 from train.pipeline_world import check_world
+from train.pretrain import enabled as pretrain_enabled
 
 STAGES_ENV, MICROBATCHES_ENV = "KIT_EXPECTED_PIPELINE_STAGES", "KIT_EXPECTED_PIPELINE_MICROBATCHES"
 
@@ -75,7 +76,7 @@ class PipelineRun:
         for turn in (True, False):   # the node's first process builds the caches, the others then read them
             if turn == local_first:
                 tok_dir = (Path(args.model) if model_lib.is_local_model(args.model)
-                           else tokenize.trained_tokenizer_dir(cache, splits, args.vocab_size))
+                           else tokenize.trained_tokenizer_dir(cache, splits, args.vocab_size, args.cjk))
                 encoded = tokenize.encode_splits(cache, splits, tok_dir, args.max_length)
             dist.barrier()
         self.splits, self.tokenizer, self.encoded = splits, tokenize.load_tokenizer(tok_dir), encoded
@@ -207,6 +208,10 @@ class PipelineRun:
 
 def run(args, stages: int) -> int:
     microbatches = int(os.environ.get(MICROBATCHES_ENV) or stages)
+    if pretrain_enabled(args):  # not built for stages: say so, and record what runs (fingerprint, metrics)
+        if int(os.environ.get("RANK", "0")) == 0:
+            say("pipeline: no pretrain phase under pipeline stages; fine-tuning starts from a random encoder")
+        args.pretrain_epochs, args.pretrain_steps = 0.0, 0
     if args.batch_size % microbatches:
         print(f"config error: --batch-size {args.batch_size} is not a multiple of the {microbatches} pipeline "
               f"micro-batches", file=sys.stderr, flush=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from train import flops, outputs, preempt
+from train import flops, outputs, preempt, resources
 
 # Test hook: every rank writes its full (gathered) parameters to <dir>/rank<N>.pt after training.
 DUMP_ENV = "KIT_TRAIN_DUMP_PARAMS"
@@ -53,18 +53,18 @@ def dump_params(accelerator, model, directory: str) -> None:
     torch.save(params, Path(directory) / f"rank{accelerator.process_index}.pt")
 
 
-def gpu_stats(accelerator) -> list[dict] | None:
-    """Per-rank peak memory and utilisation, gathered to every rank (collective; None without CUDA)."""
-    if accelerator.device.type != "cuda":
+def resource_report(trainer) -> dict:
+    """What was measured and, per rank over the run (pretraining too), peak memory, mean utilisation, samples/s."""
+    before = (trainer.pretrain or {}).get("train_log") or []
+    return {**trainer.resources.describe(), "per_rank": resources.summary(before + trainer.state.train_log)}
+
+
+def _gpu_rows(report: dict) -> list[dict] | None:
+    """The per-GPU figures under their earlier key (bench/gpu_reference.py reads it); None on CPU."""
+    if report["device"] != "cuda":
         return None
-    try:
-        util = float(torch.cuda.utilization(accelerator.device))
-    except Exception:  # needs pynvml / NVML; memory is still worth reporting
-        util = -1.0
-    mine = torch.tensor([[accelerator.process_index, torch.cuda.max_memory_allocated(accelerator.device) / 2**20,
-                          util]], device=accelerator.device)
-    rows = accelerator.gather(mine).cpu().tolist()
-    return [{"rank": int(r), "peak_memory_mib": round(m, 1), "utilization_pct": u} for r, m, u in rows]
+    return [{"rank": r["rank"], "peak_memory_mib": r["peak_memory_mib"], "utilization_pct": r["utilization_pct"]}
+            for r in report["per_rank"]]
 
 
 def _efficiency(accelerator, trainer, tokens_per_s: float | None) -> dict:
@@ -80,7 +80,7 @@ def _efficiency(accelerator, trainer, tokens_per_s: float | None) -> dict:
             "device_name": device}
 
 
-def _metrics(args, accelerator, trainer, test: dict, gpus) -> dict:
+def _metrics(args, accelerator, trainer, test: dict, report: dict) -> dict:
     s = trainer.state
     tokens_per_s = s.tokens / s.train_time if s.train_time else None
     return {
@@ -93,7 +93,8 @@ def _metrics(args, accelerator, trainer, test: dict, gpus) -> dict:
         "tokens_per_s": None if tokens_per_s is None else round(tokens_per_s, 2),
         **_efficiency(accelerator, trainer, tokens_per_s), "evals": s.evals, "train_log": s.train_log,
         "test": {"loss": test["loss"], "accuracy": test["accuracy"], "examples": test["examples"]},
-        "labels": trainer.labels, "gpu": gpus, "run_id": os.environ.get("KIT_RUN_ID"),
+        "labels": trainer.labels, "resources": report, "gpu": _gpu_rows(report), "pretrain": trainer.pretrain,
+        "run_id": os.environ.get("KIT_RUN_ID"),
         "args": {k: v for k, v in vars(args).items()},
     }
 
@@ -102,8 +103,7 @@ def finish(args, accelerator, trainer, tokenizer, out: Path) -> dict:
     """Collective.  A SIGTERM stops the test at once, but lets the final write complete before it stops."""
     preempt.enter_phase(accelerator, "test", f"{len(trainer.loaders['test'].dataset)} examples")
     test = trainer.test()
-    gpus = gpu_stats(accelerator)
-    metrics = _metrics(args, accelerator, trainer, test, gpus)
+    metrics = _metrics(args, accelerator, trainer, test, resource_report(trainer))
     if os.environ.get(DUMP_ENV):
         dump_params(accelerator, trainer.model, os.environ[DUMP_ENV])
     state_dict = full_state_dict(accelerator, trainer.model) if args.save_model else None
@@ -120,7 +120,8 @@ def _write(args, accelerator, trainer, tokenizer, out: Path, test: dict, metrics
     metrics["test"].update(data)
     (out / "classification_report.txt").write_text(text)
     outputs.write_json(out / "metrics.json", metrics)
-    outputs.plot_curves(out / "curves.png", trainer.state.train_log, trainer.state.evals)
+    outputs.plot_curves(out / "curves.png", trainer.state.train_log, trainer.state.evals, metrics["resources"],
+                        trainer.pretrain)
     if args.save_model:
         unwrapped = accelerator.unwrap_model(trainer.model)
         unwrapped.save_pretrained(str(out / "model"), state_dict=state_dict, safe_serialization=True)
@@ -131,5 +132,6 @@ def _write(args, accelerator, trainer, tokenizer, out: Path, test: dict, metrics
     if metrics["mfu"] is not None:
         print(f"model FLOPs utilisation {100 * metrics['mfu']:.1f}% of {metrics['device_name']}'s 16-bit peak "
               f"({metrics['model_flops_per_token'] / 1e6:.1f} MFLOPs per token)", flush=True)
-    for row in metrics["gpu"] or []:
-        print(f"gpu rank {row['rank']}: peak {row['peak_memory_mib']} MiB, util {row['utilization_pct']}%")
+    span = " (pretraining and fine-tuning)" if (trainer.pretrain or {}).get("train_log") else ""
+    for line in resources.lines(metrics["resources"], metrics["resources"]["per_rank"], span):
+        print(line, flush=True)

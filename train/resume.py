@@ -31,7 +31,8 @@ _KIT_FIX = ("train again from scratch with `kit submit JOB -- --resume no` (repl
             "`-- --output-dir DIR`, or `make clean` for the demo's outputs")
 
 
-def _fix() -> str:
+def advice() -> str:
+    """What to do about a refused resume, in the words of the caller (kit or by hand)."""
     return _KIT_FIX if os.environ.get("KIT_RUN_ID") else _FIX
 
 
@@ -56,7 +57,7 @@ def decide(resume: str, out: Path, current: dict) -> Path | None:
             diffs = fingerprint.differences(done.get("fingerprint"), current)
             changed = f"; this run differs: {', '.join(diffs)}" if diffs else ""
             raise ResumeRefused(f"resume refused: {out} holds a finished run (step {done.get('step')}{changed}); "
-                                f"{_fix()}")
+                                f"{advice()}")
         path = checkpoint.latest(out)
         if path is None:
             return None
@@ -68,7 +69,7 @@ def decide(resume: str, out: Path, current: dict) -> Path | None:
     diffs = fingerprint.differences(checkpoint.read_fingerprint(path), current)
     if diffs:
         raise ResumeRefused(f"resume refused: checkpoint {path} was written by a different run "
-                            f"({'; '.join(diffs)}): {_fix()}")
+                            f"({'; '.join(diffs)}): {advice()}")
     return path
 
 
@@ -92,7 +93,7 @@ def agree(accelerator, resume: str, out: Path, current: dict, shared_fs: bool, s
     if not shared_fs and strategy not in ("ddp", "single"):
         raise ResumeRefused(f"resume refused: without a shared file system only the main node holds the "
                             f"{strategy} model states of {value}; put --output-dir on a shared file system, or "
-                            f"{_fix()}")
+                            f"{advice()}")
     _check_every_node_has(accelerator, Path(value))
     return Path(value)
 
@@ -103,7 +104,7 @@ def _check_every_node_has(accelerator, path: Path) -> None:
     missing = accelerator.reduce(missing, reduction="sum")
     if missing.item() > 0:
         raise ResumeRefused(f"resume refused: {int(missing.item())} rank(s) cannot see a complete copy of {path} "
-                            f"(nodes without a shared file system each need their own): {_fix()}")
+                            f"(nodes without a shared file system each need their own): {advice()}")
 
 
 def start(out: Path, owner: bool, fresh: bool) -> None:

@@ -1,4 +1,5 @@
-"""Wiring: accelerator, world check, data, tokenizer, data check, model, prepare, resume, train, test, outputs."""
+"""Wiring: accelerator, world check, data, tokenizer, data check, model, resume, pretrain, prepare, train, test,
+outputs."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import torch
 
 from train import EXIT_BAD_DATA, EXIT_CONFIG, EXIT_PREEMPTED, EXIT_RESUME_REFUSED, EXIT_WORLD_CHECK
 from train import accumulation, checkpoint, data, data_check, fingerprint, model as model_lib
-from train import insight, preempt, results, resume, tokenize, world_check
+from train import insight, precision, preempt, pretrain, results, resume, tokenize, world_check
 from train.batching import eval_loader, train_loader
 from train.progress import quiet_library_bars
 from train.trainer import Trainer
@@ -40,7 +41,7 @@ def load_data(args, accelerator):
         if model_lib.is_local_model(args.model):
             tok_dir = Path(args.model)
         else:
-            tok_dir = tokenize.trained_tokenizer_dir(cache, splits, args.vocab_size)
+            tok_dir = tokenize.trained_tokenizer_dir(cache, splits, args.vocab_size, args.cjk)
         encoded = tokenize.encode_splits(cache, splits, tok_dir, args.max_length)
     return splits, tokenize.load_tokenizer(tok_dir), encoded
 
@@ -65,14 +66,21 @@ def _set_ds_micro_batch(accelerator, batch_size: int) -> None:
         plugin.deepspeed_config["train_micro_batch_size_per_gpu"] = batch_size
 
 
-def build_trainer(args, accelerator, splits, tokenizer, encoded) -> Trainer:
-    if args.grad_accum is None:  # a caller that made its own accelerator (bench/)
-        args.grad_accum = accumulation.resolve(None, accelerator)
+def build_classifier(args, accelerator, splits, tokenizer):
+    """The classifier (not yet prepared) and the run's fingerprint."""
     net = model_lib.build_model(args.model, len(splits.labels), len(tokenizer), args.max_length, args.dropout)
     net.config.id2label = dict(enumerate(splits.labels))
     net.config.label2id = {name: i for i, name in enumerate(splits.labels)}
     run_fingerprint = fingerprint.build(args, net.config, splits.fingerprint, results.strategy_name(accelerator),
                                         accelerator.num_processes, str(accelerator.mixed_precision))
+    return net, run_fingerprint
+
+
+def build_trainer(args, accelerator, splits, tokenizer, encoded, net=None, run_fingerprint=None) -> Trainer:
+    if args.grad_accum is None:  # a caller that made its own accelerator (bench/)
+        args.grad_accum = accumulation.resolve(None, accelerator)
+    if net is None:
+        net, run_fingerprint = build_classifier(args, accelerator, splits, tokenizer)
     optimizer = model_lib.build_optimizer(net, args.lr, args.weight_decay)
     train_dl = train_loader(encoded["train"], args.batch_size, args.seed, tokenizer.pad_token_id, args.bucketing)
     sampler = train_dl.batch_sampler
@@ -145,45 +153,70 @@ def _run(args, ctx) -> int:
     problem = same_pipeline(args, accelerator, splits, tokenizer, encoded)
     if problem:
         return _fail(EXIT_WORLD_CHECK, problem, accelerator)
+    net, run_fingerprint = build_classifier(args, accelerator, splits, tokenizer)
     try:
-        trainer = ctx["trainer"] = build_trainer(args, accelerator, splits, tokenizer, encoded)
+        owner, shared, path = _decide_resume(args, accelerator, out, run_fingerprint)
+        _set_ds_micro_batch(accelerator, args.batch_size)
+        if path is None and pretrain.enabled(args):  # a fine-tuning checkpoint holds the whole model already
+            ctx["pretrain"] = pretrain.run(args, accelerator, ctx, net, encoded, tokenizer, run_fingerprint, owner,
+                                           shared)
+            if ctx["pretrain"] is None:
+                return _stopped(accelerator, ctx["trainer"], out)
+            torch.manual_seed(args.seed)  # fine-tuning draws the same dropout whether it pretrained now or earlier
+        elif pretrain.enabled(args):
+            ctx["pretrain"] = pretrain.recorded(out)
+        trainer = ctx["trainer"] = build_trainer(args, accelerator, splits, tokenizer, encoded, net, run_fingerprint)
+        precision.require(accelerator, trainer, encoded["validation"])
     except world_check.WorldCheckError as exc:
         print(exc, file=sys.stderr, flush=True)
         return EXIT_WORLD_CHECK
-    trainer.preemption = ctx["preemption"]
-    try:
-        _resume_or_start(args, accelerator, trainer, out)
+    except precision.PrecisionError as exc:
+        return _fail(EXIT_WORLD_CHECK, str(exc), accelerator)
     except resume.ResumeRefused as exc:
         return _fail(EXIT_RESUME_REFUSED, str(exc), accelerator)
+    trainer.preemption, trainer.pretrain = ctx["preemption"], ctx.get("pretrain")
+    _start(args, accelerator, trainer, out, owner, path)
     return _train_and_report(args, accelerator, trainer, tokenizer, out)
 
 
-def _resume_or_start(args, accelerator, trainer, out: Path) -> None:
-    """Collective: who owns the checkpoint directory, which checkpoint (if any) to continue, a clean start."""
+def _decide_resume(args, accelerator, out: Path, run_fingerprint: dict):
+    """Collective: who owns the output directory, is it shared, which fine-tuning checkpoint (if any) to continue.
+    Decided before any training, so that a refused resume stops the run before the pretrain phase."""
     owner = checkpoint.directory_owner(accelerator, out)
     shared = checkpoint.shared_file_system(accelerator, owner)
     if not shared:
         # Each node keeps its own copy; under DDP the full state (weights, optimizer) must be in every copy.
         accelerator.project_configuration.save_on_each_node = True
-    trainer.set_owner(owner)
-    path = resume.agree(accelerator, args.resume, out, trainer.fingerprint, shared,
-                        results.strategy_name(accelerator))
-    resume.start(out, owner, fresh=path is None)
+    path = resume.agree(accelerator, args.resume, out, run_fingerprint, shared, results.strategy_name(accelerator))
     if owner:
         preempt.clear_marker(out)
+    return owner, shared, path
+
+
+def _start(args, accelerator, trainer, out: Path, owner: bool, path) -> None:
+    """Collective: a clean start or the chosen checkpoint."""
+    trainer.set_owner(owner)
+    resume.start(out, owner, fresh=path is None)
+    if path is None and not pretrain.enabled(args):
+        pretrain.clear(out, owner)  # an earlier run's pretraining is no part of this one
     accelerator.wait_for_everyone()
     if path is not None:
         trainer.resume(path)
 
 
+def _stopped(accelerator, trainer, out: Path) -> int:
+    """Preempted in a training loop (pretraining or fine-tuning): every rank saved; the marker, exit 75."""
+    if accelerator.is_main_process:
+        preempt.write_marker(out, trainer.state.step, trainer.checkpoint_path, trainer.preemption.signal_name)
+    accelerator.print(f"preempted at {trainer.prefix}step {trainer.state.step}: checkpoint {trainer.checkpoint_path}, "
+                      f"exit {EXIT_PREEMPTED}")
+    accelerator.wait_for_everyone()
+    return EXIT_PREEMPTED
+
+
 def _train_and_report(args, accelerator, trainer, tokenizer, out: Path) -> int:
     if not trainer.train():
-        if accelerator.is_main_process:
-            preempt.write_marker(out, trainer.state.step, trainer.checkpoint_path, trainer.preemption.signal_name)
-        accelerator.print(f"preempted at step {trainer.state.step}: checkpoint {trainer.checkpoint_path}, "
-                          f"exit {EXIT_PREEMPTED}")
-        accelerator.wait_for_everyone()
-        return EXIT_PREEMPTED
+        return _stopped(accelerator, trainer, out)
     trainer.preemption.raise_if_terminated()  # a SIGTERM in the last moments of the loop
     results.finish(args, accelerator, trainer, tokenizer, out)
     if accelerator.is_main_process:

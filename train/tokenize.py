@@ -63,16 +63,21 @@ def _atomic_dir(final: Path, write) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def train_wordpiece(texts: list[str], vocab_size: int, out_dir: Path) -> None:
+def train_wordpiece(texts: list[str], vocab_size: int, out_dir: Path, cjk: str = "chars") -> None:
     """A BERT WordPiece tokenizer whose vocabulary is built deterministically (train/wordpiece.py): the same texts
-    give the same files, byte for byte, on every node and in every run."""
+    give the same files, byte for byte, on every node and in every run.  `cjk`: "chars" is BERT's recipe (every CJK
+    character its own word, so pieces never span two); "words" lets runs of CJK text merge into frequent
+    multi-character pieces as any other script does."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
-    normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, lowercase=True)
+    normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=cjk == "chars", lowercase=True)
     pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokens = wordpiece.build_vocab(wordpiece.count_words(texts, normalizer, pre_tokenizer), vocab_size,
                                    SPECIAL_TOKENS, min_frequency=2)
-    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(tokens)}, unk_token="[UNK]"))
+    # A run of CJK text between punctuation is one "word" to WordPiece: the library's default limit (100
+    # characters, else the whole run is [UNK]) is for space-separated scripts.
+    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(tokens)}, unk_token="[UNK]",
+                                     max_input_chars_per_word=100 if cjk == "chars" else 10_000))
     tok.normalizer, tok.pre_tokenizer, tok.decoder = normalizer, pre_tokenizer, decoders.WordPiece()
     tok.add_special_tokens(SPECIAL_TOKENS)  # already ids 0-4: this only marks them special
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
@@ -102,12 +107,14 @@ def tokenizer_fingerprint(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def trained_tokenizer_dir(cache_dir: Path, splits: Splits, vocab_size: int) -> Path:
-    """Train (once) and return the directory of the WordPiece tokenizer for this data and vocabulary size."""
-    final = cache_dir / f"tokenizer-{BUILDER}-{splits.fingerprint}-v{vocab_size}"
+def trained_tokenizer_dir(cache_dir: Path, splits: Splits, vocab_size: int, cjk: str = "chars") -> Path:
+    """Train (once) and return the directory of the WordPiece tokenizer for this data, vocabulary size and CJK
+    treatment (the key of BERT's own, "chars", is what it was before "words" existed)."""
+    suffix = "" if cjk == "chars" else f"-{cjk}"
+    final = cache_dir / f"tokenizer-{BUILDER}-{splits.fingerprint}-v{vocab_size}{suffix}"
     if not (final / "tokenizer.json").is_file():
         texts = [ex.text for ex in splits.train]  # training split only: validation/test stay unseen
-        _atomic_dir(final, lambda tmp: train_wordpiece(texts, vocab_size, tmp))
+        _atomic_dir(final, lambda tmp: train_wordpiece(texts, vocab_size, tmp, cjk))
     return final
 
 

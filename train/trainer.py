@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from train import checkpoint, insight
+from train import checkpoint, insight, resources
 from train.preempt import Preemption
 from train.progress import progress_bar
 
@@ -30,6 +30,8 @@ class State:
 
 
 class Trainer:
+    name = "train"  # the phase, in log lines and the progress bar (train/pretrain.py: "pretrain")
+
     def __init__(self, args, accelerator, model, optimizer, scheduler, loaders: dict, sampler, labels: list[str]):
         self.args, self.accelerator = args, accelerator
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
@@ -43,6 +45,13 @@ class Trainer:
         self._owner = None  # does this process manage checkpoint directories on its file system?
         self._pending = (0.0, 0, 0)  # loss sum, micro-batches, tokens since the last log line (this rank)
         self.insight = insight.for_trainer(accelerator, model)  # kit's timeline and straggler sections
+        self.resources = resources.Tracker(accelerator)  # per-rank memory, utilisation, samples/s per log line
+        self._logged_time = 0.0  # state.train_time at the last log line
+        self.pretrain = None  # what the pretrain phase did (train/pretrain.py), for metrics.json
+
+    @property
+    def prefix(self) -> str:
+        return "" if self.name == "train" else f"{self.name} "
 
     # --- resume -----------------------------------------------------------------------------------------------
     def resume(self, path) -> None:
@@ -51,7 +60,8 @@ class Trainer:
             self.state = State(**checkpoint.read_state(path))
             late["step"] = self.state.step
         self.checkpoint_path = path
-        self.accelerator.print(f"resumed from {path} at step {self.state.step} (epoch {self.state.epoch}, "
+        self._logged_time = self.state.train_time
+        self.accelerator.print(f"{self.prefix}resumed from {path} at step {self.state.step} (epoch {self.state.epoch}, "
                                f"{self.state.batches_done} batches in)")
 
     def set_owner(self, owner: bool) -> None:
@@ -72,7 +82,9 @@ class Trainer:
 
         Signals only set a flag in here; all ranks act on it together at an optimizer-step boundary."""
         self.model.train()
-        bar = progress_bar(self.total_steps, self.state.step, disable=not self.accelerator.is_main_process)
+        self.resources.probe.start()  # the first interval starts with the loop, not with building it
+        bar = progress_bar(self.total_steps, self.state.step, disable=not self.accelerator.is_main_process,
+                           desc=self.name)
         self.insight.event("train", step=self.state.step)
         try:
             with self.preemption.deferred():
@@ -120,9 +132,16 @@ class Trainer:
             self.state.epoch, self.state.batches_done = self.state.epoch + 1, 0
         return True
 
+    def forward(self, batch):
+        """Every forward of the loop, under the planned precision (train/precision.py checks this very path).
+        accelerate's own wrapping of the prepared model is not relied on: whether it autocasts depends on its
+        version and launch path (on CPU it has been seen not to)."""
+        with self.accelerator.autocast():
+            return self.model(**batch)
+
     def _micro_step(self, batch) -> torch.Tensor:
         with self.accelerator.accumulate(self.model):
-            loss = self.model(**batch).loss
+            loss = self.forward(batch).loss
             self.accelerator.backward(loss)
             if self.accelerator.sync_gradients and self.args.max_grad_norm > 0:
                 self.accelerator.clip_grad_norm_(self.model.parameters(), self.args.max_grad_norm)
@@ -148,10 +167,12 @@ class Trainer:
         self.state.tokens += int(stats[2])
         loss = float(stats[0] / max(stats[1], 1))
         lr = self.scheduler.get_last_lr()[0]
-        self.state.train_log.append({"step": self.state.step, "loss": loss, "lr": lr})
+        ranks = self.resources.interval(n_micro * self.args.batch_size, self.state.train_time - self._logged_time)
+        self._logged_time = self.state.train_time
+        self.state.train_log.append({"step": self.state.step, "loss": loss, "lr": lr, "ranks": ranks})
         if self.accelerator.is_main_process:
-            tqdm.write(f"step {self.state.step}/{self.total_steps} epoch {self.state.epoch} loss {loss:.4f} "
-                       f"lr {lr:.2e}")
+            tqdm.write(f"{self.prefix}step {self.state.step}/{self.total_steps} epoch {self.state.epoch} "
+                       f"loss {loss:.4f} lr {lr:.2e}")
 
     def _between_steps(self, end_of_epoch: bool) -> bool:
         """Eval, checkpoint, preemption; False when preempted (after saving)."""
@@ -178,8 +199,8 @@ class Trainer:
                  "accuracy": result["accuracy"], "examples": result["examples"]}
         self.state.evals.append(entry)
         if self.accelerator.is_main_process:
-            tqdm.write(f"eval step {entry['step']}: loss {entry['loss']:.4f} accuracy {entry['accuracy']:.4f} "
-                       f"({entry['examples']} examples)")
+            tqdm.write(f"{self.prefix}eval step {entry['step']}: loss {entry['loss']:.4f} "
+                       f"accuracy {entry['accuracy']:.4f} ({entry['examples']} examples)")
 
     # --- evaluation -------------------------------------------------------------------------------------------
     @torch.no_grad()
@@ -188,7 +209,7 @@ class Trainer:
         self.model.eval()
         losses, preds, labels = [], [], []
         for batch in self.loaders[split]:
-            logits = self.model(**batch).logits.float()
+            logits = self.forward(batch).logits.float()
             loss = F.cross_entropy(logits, batch["labels"], reduction="none")
             loss, pred, label = self.accelerator.gather_for_metrics((loss, logits.argmax(-1), batch["labels"]))
             losses.append(loss.cpu())

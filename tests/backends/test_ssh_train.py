@@ -75,7 +75,7 @@ def test_two_hosts_with_their_own_disks_build_one_tokenizer(ssh_hosts, ssh_own_d
     n1, n2 = ssh_hosts.hosts[:2]
     workdir = disks.paths["workdir"]
     args = ["--output-dir", "out", "--max-length", "32", "--max-steps", "3", "--batch-size", "8",
-            "--eval-batch-size", "128", "--log-every", "1", "--resume", "no", "--no-save-model"]
+            "--eval-batch-size", "128", "--log-every", "1", "--resume", "no", "--no-save-model", "--pretrain-epochs", "0"]
     job = tmp_path / "job.yaml"
     job.write_text(yaml.safe_dump(job_spec("ddp", args, 2, 2, 2, None)))
     cfg = cluster(ssh_hosts, tmp_path, cpu_threads_per_process=1, workdir=workdir,

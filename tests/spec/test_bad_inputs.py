@@ -71,6 +71,7 @@ CASES = [
     case("gpus-beyond-host", [*SSH, "--gpus", "8"], "gpus_per_node:", "8 GPUs", "box-a has 4"),
     case("fsdp-on-cpu", ["job.yaml", "--strategy", "fsdp"], "strategy: fsdp needs GPUs"),
     case("fp16-on-cpu", ["job.yaml", "--mixed-precision", "fp16"], "mixed_precision: fp16 needs GPUs"),
+    case("fp16-on-cpu-set", ["job.yaml", "--set", "mixed_precision=fp16"], "mixed_precision: fp16 needs GPUs"),
     case("global-batch-indivisible", ["job_global_batch.yaml"], "global_batch_size: 10", "multiple of 8"),
     case("offload-param-needs-stage-3", ["job_offload_param_stage2.yaml"], "deepspeed:",
          "offload_param needs zero_stage 3"),

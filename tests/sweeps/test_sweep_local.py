@@ -17,7 +17,7 @@ from tests.sweeps.sweeprun import (LOCAL_CLUSTER, REPO, kit, probe_job, status_j
 from tests.train.support import synthetic_rows, write_csv
 
 SMALL = ["--model", "tiny", "--vocab-size", "200", "--max-length", "32", "--eval-batch-size", "16",
-         "--resume", "no", "--log-every", "5", "--max-steps", "4", "--no-save-model"]
+         "--resume", "no", "--log-every", "5", "--max-steps", "4", "--no-save-model", "--pretrain-epochs", "0"]
 
 
 def _train_job(tmp_path, parameters: dict) -> str:

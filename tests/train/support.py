@@ -43,7 +43,7 @@ def tiny_args(data: Path, out: Path, cache: Path, *extra: str) -> list[str]:
     """Train arguments for a model and run small enough for multi-process tests on 2 cores."""
     return ["--data", str(data), "--output-dir", str(out), "--cache-dir", str(cache), "--model", "tiny",
             "--vocab-size", "200", "--max-length", "32", "--batch-size", "8", "--eval-batch-size", "16",
-            "--lr", "1e-3", "--resume", "no", "--log-every", "5", *extra]
+            "--lr", "1e-3", "--resume", "no", "--log-every", "5", "--pretrain-epochs", "0", *extra]
 
 
 def by_hand_env(**extra: str) -> dict:

@@ -15,7 +15,7 @@ def _args(data_path, out="out", *extra):
     # Relative paths: node 0 works under host0/, node 1 under host1/.
     return ["--data", str(data_path), "--output-dir", str(out), "--cache-dir", "cache", "--model", "tiny",
             "--vocab-size", "200", "--max-length", "32", "--batch-size", "8", "--eval-batch-size", "16",
-            "--resume", "no", "--no-save-model", *extra]
+            "--resume", "no", "--no-save-model", "--pretrain-epochs", "0", *extra]
 
 
 def _plant_swapped_tokenizer(tmp_path, data_path):

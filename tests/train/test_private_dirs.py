@@ -16,7 +16,7 @@ def test_ddp_resumes_when_each_node_has_only_its_own_files(tmp_path):
     # Relative paths: node 0 writes under host0/, node 1 under host1/; neither sees the other's files.
     args = ["--data", str(data), "--output-dir", "out", "--cache-dir", "cache", "--model", "tiny", "--vocab-size",
             "200", "--max-length", "32", "--batch-size", "8", "--eval-batch-size", "16", "--max-steps", "6",
-            "--save-every", "3", "--log-every", "3", "--no-save-model"]
+            "--save-every", "3", "--log-every", "3", "--no-save-model", "--pretrain-epochs", "0"]
     first = run_private_nodes(tmp_path, args, {"KIT_TRAIN_TEST_SIGNAL_AT_STEP": "3"})
     assert "preempted at step 3" in first[0].stdout, first[0].stdout[-4000:] + first[1].stdout[-4000:]
     # Each node built its own tokenizer: the same bytes (the data check would have stopped the run otherwise).

@@ -66,3 +66,19 @@ def test_two_caches_hold_the_same_tokenizer_and_ids(small_csv, tmp_path):
     assert {p.name: p.read_bytes() for p in a.iterdir()} == {p.name: p.read_bytes() for p in b.iterdir()}
     ea, eb = (tokenize.encode_splits(d.parent, s, d, 16)["train"] for d in (a, b))
     assert ea.ids.tolist() == eb.ids.tolist()
+
+
+def test_cjk_words_merge_characters_into_pieces_and_keep_long_runs(small_csv, tmp_path):
+    """--cjk words: frequent runs of CJK characters become pieces (as words of other scripts do), under their own
+    cache key; a run longer than WordPiece's default word limit (100 characters) is not one [UNK]."""
+    s = splits(small_csv)
+    chars = tokenize.trained_tokenizer_dir(tmp_path / "cache", s, 400)
+    words = tokenize.trained_tokenizer_dir(tmp_path / "cache", s, 400, "words")
+    assert words != chars and words.name.endswith("-words")
+    tok = tokenize.load_tokenizer(words)
+    assert any(len(t.removeprefix("##")) > 1 and "\u4e00" <= t[-1] <= "\u9fff" for t in tok.get_vocab())
+    pieces = tok.tokenize("这本书质量很好")
+    assert "".join(p.removeprefix("##") for p in pieces) == "这本书质量很好" and len(pieces) < 7, pieces
+    long_run = "很好" * 80
+    assert tok.unk_token not in tok.tokenize(long_run)
+    assert tokenize.load_tokenizer(chars).tokenize("这本书很好") == ["这", "本", "书", "很", "好"]
