@@ -24,21 +24,9 @@ sys.path.insert(0, str(REPO))
 
 from tests.harness.configs import ssh_cluster_config  # noqa: E402
 from tests.harness.session import harness  # noqa: E402
+from ssh_fanout import STAMP, wait_stamps  # noqa: E402  (bench/ is on sys.path: run as a script)
 
 TARGET_S = 1.0
-STAMP = 'date +%s.%N > {dir}/$(hostname)'
-
-
-def _wait_stamps(stamp_dir: Path, n: int, timeout=120.0) -> float:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        files = list(stamp_dir.iterdir())
-        if len(files) == n:
-            return max(float(f.read_text()) for f in files)
-        time.sleep(0.02)
-    raise RuntimeError(f"only {len(list(stamp_dir.iterdir()))} of {n} hosts stamped")
-
-
 def time_submit(h, base: Path, mode: str, attempt: int) -> tuple[float, float]:
     """(seconds from `kit submit` to both nodes running, kit's preflight phase) with env_check `mode`."""
     stamps = base / f"stamps-{mode}-{attempt}"
@@ -54,7 +42,7 @@ def time_submit(h, base: Path, mode: str, attempt: int) -> tuple[float, float]:
                            run_id], cwd=h.bed.path("work"), capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-2000:])
-    took = _wait_stamps(stamps, 2) - started
+    took = wait_stamps(stamps, 2) - started
     status = json.loads(Path(h.bed.path("work"), "runs", run_id, "status.json").read_text())
     timings = (status.get("handle") or {}).get("timings") or {}   # the SSH backend's handle keeps them
     return took, timings.get("preflight_s", float("nan"))

@@ -37,7 +37,7 @@ from tests.harness.session import harness  # noqa: E402
 STAMP = 'date +%s.%N > {dir}/$(hostname)'
 
 
-def _wait_stamps(stamp_dir: Path, n: int, timeout=120.0) -> float:
+def wait_stamps(stamp_dir: Path, n: int, timeout=120.0) -> float:
     deadline = time.time() + timeout
     while time.time() < deadline:
         files = list(stamp_dir.iterdir())
@@ -71,7 +71,7 @@ def time_kit(h, base: Path, n: int, attempt: int = 0, tree=None) -> tuple[float,
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-2000:])
-    took = _wait_stamps(stamps, n) - started
+    took = wait_stamps(stamps, n) - started
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     status = json.loads(Path(h.bed.path("work"), "runs", run_id, "status.json").read_text())
     return took, cpu, status.get("timings", {})
@@ -83,7 +83,7 @@ def time_pdsh(h, base: Path, n: int, attempt: int = 0) -> float:
     started = time.time()
     subprocess.run(["pdsh", "-f", "256", "-w", ",".join(x.name for x in h.bed.hosts),
                     STAMP.format(dir=stamps)], env=env, check=True, capture_output=True, timeout=300)
-    return _wait_stamps(stamps, n) - started
+    return wait_stamps(stamps, n) - started
 
 
 def time_loop(h, base: Path, n: int) -> float:
@@ -92,7 +92,7 @@ def time_loop(h, base: Path, n: int) -> float:
     for host in h.bed.hosts:
         subprocess.run(["ssh", "-F", h.ssh.ssh_config, host.name, STAMP.format(dir=stamps)], check=True,
                        capture_output=True, timeout=60)
-    return _wait_stamps(stamps, n) - started
+    return wait_stamps(stamps, n) - started
 
 
 def time_train(h, base: Path) -> dict:

@@ -8,20 +8,8 @@ import signal
 
 import pytest
 
-from tests.launcher.localrun import LOCAL_CLUSTER, kit, kit_background, pids_of_run, wait_for
+from tests.launcher.localrun import LOCAL_CLUSTER, kit, kit_background, pids_of_run, rank_pids, wait_for
 from tests.train.support import resumable_args, synthetic_rows, write_csv
-
-
-def _rank_pids(run_id: str, rank: int) -> list[int]:
-    found = []
-    for pid in pids_of_run(run_id):
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                if f"RANK={rank}".encode() in f.read().split(b"\0"):
-                    found.append(pid)
-        except OSError:
-            continue
-    return found
 
 
 def _job(tmp_path, args, **fields):
@@ -46,7 +34,7 @@ def test_a_killed_rank_restarts_the_world_which_resumes_from_its_checkpoint(tmp_
         ckpts = out / "checkpoints"
         assert wait_for(lambda: ckpts.is_dir() and any(n.startswith("step-") for n in os.listdir(ckpts)),
                         timeout=300), proc.stdout.read() if proc.poll() is not None else "no checkpoint"
-        victims = _rank_pids("restarted", 1)
+        victims = rank_pids("restarted", 1)
         assert victims, "rank 1 not found"
         for pid in victims:
             os.kill(pid, signal.SIGKILL)
@@ -106,10 +94,10 @@ def test_a_restarted_world_that_never_forms_is_bounded_by_the_rendezvous_timeout
     (tmp_path / "cluster.yaml").write_text(yaml.safe_dump({"name": "l", "backend": "local", "setup": [setup]}))
     proc = kit_background("submit", "job.yaml", "--cluster", "cluster.yaml", "--run-id", "stalled", cwd=tmp_path)
     try:
-        assert wait_for(lambda: len(_rank_pids("stalled", 1)) > 0 and (tmp_path / "runs" / "stalled" / "node1.log")
+        assert wait_for(lambda: len(rank_pids("stalled", 1)) > 0 and (tmp_path / "runs" / "stalled" / "node1.log")
                         .read_text().count("step ") > 3, timeout=120), "attempt 1 never stepped"
         stall.write_text("")
-        for pid in _rank_pids("stalled", 1):
+        for pid in rank_pids("stalled", 1):
             os.kill(pid, signal.SIGKILL)
         killed = time.monotonic()
         output, _ = proc.communicate(timeout=180)

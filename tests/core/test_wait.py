@@ -11,7 +11,8 @@ import time
 import pytest
 import yaml
 
-from tests.launcher.localrun import LOCAL_CLUSTER, PROBE, kit, kit_background, pids_of_run, reports, wait_for
+from tests.launcher.localrun import LOCAL_CLUSTER, PROBE, kit, kit_background, pids_of_run, rank_pids, reports, \
+    wait_for
 from launcher.core.waiting import LOST_CODE, TIMEOUT_CODE
 
 
@@ -22,19 +23,6 @@ def _job(tmp_path, procs=2, args=(), **fields):
     path.write_text(yaml.safe_dump({"name": "waited", "entrypoint": {"script": PROBE}, "nodes": 1,
                                     "procs_per_node": procs, "args": ["--out", str(out), *args], **fields}))
     return str(path), out
-
-
-def _rank_pids(run_id: str, rank: int) -> list[int]:
-    """The rank's own process: it carries the run's id and RANK=rank (its launcher carries no RANK)."""
-    found = []
-    for pid in pids_of_run(run_id):
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                if f"RANK={rank}".encode() in f.read().split(b"\0"):
-                    found.append(pid)
-        except OSError:
-            continue
-    return found
 
 
 def _detach(tmp_path, run_id, job):
@@ -65,7 +53,7 @@ def test_a_rank_killed_from_outside_is_128_plus_the_signal_for_a_followed_run(tm
         waiter = kit_background("wait", "oom", cwd=tmp_path)
         time.sleep(1)
         assert waiter.poll() is None, "kit wait must block while the run goes on"
-        for pid in _rank_pids("oom", 1):
+        for pid in rank_pids("oom", 1):
             os.kill(pid, signal.SIGKILL)   # what the kernel's OOM killer does
         said, _ = waiter.communicate(timeout=120)
         proc.communicate(timeout=120)
@@ -120,9 +108,9 @@ def test_a_restarted_run_lists_its_attempts(tmp_path):
     job, out = _job(tmp_path, args=["--linger", "6"], restarts=1)
     proc = kit_background("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "twice", cwd=tmp_path)
     try:
-        assert wait_for(lambda: _rank_pids("twice", 1), timeout=120), "rank 1 never started"
+        assert wait_for(lambda: rank_pids("twice", 1), timeout=120), "rank 1 never started"
         assert wait_for(lambda: len(reports(out)) == 2, timeout=120)
-        for pid in _rank_pids("twice", 1):
+        for pid in rank_pids("twice", 1):
             os.kill(pid, signal.SIGKILL)
         assert kit("wait", "twice", cwd=tmp_path, timeout=300).returncode == 0
         proc.communicate(timeout=60)

@@ -59,3 +59,16 @@ def pids_of_run(run_id: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def rank_pids(run_id: str, rank: int) -> list[int]:
+    """The rank's own process: it carries the run's id and RANK=rank (its launcher carries no RANK)."""
+    found = []
+    for pid in pids_of_run(run_id):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if f"RANK={rank}".encode() in f.read().split(b"\0"):
+                    found.append(pid)
+        except OSError:
+            continue
+    return found
