@@ -24,7 +24,7 @@ demo: venv
 	@echo "make demo: kit is installed in $(VENV)/bin; run 'source $(VENV)/bin/activate' to have it on PATH"
 
 test: venv
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider --durations=25
 
 # The edit-test loop: no test cluster (SSH and SLURM hosts: tests marked `harness`, tests/conftest.py) and no long
 # training runs (marked `slow`); a few minutes here. `make test` still runs everything.
