@@ -169,6 +169,9 @@ class RunStatus:
     node_exit_codes: tuple = checked((), _codes)           # per node: int, or None when it wrote none
     stopped_nodes: tuple = checked((), _codes)              # nodes kit stopped: their exit codes are kit's doing
     failure: Optional[Failure] = checked(None, _failure)
+    # A watch's verdict on a SLURM job kit is cancelling (hang, world not formed), written before the scancel:
+    # the run's verdict once the job ends cancelled, whoever reads that end first (slurm/outcome.with_kits_verdict).
+    stopping: Optional[Failure] = checked(None, _failure)
     nodes: tuple = checked((), _nodes)                     # NodeStatus per node
     supervisor_pid: Optional[int] = checked(None, pid)     # the kit process that follows the run (local, SSH)
     supervisor_start: Optional[float] = checked(None, number)

@@ -12,6 +12,7 @@ from launcher.errors import KitError, note
 from launcher.planning.attempt import Attempt
 from launcher.planning.model import LaunchPlan
 from launcher.records import RunRecord
+from launcher.states import OVER
 from launcher.status import LOST
 from launcher.supervise.failure import cause, restartable
 
@@ -47,9 +48,11 @@ def run_attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, co
             started = time.time()
             result, current = backend.execute_again(nxt, record, base_dir, console), nxt
         except KitError as e:
+            _unkeep(record, number - 1)
             say(f"kit: run {plan.run_id} not started again: {e}")
             break
         except KeyboardInterrupt:   # in its checks: attempt `number` never started, the last one's verdict holds
+            _unkeep(record, number - 1)
             say(f"\nkit: interrupted before attempt {number} started; nothing of it was started, attempt "
                 f"{number - 1} ended {result.state}: {why}")
             return Result(130, result.state, result.failure)
@@ -68,6 +71,14 @@ def _keep(record: RunRecord, plan: LaunchPlan, started: float, result: Result, w
     status = record.amend(lambda current: {"attempts": [*current.attempts,
                                                         {**ended, "attempt": len(current.attempts) + 1}]})
     return len(status.attempts)
+
+
+def _unkeep(record: RunRecord, ended: int) -> None:
+    """Attempt `ended + 1` never started: attempt `ended` is the run's last, described by the record itself (its
+    verdict, its end), not listed as an earlier attempt too. Once the next attempt has started (the record reopened),
+    the entry stays."""
+    record.amend(lambda cur: {"attempts": list(cur.attempts)[:-1]}
+                 if cur.state in OVER and cur.attempts and cur.attempts[-1].get("attempt") == ended else {})
 
 
 __all__ = ["run_attempts", "Replan"]

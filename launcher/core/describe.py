@@ -55,7 +55,12 @@ def attempts(status: RunStatus, state: str, code: Optional[int], now: float) -> 
                     "cause": a.get("cause") or "", "started_at": a.get("started_at"),
                     "finished_at": a.get("finished_at"),
                     "duration_s": _span(a.get("started_at"), a.get("finished_at"), False, now)})
-    start = status.started_at if status.attempts else (status.started_at or status.submitted_at)
+    # The current attempt began when its world last started (local, SSH; SLURM: when the follower saw it running),
+    # never before the last listed attempt ended; not started yet: since that end, or the submission.
+    last_end = status.attempts[-1].get("finished_at") if status.attempts else None
+    start = status.started_at
+    if start is None or (last_end is not None and start < last_end):
+        start = last_end or status.submitted_at
     going = code is None
     out.append({"attempt": len(status.attempts) + 1, "state": state, "exit_code": code,
                 "cause": cause(status.failure) if status.failure else "", "started_at": start,

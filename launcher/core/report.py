@@ -42,8 +42,7 @@ def build(record, status, state: str, now: Optional[float] = None) -> dict:
     windows = [Attempt(a["attempt"], a["started_at"] or status.created_at or now, a["finished_at"] or ended,
                        a["state"] or "?", a["cause"] or "") for a in rows]
     events = record_events(record.path)
-    marks = [dict(m) for m in status.timeline]
-    windows = requeued_apart(windows, marks)
+    marks = [dict(m) for m in status.timeline]   # a SLURM job's own requeues are attempts of their own already
     created = status.created_at or (windows[0].start if windows else now)
     r = report(created, ended, windows, events, marks)
     return {"run_id": status.run_id, "job": status.job, "backend": status.backend, "state": state,
@@ -52,23 +51,6 @@ def build(record, status, state: str, now: Optional[float] = None) -> dict:
             "time_to_first_step_s": r.time_to_first_step_s,
             "attempts": [_attempt(a, r.attempts) for a in rows], "straggler": r.straggler,
             "timeline": _timeline(status, rows, marks, events), "segments": r.segments}
-
-
-def requeued_apart(windows: list, marks: list) -> list:
-    """A SLURM job requeued by SLURM itself (preemption, a time limit) runs again inside one of kit's attempts: each
-    requeue kit saw (the timeline's `requeued`) starts a window of its own, numbered on."""
-    cuts = sorted(m["at"] for m in marks if m["event"] == "requeued" and m.get("at") is not None)
-    out = []
-    for w in windows:
-        inside = [t for t in cuts if w.start < t < w.end]
-        start = w.start
-        for t in inside:
-            out.append(Attempt(0, start, t, "requeued", "requeued by SLURM"))
-            start = t
-        out.append(Attempt(0, start, w.end, w.state, w.cause))
-    for number, w in enumerate(out, 1):
-        w.number = number
-    return out
 
 
 def _attempt(a: dict, failures: list) -> dict:

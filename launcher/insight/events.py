@@ -28,8 +28,13 @@ def parse(line: str, node: Optional[int] = None) -> Optional[dict]:
         return None
     if not isinstance(event, dict) or not isinstance(event.get("e"), str) or not _number(event.get("t")):
         return None
+    if any(k in event and not _number(event[k]) for k in _NUMBERS):   # a torn or forged line: not an event
+        return None
     event["node"] = int(m.group(1)) if m else node
     return event
+
+
+_NUMBERS = ("t0", "t1", "at", "step", "r")   # the fields the report does arithmetic with or sorts by
 
 
 def _number(v) -> bool:

@@ -6,6 +6,7 @@ forgives what it did up to then ($KIT_HOME/hosts.json keeps when)."""
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Optional
@@ -103,14 +104,29 @@ def _cleared_path() -> str:
     return os.path.join(run_index.kit_home(), CLEARED_FILE)
 
 
-def cleared() -> dict:
-    """host -> when `kit hosts --clear` forgave it."""
+def cleared(strict: bool = False) -> dict:
+    """host -> when `kit hosts --clear` forgave it. A file that is not kit's (malformed, not a mapping) costs one
+    warning and forgives nobody; `strict` (before writing it): a KitError, so no one's entries are written over."""
+    path = _cleared_path()
     try:
-        with open(_cleared_path(), encoding="utf-8") as f:
-            data = json.load(f).get("cleared", {})
-        return {h: float(t) for h, t in data.items() if isinstance(h, str) and isinstance(t, (int, float))}
-    except (OSError, ValueError, AttributeError):
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
         return {}
+    except (OSError, ValueError) as e:
+        return _unreadable(path, str(e), strict)
+    if not isinstance(data, dict) or not isinstance(data.get("cleared", {}), dict):
+        return _unreadable(path, "not a mapping of cleared hosts", strict)
+    return {h: float(t) for h, t in data.get("cleared", {}).items()
+            if isinstance(h, str) and isinstance(t, (int, float)) and not isinstance(t, bool)}
+
+
+def _unreadable(path: str, why: str, strict: bool) -> dict:
+    if strict:
+        from launcher.errors import KitError
+        raise KitError(f"{path} is unreadable ({why}); fix or remove it, then clear the host again")
+    print(f"kit: warning: {path} is unreadable ({why}); no host counts as cleared", file=sys.stderr)
+    return {}
 
 
 def clear(host: str, now: Optional[float] = None) -> None:
@@ -118,7 +134,7 @@ def clear(host: str, now: Optional[float] = None) -> None:
     from launcher.filestore import locked, write_atomic
     os.makedirs(run_index.kit_home(), mode=0o700, exist_ok=True)
     with locked(_cleared_path() + ".lock"):
-        data = {"cleared": {**cleared(), host: time.time() if now is None else now}}
+        data = {"cleared": {**cleared(strict=True), host: time.time() if now is None else now}}
         write_atomic(_cleared_path(), json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 

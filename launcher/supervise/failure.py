@@ -153,7 +153,8 @@ def _real_cause(lines, ranks_dir: str, node: int, procs_per_node: int):
         if any(ln.startswith("Traceback") for ln in said) and words and not is_consequence(words):
             # Its exception ended it; torchrun's SIGTERM to the survivors can land while its interpreter exits
             # (the table then says -15): an uncaught exception's exit code, Python's 1, is the one it was ending with.
-            return rank, 1 if code > 128 else code, words
+            # Any other signal (SIGKILL from the OOM killer) came from outside and stays the cause.
+            return rank, 1 if code == 128 + signal.SIGTERM else code, words
     return None
 
 

@@ -68,12 +68,12 @@ def test_a_slurm_jobs_wait_in_the_queue_is_queue_time():
 
 
 def test_a_job_slurm_requeued_itself_is_two_windows_with_its_wait_as_queue():
-    from launcher.core.report import requeued_apart
+    """The follower lists the queue's own requeue as an attempt (slurm/requeues.py): attempt 1 ends when it is
+    seen requeued, attempt 2 starts when it is seen running again; the wait between is queue time."""
     marks = [{"at": 5.0, "event": "running", "attempt": 1, "detail": ""},
              {"at": 40.0, "event": "requeued", "attempt": 2, "detail": "BeginTime"},
              {"at": 60.0, "event": "running", "attempt": 2, "detail": ""}]
-    windows = requeued_apart([Attempt(1, 1, 100, "succeeded")], marks)
-    assert [(w.number, w.start, w.end, w.state) for w in windows] == [(1, 1, 40, "requeued"), (2, 40, 100, "succeeded")]
+    windows = [Attempt(1, 1, 40, "requeued"), Attempt(2, 60, 100, "succeeded")]
     events = [ev("imported", 6), ev("world", 7), ev("train", 10), span("save", 30, 31, step=20), ev("end", 31, step=20),
               ev("imported", 62), ev("world", 63), span("restore", 64, 65, step=20), ev("train", 66),
               ev("end", 90, step=50)]

@@ -123,3 +123,21 @@ def test_the_api_faces_the_same_core(tmp_path):
     rows = {r["host"]: r for r in kit_api.hosts()}
     assert rows["n2"]["avoided"] and rows["n2"]["failures"][0]["run_id"] == "lost-one" and not rows["n1"]["avoided"]
     assert not {r["host"]: r for r in kit_api.hosts(clear="n2")}["n2"]["avoided"]
+
+
+def test_a_hosts_file_that_is_not_kits_costs_a_warning_and_is_never_written_over(tmp_path, capsys):
+    import pytest
+    from launcher.errors import KitError
+    from launcher.insight.health import cleared
+    path = os.path.join(run_index.kit_home(), "hosts.json")
+    os.makedirs(run_index.kit_home(), exist_ok=True)
+    for text in ("[1, 2]", "{not json", '{"cleared": {"n1": true}}'):
+        with open(path, "w") as f:
+            f.write(text)
+        if text.startswith('{"cleared"'):
+            assert cleared() == {}   # true is not a time
+            continue
+        assert cleared() == {} and "is unreadable" in capsys.readouterr().err
+        with pytest.raises(KitError, match="fix or remove it"):
+            clear("n2")
+        assert open(path).read() == text

@@ -11,7 +11,7 @@ import time
 from launcher.backends.base import Backend, Result
 from launcher.backends.slurm.follow import follow, note_info
 from launcher.backends.slurm.files import clear_node_exit_codes, confine, copy_node_logs
-from launcher.backends.slurm.outcome import describe, failure_of, final_fields, settle
+from launcher.backends.slurm.outcome import describe, failure_of, final_fields, record_end, settle
 from launcher.backends.slurm.query import query
 from launcher.environment import process_env
 from launcher.errors import KitError, note
@@ -129,14 +129,16 @@ class SlurmBackend(Backend):
         except KeyboardInterrupt:   # the job may be requeued already: say so, not "nothing was started"
             if query(self.where, status.handle.job_id).finished:
                 raise KitError(f"interrupted; SLURM job {status.handle.job_id} was not requeued") from None
-            record.update_status(reopen=True, state="requeued", finished_at=None, exit_code=None, failure=None)
+            record.update_status(reopen=True, state="requeued", finished_at=None, exit_code=None, failure=None,
+                                 stopping=None)
             note(f"\nkit: stopped following; SLURM job {status.handle.job_id} is requeued and will run. "
                  f"{_how_to(plan.run_id, record)}")
             return Result(130, "still running", None)
         if not requeued:
             raise KitError(f"SLURM refused to requeue job {status.handle.job_id}")
         record.keep_attempt_plan(plan)
-        record.update_status(reopen=True, state="requeued", finished_at=None, exit_code=None, failure=None)
+        record.update_status(reopen=True, state="requeued", finished_at=None, exit_code=None, failure=None,
+                             stopping=None)
         return self._follow_result(plan, record, requeues=status.handle.restarts + 1)
 
     def _requeue(self, status) -> bool:
@@ -180,8 +182,7 @@ class SlurmBackend(Backend):
         info = settle(where, status, query(where, status.handle.job_id))
         if info.finished:
             copy_node_logs(where, status, record.path)   # the failure summary reads the record's copy
-            fields = final_fields(where, status, info, record.path)
-            record.update_status(**fields, finished_at=time.time())
+            fields = record_end(record, final_fields(where, status, info, record.path))
             return fields["state"], fields["ended_by"] or f"{describe(info)}, exit code {fields['exit_code']}"
         if info.kit_state == "unknown":
             return state, f"SLURM job {status.handle.job_id}: SLURM does not know it (any more)"
@@ -231,7 +232,9 @@ class SlurmBackend(Backend):
         if not info.finished:
             return f"kit: run {status.run_id}: scancel sent to SLURM job {job_id}; it is still {info.kit_state}"
         copy_node_logs(where, status, record.path)
-        record.update_status(**final_fields(where, status, info, record.path), finished_at=time.time())
+        fields = record_end(record, final_fields(where, status, info, record.path))
+        if fields["state"] != "cancelled":   # kit's own watch had cancelled it already: its verdict stands
+            return f"kit: run {status.run_id} {fields['state']} (SLURM job {job_id} ended: {info.slurm_state})"
         return f"kit: run {status.run_id} cancelled (SLURM job {job_id} ended: {info.slurm_state})"
 
 

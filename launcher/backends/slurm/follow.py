@@ -6,10 +6,10 @@ import os
 import time
 
 from launcher.backends.slurm.files import batch_output, copy_node_logs
-from launcher.backends.slurm.outcome import describe, final_fields, settle
+from launcher.backends.slurm.outcome import describe, final_fields, record_end, settle
 from launcher.backends.slurm.query import hostnames, query
 from launcher.backends.slurm.requeues import requeued_attempts
-from launcher.errors import note
+from launcher.errors import KitError, note
 from launcher.insight.watch import InsightWatch
 from launcher.planning.model import LaunchPlan
 from launcher.preflight.reach import reach_command, reach_problem
@@ -22,6 +22,7 @@ from launcher.supervise.hang import HangWatch
 from launcher.supervise.log_lines import flush_held, node_logs, print_new_lines
 from launcher.supervise.ranks_view import RanksView
 from launcher.supervise.world import WorldWatch, ranks_started
+from launcher.transport.where import CommandError
 
 POLL = 1.0
 REACH_TIMEOUT = 60.0
@@ -36,7 +37,7 @@ def follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: i
     offsets, pending, noise, said = (_log_ends(record.path) if requeues else {}), {}, {}, None
     view = RanksView(plan.run_id)   # later ranks' tracebacks and repeated warnings: in the node logs only
     watch, hang, insight, stopped_by, last_output = None, None, None, None, [time.monotonic()]
-    seen_running = False
+    seen_running, attempt_restarts = False, requeues
     while True:
         info = settle(where, status, query(where, status.handle.job_id))
         seen_running = seen_running or (info.kit_state == "running" and info.restarts >= requeues)
@@ -50,32 +51,42 @@ def follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: i
         copy_node_logs(where, status, record.path)
         if print_new_lines(record.path, None, offsets, pending, noise, view=view):
             last_output[0] = time.monotonic()
+        if info.restarts > attempt_restarts and not info.finished:   # the queue requeued the job: a new world
+            attempt_restarts, watch, hang, insight = info.restarts, None, None, None
         if info.kit_state == "running" and watch is None:   # the rendezvous clock starts when the job runs
             watch = _world_watch(where, workdir, plan, record)
             hang = HangWatch(plan, watch, lambda: last_output[0], lambda: _stacks(where, workdir, plan, record),
-                             record.path)
+                             record.path, named_host=lambda n: _host_of(record, n))
             insight = InsightWatch(plan, record, watch, note, lambda n: _host_of(record, plan.nodes[n]))
-        if watch is not None and stopped_by is None and not info.finished:
+        if watch is not None and stopped_by is None and info.kit_state == "running":
             stopped_by = watch.poll() or hang.poll() or insight.poll()
             if stopped_by is not None:
-                note(f"kit: {cause(stopped_by)}: cancelling SLURM job {status.handle.job_id}")
-                # The verdict first: a `kit status` in another shell that sees the job CANCELLED before this
-                # follower records the end would otherwise call it cancelled, and that verdict would stand.
-                record.update_status(state="failed", exit_code=stopped_by.code, failure=stopped_by,
-                                     finished_at=time.time())
-                where.cancel(status.handle.job_id)
+                _cancel(where, record, status, stopped_by)
         if info.finished:
             flush_held(noise, view=view)
             status = note_info(where, record, info)   # the hosts of a job that ended before it was seen running
             fields = final_fields(where, status, info, record.path, ran=seen_running)
             if stopped_by is not None:
                 fields.update(state="failed", exit_code=stopped_by.code, failure=stopped_by, ended_by="")
-            record.update_status(**fields, finished_at=time.time())
+            fields = record_end(record, fields)
             # The run's end as kit reads it (SLURM says FAILED for a job whose time ran out at the warning).
             why = f": {fields['ended_by']}" if fields["ended_by"] else ""
             note(f"kit: SLURM job {status.handle.job_id} {fields['state']}{why}")
             return fields
         time.sleep(POLL)
+
+def _cancel(where, record: RunRecord, status: RunStatus, failure) -> None:
+    """Cancel the job for a watch's verdict, marked first: a `kit status` in another shell that sees the job
+    CANCELLED then records this verdict, not `cancelled` (outcome.with_kits_verdict). A scancel that fails leaves
+    the job running and the run not over: said, and followed on (`kit cancel RUN` tries again)."""
+    note(f"kit: {cause(failure)}: cancelling SLURM job {status.handle.job_id}")
+    record.update_status(stopping=failure)
+    try:
+        where.cancel(status.handle.job_id)
+    except (KitError, CommandError) as e:
+        note(f"kit: warning: could not cancel SLURM job {status.handle.job_id} ({e}); still following it "
+             f"(kit cancel {status.run_id} tries again)")
+
 
 def _world_watch(where, workdir: str, plan: LaunchPlan, record: RunRecord):
     """Joined: the node's rank log directories on the shared workdir; reach: checked on the node's host in a
@@ -121,6 +132,8 @@ def note_info(where, record: RunRecord, info) -> RunStatus:
     fields, moved = {"restarts": info.restarts, "slurm_state": info.slurm_state}, []
     if not info.finished and status.state not in OVER:   # a verdict kit wrote before cancelling stays
         fields["state"] = info.kit_state
+        if info.kit_state == "running" and status.state != "running":   # this attempt's start, as on SSH
+            fields["started_at"] = time.time()
         if info.kit_state != status.state:   # the queue's moves, in the timeline kit report reads
             moved = [{"at": time.time(), "event": info.kit_state, "attempt": info.restarts + 1, "detail": info.reason}]
     # The allocation's hosts while it runs; a job that ended before kit saw it running still names the hosts it ran on.

@@ -5,6 +5,7 @@ backend)."""
 import dataclasses
 import json
 import os
+import time
 from typing import Optional
 
 from launcher.backends.slurm.files import (REQUEUES_EXHAUSTED, TIME_LIMIT_NO_REQUEUE, batch_output,
@@ -147,3 +148,27 @@ def _ended_by(state: str, status) -> str:
 
 def failure_of(fields: dict) -> Optional[Failure]:
     return fields.get("failure")
+
+
+def with_kits_verdict(current, fields: dict) -> dict:
+    """`fields` (final_fields of a finished job) as the record `current` lets them stand: a job that ended
+    cancelled because kit's own watch cancelled it (`current.stopping`, written before the scancel) ended with that
+    watch's verdict, whether the follower, a `kit status` or a `kit cancel` in another shell reads its end first.
+    Called under the record's lock (RunRecord.amend), so no reader can have missed the marker."""
+    f = current.stopping
+    if f is None or fields.get("state") != "cancelled":
+        return fields
+    return {**fields, "state": "failed", "exit_code": f.code, "failure": f, "ended_by": ""}
+
+
+def record_end(record, fields: dict) -> dict:
+    """A finished job's end in its record, with kit's own verdict where a watch cancelled it: the fields as applied
+    (what the follower, `kit status` and `kit cancel` report)."""
+    ended, applied = time.time(), {}
+
+    def change(current):
+        applied.update(with_kits_verdict(current, fields))
+        return {**applied, "finished_at": ended}
+
+    record.amend(change)
+    return applied
