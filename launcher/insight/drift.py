@@ -53,7 +53,16 @@ def judge(mode: str, reports: list, say: Callable[[str], None]) -> Optional[str]
 
 
 def judge_plan(plan, fingerprints: dict, say: Callable[[str], None]) -> Optional[str]:
-    """judge() for a plan's nodes, `fingerprints` by node rank (a backend's checks collected them)."""
+    """judge() for a plan's nodes, `fingerprints` by node rank (a backend's checks collected them). A node whose
+    checks sent none is not silently left out: strict refuses the run, warn says so."""
+    missing = [n for n in plan.nodes if n.machine_rank not in fingerprints]
+    if plan.env_check != "off" and missing and len(plan.nodes) > 1:
+        names = ", ".join(f"node {n.machine_rank} ({n.host})" for n in missing)
+        if plan.env_check == "strict":
+            raise KitError(f"env_check: {names} sent no environment fingerprint (its checks printed none), so the "
+                           f"nodes cannot be compared; nothing was started: see that host's Python (3.9+ needed "
+                           f"for the check), or set env_check: warn (or off)")
+        say(f"kit: warning: env_check: {names} sent no environment fingerprint; not compared")
     reports = [(f"node {n.machine_rank} ({n.host})", fingerprints[n.machine_rank]) for n in plan.nodes
                if n.machine_rank in fingerprints]
     return judge(plan.env_check, reports, say)
@@ -64,7 +73,7 @@ def doctor_rows(reports: list) -> list:
     value: commands/doctor.py prints them as this module's table too), or one `environment` row per host."""
     rows = differing(reports)
     if not rows:
-        return [(host, "environment", "ok", "the same on every host (versions, CUDA/NCCL, the job's code)")
+        return [(host, "environment", "PASS", "the same on every host (versions, CUDA/NCCL, the job's code)")
                 for host, _ in reports]
     return [(host, f"env {item}", "FAIL", "-" if values[i] is None else str(values[i]))
             for i, (host, _) in enumerate(reports) for item, values in rows]

@@ -106,7 +106,7 @@ def test_ssh_doctor_shows_the_same_table(ssh_hosts, tmp_path):
     cfg = cluster(ssh_hosts, tmp_path)
     same = kit("doctor", "--cluster", cfg, "--job", job, "--format", "json", cwd=workdir(ssh_hosts), timeout=120)
     checks = {(c["host"], c["check"]): c["verdict"] for c in json.loads(same.stdout)["checks"]}
-    assert checks[("n1", "environment")] == checks[("n2", "environment")] == "ok", same.stdout
+    assert checks[("n1", "environment")] == checks[("n2", "environment")] == "PASS", same.stdout
     with seen_on(ssh_hosts.hosts[1], metadata_path("accelerate"), with_version("accelerate", "1.15.0")):
         r = kit("doctor", "--cluster", cfg, "--job", job, cwd=workdir(ssh_hosts), timeout=120)
     assert r.returncode == 1, r.stdout
@@ -126,4 +126,4 @@ def test_slurm_doctor_shows_the_same_table(slurm_cluster, tmp_path):
     assert "  environment  n1      n2" in r.stdout.splitlines(), r.stdout
     assert _table_row(r.stdout, "accelerate") == ["accelerate", accelerate.__version__, "1.15.0"], r.stdout
     good = kit("doctor", "--cluster", cfg, "--job", job, cwd=slurmrun.workdir(slurm_cluster), timeout=240)
-    assert good.returncode == 0 and "n2     environment     ok" in good.stdout, good.stdout
+    assert good.returncode == 0 and "n2     environment     PASS" in good.stdout, good.stdout
