@@ -17,6 +17,10 @@ from typing import Optional
 from launcher.supervise.failure import Failure, PREEMPTED
 
 POLL_SECONDS = 0.1
+# After one node fails, how long the others may take to end by themselves before kit stops them: ranks that lost a
+# collective's peer end within seconds, and a node that ends by itself records its ranks' own exit codes and
+# errors, so the rank that raised is told apart from those that died of it (tracebacks.first_cause).
+SETTLE_SECONDS = 5.0
 _ESCALATION = ("stop", "hurry", "kill")
 
 
@@ -28,6 +32,7 @@ class Outcome:
     first_failed: Optional[int] = None    # index of the first node seen failing
     failure: Optional[Failure] = None     # filled by the caller, which can read the logs
     stopped: tuple = ()                   # nodes kit stopped (still running when the run ended): their codes are kit's
+    failed_nodes: tuple = ()              # the nodes that failed by themselves, in the order they ended
 
 
 class Cancel:
@@ -114,13 +119,15 @@ def supervise(nodes, cancel: Cancel, on_stop=None, watches=()) -> Outcome:
             if failed or cancel.count or all(c is not None for c in codes) or watching.failure is not None:
                 break
             time.sleep(POLL_SECONDS)
+        # Nodes stopped by a cancel exit non-zero too: what ended the loop decides the state. A cancel seen in the
+        # same look as a node's failure was asked for before that failure was seen (a host found silent, say, while
+        # the loop waited): the user's word decides. One that comes while the others settle came after it.
+        cancelled = bool(cancel.count)
+        if failed and not cancelled and watching.failure is None:
+            _settle(nodes, codes, order, cancel)
     finally:
         watching.stop()
     stopped_by = watching.failure
-    # Nodes stopped by a cancel exit non-zero too: what ended the loop decides the state. A cancel seen in the
-    # same look as a node's failure was asked for before that failure was seen (a host found silent, say, while
-    # the loop waited): the user's word decides.
-    cancelled = bool(cancel.count)
     stopped = tuple(i for i, c in enumerate(codes) if c is None)
     if not all(c is not None for c in codes):
         if on_stop:
@@ -128,7 +135,17 @@ def supervise(nodes, cancel: Cancel, on_stop=None, watches=()) -> Outcome:
         _stop_all(nodes, codes, order, cancel)
     if stopped_by is not None and not cancelled and not failed:
         return Outcome("failed", stopped_by.code, codes, failure=stopped_by, stopped=stopped)
-    return dataclasses.replace(_outcome(codes, order, cancel if cancelled else None), stopped=stopped)
+    outcome = _outcome(codes, order, cancel if cancelled else None)
+    return dataclasses.replace(outcome, stopped=stopped,
+                               failed_nodes=tuple(i for i in outcome.failed_nodes if i not in stopped))
+
+
+def _settle(nodes, codes, order, cancel: Cancel) -> None:
+    """Up to SETTLE_SECONDS for the nodes still running to end by themselves (or a cancel)."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while not all(c is not None for c in codes) and not cancel.count and time.monotonic() < deadline:
+        time.sleep(POLL_SECONDS)
+        _poll_all(nodes, codes, order)
 
 
 def _stop_all(nodes, codes, order, cancel: Cancel) -> None:
@@ -151,7 +168,7 @@ def _outcome(codes, order, cancel: Optional[Cancel]) -> Outcome:
     if not failed:
         return Outcome("succeeded", 0, codes)
     first = failed[0]
-    return Outcome("failed", codes[first], codes, first_failed=first)
+    return Outcome("failed", codes[first], codes, first_failed=first, failed_nodes=tuple(failed))
 
 
 def finalize(outcome: Outcome, failure: Optional[Failure]) -> Outcome:

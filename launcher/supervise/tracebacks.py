@@ -9,8 +9,12 @@ kept-back traceback, what its rank says next (the rest of a long message, C++ fr
 back with it while each line comes within TRAIL_SECONDS of the one before, at most TRAIL_LINES."""
 
 import re
+import signal
 import time
 from dataclasses import dataclass, field
+from typing import Optional
+
+from launcher.status import Failure
 
 HOLD_SECONDS = 3.0    # a traceback is written at once; a node log read every second (SLURM) may split it
 HOLD_LINES = 400
@@ -117,4 +121,19 @@ class TracebackGate:
         return block.lines
 
 
-__all__ = ["TracebackGate", "is_consequence", "HOLD_SECONDS", "WINDOW"]
+def first_cause(failures: list) -> Optional[Failure]:
+    """Of the failed nodes' failures in the order the nodes ended: the first, unless its words are a consequence
+    of another rank's failure (its collective lost its peer) and a node that ended after it names a rank with an
+    error of its own (not a teardown's SIGTERM or SIGKILL): on SLURM, srun ends every node when one ends, and the
+    node whose rank aborted in the collective can end before the node whose rank raised."""
+    if not failures:
+        return None
+    first = failures[0]
+    if not is_consequence(first.last_line):
+        return first
+    stopped = (128 + signal.SIGTERM, 128 + signal.SIGKILL)
+    return next((f for f in failures[1:] if f.rank is not None and f.last_line and not is_consequence(f.last_line)
+                 and f.code not in stopped), first)
+
+
+__all__ = ["TracebackGate", "is_consequence", "first_cause", "HOLD_SECONDS", "WINDOW"]

@@ -167,3 +167,16 @@ def test_the_console_releases_a_held_traceback_while_its_rank_is_silent(monkeypa
     os.close(w)
     reader.join(timeout=5)
     assert out.getvalue().endswith("[node0/rank1] still here\n")
+
+
+def test_the_first_cause_is_a_ranks_own_error_not_a_collective_that_lost_its_peer():
+    from launcher.status import Failure
+    from launcher.supervise.tracebacks import first_cause
+    aborted = Failure(0, "n1", 0, 134, "killed by SIGABRT", GLOO)
+    raised = Failure(1, "n2", 3, 1, "exit code 1", "ValueError: bad batch at step 3: column 'label' is empty")
+    stopped = Failure(1, "n2", 3, 143, "killed by SIGTERM", "ValueError: bad batch")
+    # Seen on SLURM: node 0 (whose rank aborted in the collective) ended before node 1 (whose rank raised).
+    assert first_cause([aborted, raised]) is raised
+    assert first_cause([raised, aborted]) is raised
+    assert first_cause([aborted, stopped]) is aborted   # a node stopped by the teardown is no cause
+    assert first_cause([aborted]) is aborted and first_cause([]) is None

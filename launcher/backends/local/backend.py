@@ -23,6 +23,7 @@ from launcher.supervise.console import Console, follow_node
 from launcher.supervise.failure import known_codes, read_log, summarize
 from launcher.supervise.hang import HangWatch
 from launcher.supervise.supervisor import Cancel, finalize, supervise
+from launcher.supervise.tracebacks import first_cause
 from launcher.supervise.watchdog import become_subreaper
 from launcher.supervise.world import WorldWatch, ranks_started
 
@@ -68,12 +69,9 @@ class LocalBackend(Backend):
                 tree.terminate(leftovers, grace=grace)
         failure = outcome.failure
         if outcome.first_failed is not None:
-            node = plan.nodes[outcome.first_failed]
-            failure = summarize(node.machine_rank, node.host, outcome.node_codes[outcome.first_failed],
-                                read_log(os.path.join(base_dir, node.workdir, node.log)), known_codes(node.argv),
-                                ranks_dir=os.path.join(base_dir, node.workdir, plan.run_dir,
-                                                       f"node{node.machine_rank}.ranks"),
-                                procs_per_node=plan.world.procs_per_node)
+            # A node whose ranks only died of another node's rank's error may end first (tracebacks.first_cause).
+            failure = first_cause([_node_failure(plan, base_dir, outcome, i)
+                                   for i in outcome.failed_nodes or (outcome.first_failed,)])
         outcome = finalize(outcome, failure)
         record.update_status(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
                              node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
@@ -116,6 +114,14 @@ class LocalBackend(Backend):
             record.update_status(state="failed", exit_code=2, finished_at=time.time())
             raise KitError(f"could not start node {len(nodes)} on this machine: {e}") from None
         return nodes, threads
+
+
+def _node_failure(plan, base_dir: str, outcome, i: int):
+    node = plan.nodes[i]
+    return summarize(node.machine_rank, node.host, outcome.node_codes[i],
+                     read_log(os.path.join(base_dir, node.workdir, node.log)), known_codes(node.argv),
+                     ranks_dir=os.path.join(base_dir, node.workdir, plan.run_dir, f"node{node.machine_rank}.ranks"),
+                     procs_per_node=plan.world.procs_per_node)
 
 
 BACKEND = LocalBackend

@@ -13,6 +13,7 @@ from launcher.backends.slurm.files import (REQUEUES_EXHAUSTED, TIME_LIMIT_NO_REQ
 from launcher.backends.slurm.query import JobInfo
 from launcher.status import NOT_STARTED, Failure
 from launcher.supervise.failure import known_codes, read_log, summarize
+from launcher.supervise.tracebacks import first_cause
 
 SIGTERM_EXIT = 143
 
@@ -50,16 +51,20 @@ def _first_failure(where, status, codes: list, record_path: str) -> Optional[Fai
     failed = [i for i, c in enumerate(codes) if c]
     if not failed:
         return None
-    # The node that ended first failed first; the others were stopped because of it (srun --kill-on-bad-exit).
-    rank = min(failed, key=lambda i: (exit_file_mtime(where, status, i), i))
+    # The node that ended first failed first; the others were stopped because of it (srun --kill-on-bad-exit),
+    # unless its ranks only died of another node's rank's error (first_cause).
+    order = sorted(failed, key=lambda i: (exit_file_mtime(where, status, i), i))
     hosts = [n.host for n in status.nodes]
-    host = hosts[rank] if rank < len(hosts) else "?"
-    log = read_log(os.path.join(record_path, f"node{rank}.log"))
     plan = _planned(record_path)
-    # The rank's own teed stderr names its error reliably; the node log interleaves its stdout and stderr.
-    return summarize(rank, host, codes[rank], log, known_codes(_node_argv(plan)),
-                     ranks_dir=os.path.join(record_path, f"node{rank}.ranks"),
-                     procs_per_node=plan.get("world", {}).get("procs_per_node", 1))
+
+    def of(rank: int) -> Failure:
+        # The rank's own teed stderr names its error reliably; the node log interleaves its stdout and stderr.
+        return summarize(rank, hosts[rank] if rank < len(hosts) else "?", codes[rank],
+                         read_log(os.path.join(record_path, f"node{rank}.log")), known_codes(_node_argv(plan)),
+                         ranks_dir=os.path.join(record_path, f"node{rank}.ranks"),
+                         procs_per_node=plan.get("world", {}).get("procs_per_node", 1))
+
+    return first_cause([of(rank) for rank in order])
 
 
 def settle(where, status, info: JobInfo) -> JobInfo:

@@ -14,11 +14,11 @@ from launcher.errors import KitError, per_line
 from launcher.insight.watch import InsightWatch
 from launcher.planning.model import LaunchPlan, NodePlan
 from launcher.records import RunRecord
-from launcher.status import LOST, Failure, RunStatus
+from launcher.status import RunStatus
 from launcher.supervise import tree
 from launcher.supervise.console import Console, follow_node
-from launcher.supervise.failure import explained_elsewhere, known_codes, read_log, summarize
 from launcher.supervise.supervisor import Cancel, finalize, supervise
+from launcher.backends.ssh.failure import run_failure
 from launcher.backends.ssh.host_disk import host_disk_note
 from launcher.supervise.disk import with_full_disk
 from launcher.supervise.hang import HangWatch
@@ -177,8 +177,9 @@ class SshBackend(Backend):
         if outcome.first_failed is not None and not nodes[outcome.first_failed].lost:
             # The failing rank's own stderr, teed on its host: what it said last about its error (the node log
             # interleaves its stdout and stderr, so its last line may be neither).
-            fetch_rank_stderr(self.conns.get(plan.nodes[outcome.first_failed].host), plan,
-                              plan.nodes[outcome.first_failed], record)
+            for i in outcome.failed_nodes or (outcome.first_failed,):
+                if not nodes[i].lost:
+                    fetch_rank_stderr(self.conns.get(plan.nodes[i].host), plan, plan.nodes[i], record)
             failed = plan.nodes[outcome.first_failed]
             disk_note = host_disk_note(self.conns.get(failed.host), failed.host, failed.workdir)
         self._close()
@@ -187,25 +188,13 @@ class SshBackend(Backend):
                                       f"watchdogs there stop the run's processes by themselves")
         failure = outcome.failure
         if outcome.first_failed is not None:
-            failure = self._failure(plan, record, outcome, nodes)
+            failure = run_failure(plan, record, outcome, nodes)
             if not nodes[outcome.first_failed].lost:
                 failure = with_full_disk(failure, disk_note)
         outcome = finalize(outcome, failure)
         record.update_status(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
                              node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
         return Result(outcome.code, outcome.state, failure)
-
-    def _failure(self, plan, record, outcome, nodes):
-        node = plan.nodes[outcome.first_failed]
-        code = outcome.node_codes[outcome.first_failed]
-        logs = [read_log(record.file(posixpath.basename(n.log))) for n in plan.nodes]
-        text = logs[outcome.first_failed]
-        if nodes[outcome.first_failed].lost:
-            return Failure(node.machine_rank, node.host, None, code, LOST, nodes[outcome.first_failed].lost_why)
-        known = known_codes(node.argv)
-        ranks_dir = record.file(f"node{node.machine_rank}.ranks")
-        return explained_elsewhere(summarize(node.machine_rank, node.host, code, text, known, ranks_dir=ranks_dir,
-                                             procs_per_node=plan.world.procs_per_node), known, logs)
 
     def _upload(self, plan: LaunchPlan) -> None:
         """The plan's files each node needs into the node's workdir (SFTP, hosts in parallel)."""
