@@ -15,7 +15,7 @@ from launcher.planning.model import LaunchPlan
 from launcher.render.dryrun import masked_dict
 from launcher.render.text import to_json, to_yaml
 from launcher.secrets import mask_env
-from launcher.states import allowed
+from launcher.states import OVER, allowed
 from launcher.status import RunStatus, corrupt
 
 STATUS = "status.json"
@@ -89,7 +89,10 @@ class RunRecord:
                 return current
             status = current.replace(**_verdict_kept(current, fields, reopen))
             try:
-                write_atomic(self.file(STATUS), to_json(status.to_json()), reserve=self.file(RESERVE))
+                # The room kept on a disk that fills up is for the verdict: a progress write (a timeline mark)
+                # that would use it up fails with the warning instead, and the end can still be recorded.
+                write_atomic(self.file(STATUS), to_json(status.to_json()),
+                             reserve=self.file(RESERVE) if status.state in OVER else None)
             except OSError as e:
                 if not self.write_failed:
                     self.write_failed = True

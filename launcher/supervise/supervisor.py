@@ -124,6 +124,7 @@ def supervise(nodes, cancel: Cancel, on_stop=None, watches=()) -> Outcome:
         # the loop waited): the user's word decides. One that comes while the others settle came after it.
         cancelled = bool(cancel.count)
         if failed and not cancelled and watching.failure is None:
+            watching.stop()   # the run has failed: no watch decides anything more (nor writes the record)
             _settle(nodes, codes, order, cancel)
     finally:
         watching.stop()

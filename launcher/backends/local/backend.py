@@ -20,6 +20,7 @@ from launcher.records import RunRecord
 from launcher.status import RunStatus
 from launcher.supervise import tree
 from launcher.supervise.console import Console, follow_node
+from launcher.supervise.disk import full_disk_note, with_full_disk
 from launcher.supervise.failure import known_codes, read_log, summarize
 from launcher.supervise.hang import HangWatch
 from launcher.supervise.supervisor import Cancel, finalize, supervise
@@ -72,6 +73,8 @@ class LocalBackend(Backend):
             # A node whose ranks only died of another node's rank's error may end first (tracebacks.first_cause).
             failure = first_cause([_node_failure(plan, base_dir, outcome, i)
                                    for i in outcome.failed_nodes or (outcome.first_failed,)])
+            # A full disk under the run directory is the cause; what the ranks wrote last there may be cut.
+            failure = with_full_disk(failure, full_disk_note(record.path))
         outcome = finalize(outcome, failure)
         record.update_status(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
                              node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
