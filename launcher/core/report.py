@@ -39,8 +39,12 @@ def build(record, status, state: str, now: Optional[float] = None) -> dict:
     code = end_code(state, status)
     rows = attempt_rows(status, state, code, now)
     ended = status.finished_at or now
-    windows = [Attempt(a["attempt"], a["started_at"] or status.created_at or now, a["finished_at"] or ended,
-                       a["state"] or "?", a["cause"] or "") for a in rows]
+    # The first attempt's window opens at the submission: a scheduler's queue wait (the timeline's marks) and the
+    # checks before the world started are its time, not the run's before it.
+    submitted = status.submitted_at or status.created_at
+    windows = [Attempt(a["attempt"], (submitted if i == 0 and submitted else a["started_at"]) or status.created_at
+                       or now, a["finished_at"] or ended, a["state"] or "?", a["cause"] or "")
+               for i, a in enumerate(rows)]
     events = record_events(record.path)
     marks = [dict(m) for m in status.timeline]   # a SLURM job's own requeues are attempts of their own already
     created = status.created_at or (windows[0].start if windows else now)
