@@ -221,6 +221,10 @@ def _train_and_report(args, accelerator, trainer, tokenizer, out: Path) -> int:
     results.finish(args, accelerator, trainer, tokenizer, out)
     if accelerator.is_main_process:
         resume.finish(out, trainer.state.step, trainer.fingerprint)
+    # Every rank destroys the process group together: a rank that tore down its gloo pairs while the main process
+    # still wrote its outputs died in C++ ("terminate called without an active exception", SIGABRT) after a
+    # finished run, seen once in CI.
+    accelerator.wait_for_everyone()
     accelerator.end_training()
     return 0
 

@@ -145,7 +145,7 @@ def _failures(lines: list[str]) -> list[tuple[int, int]]:
 def _real_cause(lines, ranks_dir: str, node: int, procs_per_node: int):
     """The launcher saw first a rank that died of another's failure (its collective lost its peer, and it aborted
     before the other exited): (rank, code, words) of a rank of this node that failed with a traceback of its own
-    error, or None."""
+    error, else of one that ended by itself (its own exit code, no signal, no traceback) with words, or None."""
     for rank, code in _failures(lines):
         local = rank - node * procs_per_node
         said = _said(ranks_dir, local) if 0 <= local < procs_per_node else []
@@ -155,6 +155,13 @@ def _real_cause(lines, ranks_dir: str, node: int, procs_per_node: int):
             # (the table then says -15): an uncaught exception's exit code, Python's 1, is the one it was ending with.
             # Any other signal (SIGKILL from the OOM killer) came from outside and stays the cause.
             return rank, 1 if code == 128 + signal.SIGTERM else code, words
+    for rank, code in _failures(lines):
+        local = rank - node * procs_per_node
+        if 0 < code < 128 and 0 <= local < procs_per_node:
+            own = f"[node{node}/rank{rank}] "
+            words = final_words(_said(ranks_dir, local) or [ln[len(own):] for ln in lines if ln.startswith(own)])
+            if words and not is_consequence(words):
+                return rank, code, words
     return None
 
 

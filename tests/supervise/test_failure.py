@@ -245,3 +245,17 @@ def test_the_cause_rank_stopped_by_its_launcher_while_exiting_exited_1(tmp_path)
         (d / "stderr.log").write_text(text)
     f = summarize(0, "localhost", 1, table, known={}, ranks_dir=str(tmp_path / "node0.ranks"), procs_per_node=4)
     assert (f.rank, f.code, f.meaning) == (2, 1, "exit code 1")
+
+
+def test_a_rank_that_exited_by_itself_is_the_cause_of_the_others_abort(tmp_path):
+    """Seen on 2 local processes: rank 1 printed its last words and exited 9 (no traceback); rank 0 aborted in the
+    collective first, so torchrun's root cause is rank 0. The cause is the rank that ended by itself."""
+    table = ABORTED_FIRST.replace("exitcode  : 1 (pid: 31790)", "exitcode  : 9 (pid: 31790)")
+    log = "[node0/rank2] rank 2 gives up at step 3\n" + table
+    for local in range(4):
+        d = tmp_path / "node0.ranks" / "none_a" / "attempt_0" / str(local)
+        d.mkdir(parents=True)
+        (d / "stderr.log").write_text(f"[rank1]: Traceback (most recent call last):\n[rank1]: {GLOO_CLOSED}\n"
+                                      if local == 1 else "")
+    f = summarize(0, "localhost", 1, log, known={}, ranks_dir=str(tmp_path / "node0.ranks"), procs_per_node=4)
+    assert (f.rank, f.code, f.last_line) == (2, 9, "rank 2 gives up at step 3")
