@@ -4,6 +4,8 @@ repeats from run to run."""
 
 import json
 
+import pytest
+
 from tests.train.launch import run_job
 
 
@@ -25,6 +27,7 @@ def _rounded(metrics):
         (round(metrics["test"]["loss"], 4), round(metrics["test"]["accuracy"], 4))]
 
 
+@pytest.mark.slow   # two processes through kit, twice: an end-to-end run, not the edit-test loop
 def test_two_fresh_runs_build_the_same_tokenizer_and_give_the_same_metrics(tmp_path):
     (first, tok_a), (second, tok_b) = _run(tmp_path, "a"), _run(tmp_path, "b")
     assert tok_a == tok_b

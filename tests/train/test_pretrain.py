@@ -93,6 +93,7 @@ def _figures(out):
             round(m["test"]["loss"], 5), m["pretrain"]["steps"])
 
 
+@pytest.mark.slow   # two processes through kit, twice: an end-to-end run, not the edit-test loop
 def test_a_run_stopped_in_either_phase_resumes_to_the_same_result(tmp_path):
     """Two processes through kit: stopped in pretraining (step 3) it continues the phase from its checkpoint;
     stopped in fine-tuning (step 5) it does not pretrain again.  Both end with the same figures; a finished run is
