@@ -210,6 +210,14 @@ Root Cause (first observed failure):
 """
 
 
+def _tee(tmp_path, said: dict) -> None:
+    """Each local rank's stderr as torchrun tees it (`--tee 3 --log_dir`) under node0.ranks."""
+    for local, text in said.items():
+        d = tmp_path / "node0.ranks" / "none_a" / "attempt_0" / str(local)
+        d.mkdir(parents=True)
+        (d / "stderr.log").write_text(text)
+
+
 def test_a_rank_that_died_of_anothers_failure_is_not_its_cause(tmp_path):
     """Seen on 4 gloo ranks: rank 2 raised; rank 1's collective lost its peer and it aborted (SIGABRT) before rank
     2's interpreter exited, so torchrun's root cause is rank 1. The cause is rank 2's own error."""
@@ -217,10 +225,7 @@ def test_a_rank_that_died_of_anothers_failure_is_not_its_cause(tmp_path):
                       f"[rank1]: {GLOO_CLOSED}\nterminate called without an active exception\n",
             2: "[rank2]: Traceback (most recent call last):\n[rank2]:   File \"/w/crash.py\", line 41\n"
                "[rank2]: ValueError: bad batch at step 3: column 'label' is empty\n"}
-    for local, text in said.items():
-        d = tmp_path / "node0.ranks" / "none_a" / "attempt_0" / str(local)
-        d.mkdir(parents=True)
-        (d / "stderr.log").write_text(text)
+    _tee(tmp_path, said)
     f = summarize(0, "localhost", 1, ABORTED_FIRST, known={}, ranks_dir=str(tmp_path / "node0.ranks"),
                   procs_per_node=4)
     assert (f.rank, f.code, f.last_line) == (2, 1, "ValueError: bad batch at step 3: column 'label' is empty")
@@ -239,10 +244,7 @@ def test_the_cause_rank_stopped_by_its_launcher_while_exiting_exited_1(tmp_path)
     said = {0: "", 1: f"[rank1]: Traceback (most recent call last):\n[rank1]: {GLOO_CLOSED}\n",
             2: "[rank2]: Traceback (most recent call last):\n[rank2]:   File \"/w/crash.py\", line 41\n"
                "[rank2]: ValueError: bad batch at step 3: column 'label' is empty\n"}
-    for local, text in said.items():
-        d = tmp_path / "node0.ranks" / "none_a" / "attempt_0" / str(local)
-        d.mkdir(parents=True)
-        (d / "stderr.log").write_text(text)
+    _tee(tmp_path, said)
     f = summarize(0, "localhost", 1, table, known={}, ranks_dir=str(tmp_path / "node0.ranks"), procs_per_node=4)
     assert (f.rank, f.code, f.meaning) == (2, 1, "exit code 1")
 
@@ -252,10 +254,7 @@ def test_a_rank_that_exited_by_itself_is_the_cause_of_the_others_abort(tmp_path)
     collective first, so torchrun's root cause is rank 0. The cause is the rank that ended by itself."""
     table = ABORTED_FIRST.replace("exitcode  : 1 (pid: 31790)", "exitcode  : 9 (pid: 31790)")
     log = "[node0/rank2] rank 2 gives up at step 3\n" + table
-    for local in range(4):
-        d = tmp_path / "node0.ranks" / "none_a" / "attempt_0" / str(local)
-        d.mkdir(parents=True)
-        (d / "stderr.log").write_text(f"[rank1]: Traceback (most recent call last):\n[rank1]: {GLOO_CLOSED}\n"
-                                      if local == 1 else "")
+    _tee(tmp_path, {local: f"[rank1]: Traceback (most recent call last):\n[rank1]: {GLOO_CLOSED}\n"
+                    if local == 1 else "" for local in range(4)})
     f = summarize(0, "localhost", 1, log, known={}, ranks_dir=str(tmp_path / "node0.ranks"), procs_per_node=4)
     assert (f.rank, f.code, f.last_line) == (2, 9, "rank 2 gives up at step 3")
