@@ -128,6 +128,9 @@ def _fail(code: int, message: str, accelerator=None) -> int:
         print(message, file=sys.stderr, flush=True)
     if accelerator is not None:
         accelerator.wait_for_everyone()
+        # Leave the world together: a rank whose gloo pairs were torn down by the interpreter's exit while another
+        # still held them died with SIGABRT instead of `code` (seen in CI after a failed data check).
+        accelerator.end_training()
     return code
 
 

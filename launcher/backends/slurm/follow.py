@@ -133,7 +133,7 @@ def note_info(where, record: RunRecord, info) -> RunStatus:
     if not info.finished and status.state not in OVER:   # a verdict kit wrote before cancelling stays
         fields["state"] = info.kit_state
         if info.kit_state == "running" and status.state != "running":   # this attempt's start, as on SSH
-            fields["started_at"] = time.time()
+            fields["started_at"] = attempt_start(info, status, time.time())
         if info.kit_state != status.state:   # the queue's moves, in the timeline kit report reads
             moved = [{"at": time.time(), "event": info.kit_state, "attempt": info.restarts + 1, "detail": info.reason}]
     # The allocation's hosts while it runs; a job that ended before kit saw it running still names the hosts it ran on.
@@ -145,6 +145,14 @@ def note_info(where, record: RunRecord, info) -> RunStatus:
         batch = batch_output(where, status)
         record.amend(lambda current: requeued_attempts(current, info.restarts, batch, time.time()))
     return record.update_status(append={"timeline": moved}, **fields)
+
+
+def attempt_start(info, status: RunStatus, now: float) -> float:
+    """When SLURM started the job: its StartTime, kept between kit's last look at the record and now (a controller
+    in another time zone, or a clock that differs, must not move the start outside what kit saw). Without it, now:
+    the ranks may then have started a poll interval before the attempt did."""
+    seen = [m.get("at") for m in status.timeline if m.get("at")] + [status.submitted_at or status.created_at or now]
+    return now if info.started_at is None else min(now, max(max(seen), info.started_at))
 
 
 def _host_of(record: RunRecord, node) -> str:

@@ -4,6 +4,7 @@ past MinJobAge), `forgotten`: the job has ended, and the exit files the nodes wr
 command runs where transport/where.py says: this machine or the login host."""
 
 import re
+import time
 from dataclasses import dataclass
 from typing import Optional
 
@@ -30,6 +31,7 @@ class JobInfo:
     # The controller's word (scontrol), not accounting's: only it counts requeues, and accounting can still show a
     # requeued job's previous end for a while.
     from_controller: bool = False
+    started_at: Optional[float] = None   # the controller's StartTime of the running job (its clock, its zone)
 
     @property
     def kit_state(self) -> str:
@@ -100,7 +102,16 @@ def query(where, job_id: str) -> JobInfo:
     code = _exit_code(fields.get("ExitCode", "")) if fields else _exit_code(_sacct_field(where, job_id, "ExitCode"))
     return JobInfo(job_id, state.split()[0], reason=fields.get("Reason", ""), nodes=fields.get("NodeList", ""),
                    restarts=int(fields.get("Restarts", "0") or 0), exit_code=code,
-                   forgotten=invalid and state == "UNKNOWN", from_controller=bool(fields))
+                   forgotten=invalid and state == "UNKNOWN", from_controller=bool(fields),
+                   started_at=_clock(fields.get("StartTime", "")) if state.startswith("RUNNING") else None)
+
+
+def _clock(text: str) -> Optional[float]:
+    """scontrol's "2026-12-07T04:25:14" (the controller's local time) as seconds since the epoch."""
+    try:
+        return time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return None   # Unknown, None, or another format
 
 
 def _sacct_field(where, job_id: str, field: str) -> str:
