@@ -56,8 +56,11 @@ def baseline_steps_per_s(args, data) -> float:
 
     splits, tokenizer, encoded = data
     torch.manual_seed(args.seed)
-    net = model_lib.build_model(args.model, len(splits.labels), len(tokenizer), args.max_length, args.dropout)
-    opt = model_lib.build_optimizer(net, args.lr, args.weight_decay)
+    from train.run import special_ids
+
+    net = model_lib.build_model(args.model, len(splits.labels), len(tokenizer), args.max_length, args.dropout,
+                                args.ngram_buckets, special_ids(tokenizer))   # the same model as the job's
+    opt = model_lib.build_optimizer(net, args.lr, args.weight_decay, args.ngram_lr)
     sched = model_lib.build_scheduler(opt, int(args.warmup * args.max_steps), args.max_steps)
     loader = train_loader(encoded["train"], args.batch_size, args.seed, tokenizer.pad_token_id, True)
     net.train()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from train.model import PRESETS
+from train.model import NGRAM_BUCKETS, PRESETS
 
 
 def _positive(kind):
@@ -15,6 +15,16 @@ def _positive(kind):
             raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
         return value
     return parse
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be 0 or more")
+    return value
 
 
 def _fraction(text: str) -> float:
@@ -49,6 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "only)")
     m.add_argument("--max-length", type=_positive(int), default=256, help="max tokens per example (truncation)")
     m.add_argument("--dropout", type=float, default=0.2, help="hidden/attention dropout (presets only)")
+    m.add_argument("--ngram-buckets", type=_count, default=NGRAM_BUCKETS,
+                   help="hashed token 1-3-gram buckets of the n-gram head beside BERT, trained by a loss of its own "
+                        "(train/ngram_head.py); 0: BERT alone (default: %(default)s)")
+    m.add_argument("--ngram-lr", type=_positive(float), default=3e-2,
+                   help="peak learning rate of the n-gram head (AdamW, no decay; default: %(default)s)")
     t = p.add_argument_group("optimisation")
     t.add_argument("--batch-size", type=_positive(int), default=32, help="examples per device per micro-step")
     t.add_argument("--eval-batch-size", type=_positive(int), default=128, help="examples per device in eval")

@@ -12,11 +12,11 @@ from __future__ import annotations
 # Hyperparameters that change the trajectory (names of `python -m train` arguments).
 TRAJECTORY_ARGS = ("batch_size", "grad_accum", "lr", "weight_decay", "warmup", "epochs", "max_steps",
                    "max_grad_norm", "bucketing", "seed", "max_length", "dedupe", "cjk", "pretrain_epochs",
-                   "pretrain_steps", "pretrain_lr", "mask_prob")
+                   "pretrain_steps", "pretrain_lr", "mask_prob", "ngram_lr")
 # Model configuration keys that decide the checkpoint's tensors or the model's behaviour.
 MODEL_KEYS = ("model_type", "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
               "intermediate_size", "max_position_embeddings", "num_labels", "hidden_dropout_prob",
-              "attention_probs_dropout_prob", "id2label")
+              "attention_probs_dropout_prob", "id2label", "ngram_buckets", "ngram_max_n")
 
 
 def build(args, model_config, data_fingerprint: str, strategy: str, world_size: int, precision: str) -> dict:

@@ -96,6 +96,10 @@ class PipelineRun:
     def build(self):
         args = self.args
         torch.manual_seed(args.seed)   # the same whole model on every rank; each keeps its stage
+        if args.ngram_buckets and self.rank == 0:
+            # The head reads the input ids, which only the first stage sees; the stages train BERT alone.
+            print("note: pipeline stages train BERT without the n-gram head (--ngram-buckets is not used)",
+                  flush=True)
         net = model_lib.build_model(args.model, len(self.splits.labels), len(self.tokenizer), args.max_length,
                                     args.dropout)
         check_world(self, net.config.num_hidden_layers)

@@ -66,9 +66,15 @@ def _set_ds_micro_batch(accelerator, batch_size: int) -> None:
         plugin.deepspeed_config["train_micro_batch_size_per_gpu"] = batch_size
 
 
+def special_ids(tokenizer) -> tuple[int, ...]:
+    """[CLS], [SEP] and padding: no part of an example's n-grams."""
+    return tuple(i for i in (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id) if i is not None)
+
+
 def build_classifier(args, accelerator, splits, tokenizer):
     """The classifier (not yet prepared) and the run's fingerprint."""
-    net = model_lib.build_model(args.model, len(splits.labels), len(tokenizer), args.max_length, args.dropout)
+    net = model_lib.build_model(args.model, len(splits.labels), len(tokenizer), args.max_length, args.dropout,
+                                args.ngram_buckets, special_ids(tokenizer))
     net.config.id2label = dict(enumerate(splits.labels))
     net.config.label2id = {name: i for i, name in enumerate(splits.labels)}
     run_fingerprint = fingerprint.build(args, net.config, splits.fingerprint, results.strategy_name(accelerator),
@@ -81,7 +87,7 @@ def build_trainer(args, accelerator, splits, tokenizer, encoded, net=None, run_f
         args.grad_accum = accumulation.resolve(None, accelerator)
     if net is None:
         net, run_fingerprint = build_classifier(args, accelerator, splits, tokenizer)
-    optimizer = model_lib.build_optimizer(net, args.lr, args.weight_decay)
+    optimizer = model_lib.build_optimizer(net, args.lr, args.weight_decay, args.ngram_lr)
     train_dl = train_loader(encoded["train"], args.batch_size, args.seed, tokenizer.pad_token_id, args.bucketing)
     sampler = train_dl.batch_sampler
     val_dl = eval_loader(encoded["validation"], args.eval_batch_size, tokenizer.pad_token_id)

@@ -1,0 +1,99 @@
+"""The n-gram head beside BERT (train/ngram_head.py, train/ngram_model.py): what it hashes, what padding and the
+special tokens do to it, its loss, its own optimizer group, and a save/load round trip."""
+
+import torch
+
+from train import model
+from train.ngram_head import NgramBag
+
+CLS, SEP, PAD = 2, 3, 0
+
+
+def _bag(buckets=1 << 12, max_n=3, labels=2):
+    torch.manual_seed(0)
+    bag = NgramBag(buckets, max_n, labels, [CLS, SEP, PAD])
+    torch.nn.init.normal_(bag.bag.weight)   # a trained table: zeros would hide every difference
+    return bag
+
+
+def test_an_example_has_its_1_to_n_grams_and_no_gram_with_a_special_token():
+    bag = _bag()
+    ids = torch.tensor([[CLS, 10, 11, 12, SEP]])
+    grams, keep = bag.ngram_ids(ids, torch.ones_like(ids))
+    kept = grams[keep].tolist()
+    assert len(kept) == 3 + 2 + 1   # 3 unigrams, 2 bigrams, 1 trigram of the tokens 10 11 12
+    assert len(set(kept)) == 6 and all(0 <= g < bag.buckets for g in kept)
+
+
+def test_order_matters_and_the_same_gram_hashes_the_same_in_every_example():
+    bag = _bag()
+    ab = torch.tensor([[CLS, 10, 11, SEP]])
+    ba = torch.tensor([[CLS, 11, 10, SEP]])
+    g_ab, k_ab = bag.ngram_ids(ab, torch.ones_like(ab))
+    g_ba, k_ba = bag.ngram_ids(ba, torch.ones_like(ba))
+    assert set(g_ab[k_ab].tolist()) != set(g_ba[k_ba].tolist())           # "10 11" is not "11 10"
+    assert set(g_ab[k_ab][:2].tolist()) == set(g_ba[k_ba][:2].tolist())   # the unigrams are shared
+
+
+def test_padding_does_not_change_an_examples_logits():
+    bag = _bag()
+    short = torch.tensor([[CLS, 10, 11, 12, SEP]])
+    padded = torch.tensor([[CLS, 10, 11, 12, SEP, PAD, PAD, PAD]])
+    mask = (padded != PAD).long()
+    assert torch.allclose(bag(short, torch.ones_like(short)), bag(padded, mask))
+    # ... nor does batching it with a longer one
+    batch = torch.tensor([[CLS, 10, 11, 12, SEP, PAD, PAD], [CLS, 20, 21, 22, 23, 24, SEP]])
+    assert torch.allclose(bag(batch, (batch != PAD).long())[0], bag(short, torch.ones_like(short))[0])
+
+
+def test_an_example_of_special_tokens_only_gets_zero_logits():
+    bag = _bag()
+    ids = torch.tensor([[CLS, SEP]])
+    assert torch.equal(bag(ids, torch.ones_like(ids)), torch.zeros(1, 2))
+
+
+def _classifier(buckets=1 << 10):
+    torch.manual_seed(0)
+    return model.build_model("tiny", num_labels=2, vocab_size=100, max_length=32, ngram_buckets=buckets,
+                             skip_ids=(CLS, SEP, PAD))
+
+
+def test_the_head_starts_at_zero_and_each_head_has_its_own_loss():
+    net = _classifier().eval()
+    assert torch.count_nonzero(net.ngrams.bag.weight) == 0   # at the start the logits are BERT's alone
+    torch.nn.init.normal_(net.ngrams.bag.weight)
+    ids = torch.tensor([[CLS, 10, 11, 12, SEP], [CLS, 40, 41, SEP, PAD]])
+    mask, labels = (ids != PAD).long(), torch.tensor([0, 1])
+    out = net(input_ids=ids, attention_mask=mask, labels=labels)
+    deep = torch.nn.functional.cross_entropy
+    bert = super(type(net), net).forward(input_ids=ids, attention_mask=mask).logits
+    wide = net.ngrams(ids, mask)
+    assert torch.allclose(out.logits, bert + wide)
+    assert torch.allclose(out.loss, deep(bert, labels) + deep(wide, labels))
+
+
+def test_the_head_has_its_own_learning_rate_and_no_weight_decay():
+    net = _classifier()
+    groups = model.param_groups(net, 0.01, ngram_lr=0.03)
+    assert len(groups) == 3 and groups[2]["params"] == [net.ngrams.bag.weight]
+    assert groups[2]["lr"] == 0.03 and groups[2]["weight_decay"] == 0.0
+    assert sum(len(g["params"]) for g in groups) == len(list(net.parameters()))
+    assert len(model.param_groups(model.build_model("tiny", 2, 100, 32), 0.01)) == 2   # BERT alone: as before
+
+
+def test_a_saved_classifier_loads_with_its_head(tmp_path):
+    net = _classifier()
+    torch.nn.init.normal_(net.ngrams.bag.weight)
+    net.save_pretrained(tmp_path / "m")
+    again = model.build_model(str(tmp_path / "m"), num_labels=2, vocab_size=0, max_length=0, ngram_buckets=1 << 10,
+                              skip_ids=(CLS, SEP, PAD))
+    assert torch.equal(again.ngrams.bag.weight, net.ngrams.bag.weight)
+    assert again.config.ngram_buckets == 1 << 10 and again.config.ngram_skip_ids == [PAD, CLS, SEP]
+
+
+def test_a_pretrained_bert_without_a_head_gets_a_zero_head(tmp_path):
+    plain = model.build_model("tiny", num_labels=2, vocab_size=100, max_length=32)
+    plain.save_pretrained(tmp_path / "bert")
+    net = model.build_model(str(tmp_path / "bert"), 2, 0, 0, ngram_buckets=1 << 10, skip_ids=(CLS, SEP, PAD))
+    assert torch.count_nonzero(net.ngrams.bag.weight) == 0
+    assert torch.equal(net.classifier.weight, plain.classifier.weight)
