@@ -29,9 +29,9 @@ class BertWithNgrams(BertForSequenceClassification):
         deep = super().forward(input_ids=input_ids, attention_mask=attention_mask, **kwargs).logits
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        wide = self.ngrams(input_ids, attention_mask).to(deep.dtype)
+        deep, wide = deep.float(), self.ngrams(input_ids, attention_mask).float()   # summed in float32 under bf16
         loss = None
         if labels is not None:   # one loss per head (see train/ngram_head.py for why)
             ce = torch.nn.functional.cross_entropy
-            loss = ce(deep.float(), labels) + ce(wide.float(), labels)
+            loss = ce(deep, labels) + ce(wide, labels)
         return SequenceClassifierOutput(loss=loss, logits=deep + wide)
