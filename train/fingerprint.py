@@ -26,6 +26,10 @@ def build(args, model_config, data_fingerprint: str, strategy: str, world_size: 
            "mixed_precision": precision}
     out.update({f"model.{k}": _plain(config.get(k)) for k in MODEL_KEYS})
     out.update({k: _plain(getattr(args, k)) for k in TRAJECTORY_ARGS})
+    if not config.get("ngram_buckets"):
+        # BERT alone: the fingerprint of a run before the n-gram head existed, so its checkpoints still resume.
+        for key in ("ngram_lr", "model.ngram_buckets", "model.ngram_max_n"):
+            out.pop(key, None)
     return out
 
 

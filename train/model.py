@@ -45,7 +45,8 @@ def build_model(model: str, num_labels: int, vocab_size: int, max_length: int, d
         # unknown keywords to the model's constructor).
         config = BertConfig.from_pretrained(str(path), num_labels=num_labels, local_files_only=True)
         for key, value in extra.items():
-            setattr(config, key, value)
+            if key == "ngram_skip_ids" or getattr(config, key, None) is None:   # a saved head keeps its shape
+                setattr(config, key, value)
         return cls.from_pretrained(str(path), config=config, local_files_only=True)
     config = BertConfig(vocab_size=vocab_size, max_position_embeddings=max(512, max_length), num_labels=num_labels,
                         hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout, **PRESETS[model], **extra)

@@ -23,7 +23,9 @@ class NgramBag(torch.nn.Module):
     def __init__(self, buckets: int, max_n: int, num_labels: int, skip_ids: list[int]):
         super().__init__()
         self.buckets, self.max_n = int(buckets), int(max_n)
-        self.register_buffer("skip_ids", torch.tensor(sorted(set(skip_ids)), dtype=torch.long), persistent=False)
+        # Plain ints, not a buffer: transformers builds a loaded model on the meta device and refills only the
+        # buffers it knows, so a buffer here would hold uninitialised memory after from_pretrained.
+        self.skip_ids = tuple(sorted(set(int(i) for i in skip_ids)))
         self.bag = torch.nn.EmbeddingBag(self.buckets, num_labels, mode="sum")
         self.reset_parameters()
 
@@ -34,7 +36,8 @@ class NgramBag(torch.nn.Module):
     def ngram_ids(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(bucket of every 1..max_n-gram, whether it is made of real tokens only), each [batch, grams]."""
         ids = input_ids.long()
-        real = attention_mask.bool() & ~torch.isin(ids, self.skip_ids.to(ids.device))
+        real = attention_mask.bool() & ~torch.isin(ids, torch.tensor(self.skip_ids, dtype=torch.long,
+                                                                     device=ids.device))
         length = ids.shape[1]
         buckets, keep = [], []
         for n in range(1, self.max_n + 1):

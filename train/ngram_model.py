@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 from transformers import BertForSequenceClassification
+from transformers import initialization as hf_init
 from transformers.modeling_outputs import SequenceClassifierOutput
 
 from train.ngram_head import NgramBag
@@ -20,9 +21,11 @@ class BertWithNgrams(BertForSequenceClassification):
         self.ngrams = NgramBag(config.ngram_buckets, config.ngram_max_n, config.num_labels, config.ngram_skip_ids)
 
     def _init_weights(self, module):
-        if isinstance(module, NgramBag):
-            module.reset_parameters()
-        elif not isinstance(module, torch.nn.EmbeddingBag):   # the bag's table: its NgramBag zeroes it
+        if isinstance(module, torch.nn.EmbeddingBag):   # the head's table (transformers calls this per module)
+            # transformers' own zeros_: during from_pretrained torch.nn.init is a no-op, and a head missing from
+            # the checkpoint (a pretrained BERT) would keep uninitialised memory; this one skips loaded weights.
+            hf_init.zeros_(module.weight)
+        elif not isinstance(module, NgramBag):
             super()._init_weights(module)
 
     def forward(self, input_ids=None, attention_mask=None, labels=None, **kwargs):

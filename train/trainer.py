@@ -52,9 +52,11 @@ class Trainer:
         self.pretrain = None  # what the pretrain phase did (train/pretrain.py), for metrics.json
         # Gradient clipping bounds BERT's step; the n-gram head's table, whose gradient norm dwarfs BERT's, stays
         # out of it (clipped together, BERT barely moved: validation 0.856 against 0.865, seed 42). DeepSpeed's
-        # engine clips every parameter by its own config; FSDP 1's flat parameters are clipped whole.
+        # engine clips (or not) every parameter by its own config (`deepspeed.gradient_clipping`). Under FSDP
+        # the model is clipped whole: accelerate clips a subset of an FSDP model only by unscaling fp16 gradients
+        # twice (an error), and FSDP 1's flat parameters cannot be split.
         self.clipped = [p for name, p in model.named_parameters() if not is_ngram_head(name)]
-        if accelerator.distributed_type == DistributedType.FSDP and not getattr(accelerator, "is_fsdp2", False):
+        if accelerator.distributed_type == DistributedType.FSDP:
             self.clipped = list(model.parameters())
 
     @property

@@ -8,7 +8,7 @@ import pytest
 from launcher.backends.slurm.follow import attempt_start, ends_this_attempt
 from launcher.backends.slurm.files import REQUEUES_EXHAUSTED, TIME_LIMIT_NO_REQUEUE
 from launcher.backends.slurm.outcome import describe, final_fields
-from launcher.backends.slurm.query import JobInfo, _clock, _exit_code
+from launcher.backends.slurm.query import JobInfo, _exit_code, _started
 from launcher.transport.where import Local
 from launcher.render.slurm import sbatch_script
 from launcher.spec.cluster import ClusterSpec
@@ -30,14 +30,15 @@ def test_states(slurm, restarts, kit):
 
 def test_an_attempt_starts_when_slurm_started_it_within_what_kit_saw():
     # CI: kit's poll saw RUNNING after the ranks had started, so the report said "process started" before
-    # "attempt started".  The controller's StartTime is the start; kept between kit's last look and now.
+    # "attempt started".  now - the controller's RunTime is the start; kept between the last mark and now.
     status = RunStatus(run_id="r", job="j", backend="slurm", state="pending", created_at=100.0, submitted_at=101.0,
                        timeline=({"at": 105.0, "event": "pending"},))
     assert attempt_start(JobInfo("7", "RUNNING", started_at=107.0), status, 110.0) == 107.0
     assert attempt_start(JobInfo("7", "RUNNING", started_at=90.0), status, 110.0) == 105.0    # another clock
     assert attempt_start(JobInfo("7", "RUNNING", started_at=4000.0), status, 110.0) == 110.0  # another zone
     assert attempt_start(JobInfo("7", "RUNNING"), status, 110.0) == 110.0
-    assert _clock("Unknown") is None and _clock("2026-12-07T04:25:14") == _clock("2026-12-07T04:25:13") + 1
+    assert _started("00:00:05", 100.0) == 95.0 and _started("1-02:03:04", 100000.0) == 100000.0 - 93784
+    assert _started("INVALID", 100.0) is None and _started("", 100.0) is None
 
 
 def test_a_requeued_job_is_never_described_as_failed():

@@ -81,14 +81,34 @@ def test_the_head_has_its_own_learning_rate_and_no_weight_decay():
     assert len(model.param_groups(model.build_model("tiny", 2, 100, 32), 0.01)) == 2   # BERT alone: as before
 
 
-def test_a_saved_classifier_loads_with_its_head(tmp_path):
-    net = _classifier()
+def test_a_saved_classifier_loads_with_its_head_and_computes_the_same(tmp_path):
+    net = _classifier().eval()
     torch.nn.init.normal_(net.ngrams.bag.weight)
     net.save_pretrained(tmp_path / "m")
-    again = model.build_model(str(tmp_path / "m"), num_labels=2, vocab_size=0, max_length=0, ngram_buckets=1 << 10,
-                              skip_ids=(CLS, SEP, PAD))
+    # The job's default bucket count differs from the saved head's: the saved head keeps its shape.
+    again = model.build_model(str(tmp_path / "m"), num_labels=2, vocab_size=0, max_length=0,
+                              ngram_buckets=model.NGRAM_BUCKETS, skip_ids=(CLS, SEP, PAD)).eval()
     assert torch.equal(again.ngrams.bag.weight, net.ngrams.bag.weight)
     assert again.config.ngram_buckets == 1 << 10 and again.config.ngram_skip_ids == [PAD, CLS, SEP]
+    # A loaded model is built on the meta device first: the special tokens must still be left out (they were a
+    # buffer once, and came back as uninitialised memory).
+    assert again.ngrams.skip_ids == (PAD, CLS, SEP)
+    ids = torch.tensor([[CLS, 10, 11, 12, SEP], [CLS, 40, 41, SEP, PAD]])
+    with torch.no_grad():
+        assert torch.allclose(again(input_ids=ids, attention_mask=(ids != PAD).long()).logits,
+                              net(input_ids=ids, attention_mask=(ids != PAD).long()).logits)
+
+
+def test_bert_alone_has_the_fingerprint_it_had_before_the_head(tmp_path):
+    from types import SimpleNamespace
+
+    from train import fingerprint
+
+    args = SimpleNamespace(model="tiny", ngram_lr=0.03, **{k: 1 for k in fingerprint.TRAJECTORY_ARGS if k != "ngram_lr"})
+    plain = fingerprint.build(args, model.build_model("tiny", 2, 100, 32).config, "d", "ddp", 2, "no")
+    assert not any("ngram" in key for key in plain)   # an older checkpoint of BERT alone still resumes
+    headed = fingerprint.build(args, _classifier().config, "d", "ddp", 2, "no")
+    assert headed["model.ngram_buckets"] == 1 << 10 and headed["ngram_lr"] == 0.03
 
 
 def test_a_pretrained_bert_without_a_head_gets_a_zero_head(tmp_path):

@@ -148,9 +148,9 @@ def note_info(where, record: RunRecord, info) -> RunStatus:
 
 
 def attempt_start(info, status: RunStatus, now: float) -> float:
-    """When SLURM started the job: its StartTime, kept between kit's last look at the record and now (a controller
-    in another time zone, or a clock that differs, must not move the start outside what kit saw). Without it, now:
-    the ranks may then have started a poll interval before the attempt did."""
+    """When SLURM started the job (now - its RunTime; seconds only), kept between the record's last mark (the
+    job was not running then) and now. Without it, now: the ranks may then have started a poll interval before the
+    attempt did."""
     seen = [m.get("at") for m in status.timeline if m.get("at")] + [status.submitted_at or status.created_at or now]
     return now if info.started_at is None else min(now, max(max(seen), info.started_at))
 

@@ -31,7 +31,7 @@ class JobInfo:
     # The controller's word (scontrol), not accounting's: only it counts requeues, and accounting can still show a
     # requeued job's previous end for a while.
     from_controller: bool = False
-    started_at: Optional[float] = None   # the controller's StartTime of the running job (its clock, its zone)
+    started_at: Optional[float] = None   # when the running job started, on kit's clock (now - its RunTime)
 
     @property
     def kit_state(self) -> str:
@@ -103,15 +103,18 @@ def query(where, job_id: str) -> JobInfo:
     return JobInfo(job_id, state.split()[0], reason=fields.get("Reason", ""), nodes=fields.get("NodeList", ""),
                    restarts=int(fields.get("Restarts", "0") or 0), exit_code=code,
                    forgotten=invalid and state == "UNKNOWN", from_controller=bool(fields),
-                   started_at=_clock(fields.get("StartTime", "")) if state.startswith("RUNNING") else None)
+                   started_at=_started(fields.get("RunTime", ""), time.time()) if state.startswith("RUNNING")
+                   else None)
 
 
-def _clock(text: str) -> Optional[float]:
-    """scontrol's "2026-12-07T04:25:14" (the controller's local time) as seconds since the epoch."""
-    try:
-        return time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))
-    except ValueError:
-        return None   # Unknown, None, or another format
+def _started(run_time: str, now: float) -> Optional[float]:
+    """now - scontrol's RunTime ("[days-]hh:mm:ss"): a duration, so neither the controller's time zone nor its
+    clock (StartTime is printed in the zone of the host that runs scontrol) moves it."""
+    m = re.match(r"^(?:(\d+)-)?(\d+):(\d\d):(\d\d)$", run_time or "")
+    if not m:
+        return None
+    days, hours, minutes, seconds = (int(g or 0) for g in m.groups())
+    return now - (((days * 24 + hours) * 60 + minutes) * 60 + seconds)
 
 
 def _sacct_field(where, job_id: str, field: str) -> str:
