@@ -25,7 +25,7 @@ class NgramBag(torch.nn.Module):
         self.buckets, self.max_n = int(buckets), int(max_n)
         # Plain ints, not a buffer: transformers builds a loaded model on the meta device and refills only the
         # buffers it knows, so a buffer here would hold uninitialised memory after from_pretrained.
-        self.skip_ids = tuple(sorted(set(int(i) for i in skip_ids)))
+        self.skip_ids = tuple(sorted({int(i) for i in skip_ids}))
         self.bag = torch.nn.EmbeddingBag(self.buckets, num_labels, mode="sum")
         self.reset_parameters()
 
@@ -36,8 +36,9 @@ class NgramBag(torch.nn.Module):
     def ngram_ids(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(bucket of every 1..max_n-gram, whether it is made of real tokens only), each [batch, grams]."""
         ids = input_ids.long()
-        real = attention_mask.bool() & ~torch.isin(ids, torch.tensor(self.skip_ids, dtype=torch.long,
-                                                                     device=ids.device))
+        real = attention_mask.bool()
+        for skip in self.skip_ids:   # comparisons with plain ints: no tensor made (nor copied to the GPU) per step
+            real = real & (ids != skip)   # not in place: a bool mask is the caller's own tensor
         length = ids.shape[1]
         buckets, keep = [], []
         for n in range(1, self.max_n + 1):

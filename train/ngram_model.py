@@ -25,7 +25,7 @@ class BertWithNgrams(BertForSequenceClassification):
             # transformers' own zeros_: during from_pretrained torch.nn.init is a no-op, and a head missing from
             # the checkpoint (a pretrained BERT) would keep uninitialised memory; this one skips loaded weights.
             hf_init.zeros_(module.weight)
-        elif not isinstance(module, NgramBag):
+        else:
             super()._init_weights(module)
 
     def forward(self, input_ids=None, attention_mask=None, labels=None, **kwargs):

@@ -55,9 +55,8 @@ class Trainer:
         # engine clips (or not) every parameter by its own config (`deepspeed.gradient_clipping`). Under FSDP
         # the model is clipped whole: accelerate clips a subset of an FSDP model only by unscaling fp16 gradients
         # twice (an error), and FSDP 1's flat parameters cannot be split.
-        self.clipped = [p for name, p in model.named_parameters() if not is_ngram_head(name)]
-        if accelerator.distributed_type == DistributedType.FSDP:
-            self.clipped = list(model.parameters())
+        self.clipped = (list(model.parameters()) if accelerator.distributed_type == DistributedType.FSDP
+                        else [p for name, p in model.named_parameters() if not is_ngram_head(name)])
 
     @property
     def prefix(self) -> str:
