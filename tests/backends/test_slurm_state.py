@@ -37,7 +37,8 @@ def test_an_attempt_starts_when_slurm_started_it_within_what_kit_saw():
     assert attempt_start(JobInfo("7", "RUNNING", started_at=90.0), status, 110.0) == 105.0    # another clock
     assert attempt_start(JobInfo("7", "RUNNING", started_at=4000.0), status, 110.0) == 110.0  # another zone
     assert attempt_start(JobInfo("7", "RUNNING"), status, 110.0) == 110.0
-    assert _started("00:00:05", 100.0) == 95.0 and _started("1-02:03:04", 100000.0) == 100000.0 - 93784
+    # RunTime is whole seconds, cut down: the earliest start it allows, so no rank's mark comes before it.
+    assert _started("00:00:05", 100.0) == 94.0 and _started("1-02:03:04", 100000.0) == 100000.0 - 93784 - 1
     assert _started("INVALID", 100.0) is None and _started("", 100.0) is None
 
 

@@ -94,6 +94,7 @@ def sacct_state(job_id: str) -> str:
 
 def query(where, job_id: str) -> JobInfo:
     """`where`: transport.where.Local or LoginHost, where the SLURM commands run."""
+    asked = time.time()   # before the answer: the controller's RunTime was counted at or after this
     fields, invalid = scontrol_job(where, job_id)
     # sacct lags the controller (a final row can appear before its exit code and end time) and costs more on a
     # busy login node: while the controller still knows the job, its word is used; sacct answers once the
@@ -103,18 +104,20 @@ def query(where, job_id: str) -> JobInfo:
     return JobInfo(job_id, state.split()[0], reason=fields.get("Reason", ""), nodes=fields.get("NodeList", ""),
                    restarts=int(fields.get("Restarts", "0") or 0), exit_code=code,
                    forgotten=invalid and state == "UNKNOWN", from_controller=bool(fields),
-                   started_at=_started(fields.get("RunTime", ""), time.time()) if state.startswith("RUNNING")
+                   started_at=_started(fields.get("RunTime", ""), asked) if state.startswith("RUNNING")
                    else None)
 
 
-def _started(run_time: str, now: float) -> Optional[float]:
-    """now - scontrol's RunTime ("[days-]hh:mm:ss"): a duration, so neither the controller's time zone nor its
-    clock (StartTime is printed in the zone of the host that runs scontrol) moves it."""
+def _started(run_time: str, asked: float) -> Optional[float]:
+    """The earliest the job can have started: `asked` (when kit asked) - scontrol's RunTime ("[days-]hh:mm:ss",
+    whole seconds, cut down) - 1 s, so the start is never after what the job's processes did (CI saw "process
+    started" before "attempt started" with `now - RunTime`). A duration, so neither the controller's time zone nor
+    its clock (StartTime is printed in the zone of the host that runs scontrol) moves it."""
     m = re.match(r"^(?:(\d+)-)?(\d+):(\d\d):(\d\d)$", run_time or "")
     if not m:
         return None
     days, hours, minutes, seconds = (int(g or 0) for g in m.groups())
-    return now - (((days * 24 + hours) * 60 + minutes) * 60 + seconds)
+    return asked - (((days * 24 + hours) * 60 + minutes) * 60 + seconds) - 1
 
 
 def _sacct_field(where, job_id: str, field: str) -> str:
