@@ -59,10 +59,11 @@ def baseline_steps_per_s(args, data) -> float:
     from train.run import special_ids
 
     net = model_lib.build_model(args.model, len(splits.labels), len(tokenizer), args.max_length, args.dropout,
-                                args.ngram_buckets, special_ids(tokenizer))   # the same model as the job's
+                                args.ngram_buckets, special_ids(tokenizer), args.ngram_input)   # the job's model
     opt = model_lib.build_optimizer(net, args.lr, args.weight_decay, args.ngram_lr)
     sched = model_lib.build_scheduler(opt, int(args.warmup * args.max_steps), args.max_steps)
-    loader = train_loader(encoded["train"], args.batch_size, args.seed, tokenizer.pad_token_id, True)
+    loader = train_loader(encoded["train"], args.batch_size, args.seed, tokenizer.pad_token_id, True,
+                          model_lib.reads_chars(net))
     net.train()
     batches = iter(loader)
     start = time.perf_counter()

@@ -60,8 +60,15 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--max-length", type=_positive(int), default=256, help="max tokens per example (truncation)")
     m.add_argument("--dropout", type=float, default=0.2, help="hidden/attention dropout (presets only)")
     m.add_argument("--ngram-buckets", type=_count, default=NGRAM_BUCKETS,
-                   help="hashed token 1-3-gram buckets of the n-gram head beside BERT, trained by a loss of its own "
+                   help="hashed 1-3-gram buckets of the n-gram head beside BERT, trained by a loss of its own "
                         "(train/ngram_head.py); 0: BERT alone (default: %(default)s)")
+    m.add_argument("--ngram-input", choices=("chars", "tokens"), default="chars",
+                   help="what the n-gram head reads: the text's characters (lowercased, whitespace runs one space) "
+                        "or the token ids (default: %(default)s)")
+    m.add_argument("--ngram-mix", choices=("fit", "sum"), default="fit",
+                   help="the classifier's logits: BERT's and the head's, each weighted by a scale fitted on the "
+                        "validation split after training (train/ngram_mix.py), or their plain sum "
+                        "(default: %(default)s)")
     m.add_argument("--ngram-lr", type=_positive(float), default=3e-2,
                    help="peak learning rate of the n-gram head (AdamW, no decay; default: %(default)s)")
     t = p.add_argument_group("optimisation")

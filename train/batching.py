@@ -10,35 +10,51 @@ from __future__ import annotations
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
+from train.ngram_head import PAD_CHAR
 from train.tokenize import Encoded
 
 
 class EncodedDataset(Dataset):
-    def __init__(self, enc: Encoded):
-        self.enc = enc
+    """(token ids, label) of each example, and its characters when the n-gram head reads them."""
+
+    def __init__(self, enc: Encoded, chars: bool = False):
+        self.enc, self.chars = enc, chars
 
     def __len__(self) -> int:
         return len(self.enc)
 
     def __getitem__(self, i: int):
+        if self.chars:
+            return self.enc.tokens(i), self.enc.labels[i], self.enc.text_chars(i)
         return self.enc.tokens(i), self.enc.labels[i]
 
 
+def _padded(rows: list[torch.Tensor], pad: int) -> torch.Tensor:
+    out = torch.full((len(rows), max(max(len(r) for r in rows), 1)), pad, dtype=torch.long)
+    for i, row in enumerate(rows):
+        out[i, :len(row)] = row
+    return out
+
+
 class Collate:
-    """Pads a batch to its own longest example (not to --max-length)."""
+    """Pads a batch to its own longest example (not to --max-length); characters (`char_ids`, when the dataset
+    gives them) to the batch's longest text, with ngram_head.PAD_CHAR."""
 
     def __init__(self, pad_id: int):
         self.pad_id = pad_id
 
     def __call__(self, items):
-        longest = max(len(ids) for ids, _ in items)
+        longest = max(len(item[0]) for item in items)
         input_ids = torch.full((len(items), longest), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(items), longest), dtype=torch.long)
-        for row, (ids, _) in enumerate(items):
-            input_ids[row, :len(ids)] = ids
-            mask[row, :len(ids)] = 1
-        labels = torch.stack([label for _, label in items])
-        return {"input_ids": input_ids, "attention_mask": mask, "labels": labels}
+        for row, item in enumerate(items):
+            input_ids[row, :len(item[0])] = item[0]
+            mask[row, :len(item[0])] = 1
+        labels = torch.stack([item[1] for item in items])
+        batch = {"input_ids": input_ids, "attention_mask": mask, "labels": labels}
+        if len(items[0]) > 2:
+            batch["char_ids"] = _padded([item[2] for item in items], PAD_CHAR)
+        return batch
 
 
 class BucketBatchSampler(Sampler):
@@ -79,16 +95,17 @@ class BucketBatchSampler(Sampler):
         return iter(self.batches(self.epoch))
 
 
-def train_loader(enc: Encoded, batch_size: int, seed: int, pad_id: int, bucketing: bool) -> DataLoader:
+def train_loader(enc: Encoded, batch_size: int, seed: int, pad_id: int, bucketing: bool,
+                 chars: bool = False) -> DataLoader:
     sampler = BucketBatchSampler(enc.lengths(), batch_size, seed, bucketing)
     # A private generator keeps DataLoader from drawing on the global RNG (dropout) at each iter().
-    return DataLoader(EncodedDataset(enc), batch_sampler=sampler, collate_fn=Collate(pad_id),
+    return DataLoader(EncodedDataset(enc, chars), batch_sampler=sampler, collate_fn=Collate(pad_id),
                       generator=torch.Generator().manual_seed(seed))
 
 
-def eval_loader(enc: Encoded, batch_size: int, pad_id: int) -> DataLoader:
+def eval_loader(enc: Encoded, batch_size: int, pad_id: int, chars: bool = False) -> DataLoader:
     # Sorted by length: little padding; order is irrelevant to the metrics.  Plain batch_size so that
     # gather_for_metrics can drop the samples accelerate duplicates to even out the last batch.
     order = torch.argsort(enc.lengths(), stable=True)
-    subset = torch.utils.data.Subset(EncodedDataset(enc), order.tolist())
+    subset = torch.utils.data.Subset(EncodedDataset(enc, chars), order.tolist())
     return DataLoader(subset, batch_size=batch_size, shuffle=False, collate_fn=Collate(pad_id))

@@ -51,13 +51,15 @@ def vocab_digest(tokenizer) -> str:
 
 
 def encoded_digest(encoded: dict) -> str:
-    """The token ids, offsets and labels of every split (a few MB: milliseconds)."""
+    """The token ids, offsets and labels of every split, and the n-gram head's characters (a few MB:
+    milliseconds)."""
     h = hashlib.sha256()
     for name in sorted(encoded):
         enc = encoded[name]
         h.update(name.encode())
-        for tensor in (enc.ids, enc.offsets, enc.labels):
-            h.update(tensor.contiguous().numpy().tobytes())
+        for tensor in (enc.ids, enc.offsets, enc.labels, enc.chars, enc.char_offsets):
+            if tensor is not None:
+                h.update(tensor.contiguous().numpy().tobytes())
     return h.hexdigest()
 
 

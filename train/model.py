@@ -24,18 +24,19 @@ NGRAM_MAX_N = 3
 
 
 def build_model(model: str, num_labels: int, vocab_size: int, max_length: int, dropout: float = 0.1,
-                ngram_buckets: int = 0, skip_ids: tuple[int, ...] = ()):
+                ngram_buckets: int = 0, skip_ids: tuple[int, ...] = (), ngram_input: str = "chars"):
     """A preset built from BertConfig (random init) or a local pretrained directory (never downloaded); with
-    `ngram_buckets` > 0, the n-gram head beside it (train/ngram_head.py; `skip_ids`: the special tokens' ids)."""
+    `ngram_buckets` > 0, the n-gram head beside it (train/ngram_head.py) over the text's characters or, with
+    `ngram_input="tokens"`, the token ids (`skip_ids`: the special tokens' ids, no part of a token n-gram)."""
     from transformers import BertConfig, BertForSequenceClassification
 
     cls = BertForSequenceClassification
-    extra = {}
+    extra: dict = {}
     if ngram_buckets > 0:
         from train.ngram_model import BertWithNgrams
 
         cls = BertWithNgrams
-        extra = dict(ngram_buckets=ngram_buckets, ngram_max_n=NGRAM_MAX_N, ngram_skip_ids=sorted(set(skip_ids)))
+        extra = dict(ngram_buckets=ngram_buckets, ngram_max_n=NGRAM_MAX_N, ngram_input=ngram_input)
     if is_local_model(model):
         path = Path(model)
         if not (path / "config.json").is_file():
@@ -44,13 +45,25 @@ def build_model(model: str, num_labels: int, vocab_size: int, max_length: int, d
         # The head's settings go into the config (a pretrained BERT's config has none; from_pretrained would pass
         # unknown keywords to the model's constructor).
         config = BertConfig.from_pretrained(str(path), num_labels=num_labels, local_files_only=True)
+        if extra and getattr(config, "ngram_buckets", None):   # a saved head keeps its shape and its input
+            extra = dict(ngram_input=getattr(config, "ngram_input", "tokens"))   # saved before the choice: tokens
         for key, value in extra.items():
-            if key == "ngram_skip_ids" or getattr(config, key, None) is None:   # a saved head keeps its shape
-                setattr(config, key, value)
+            setattr(config, key, value)
+        if extra:
+            config.ngram_skip_ids = sorted(set(skip_ids)) if config.ngram_input == "tokens" else []
         return cls.from_pretrained(str(path), config=config, local_files_only=True)
+    if extra:
+        extra["ngram_skip_ids"] = sorted(set(skip_ids)) if ngram_input == "tokens" else []
     config = BertConfig(vocab_size=vocab_size, max_position_embeddings=max(512, max_length), num_labels=num_labels,
                         hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout, **PRESETS[model], **extra)
     return cls(config)
+
+
+def reads_chars(model: torch.nn.Module) -> bool:
+    """Does this (unwrapped) model's n-gram head take `char_ids` in its batches?"""
+    from train.ngram_model import reads_chars as config_reads_chars
+
+    return config_reads_chars(model.config)
 
 
 def _no_decay(name: str) -> bool:

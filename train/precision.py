@@ -17,10 +17,14 @@ PREFIX = "precision check failed: "
 EXPECTED = {"no": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def sample_batch(encoded_split, device, length: int = 16) -> dict:
-    """The first example of a split, cut to `length` tokens: enough for every layer to run once."""
+def sample_batch(encoded_split, device, length: int = 16, chars: bool = False) -> dict:
+    """The first example of a split, cut to `length` tokens (and characters, for an n-gram head that reads them):
+    enough for every layer to run once."""
     ids = encoded_split.tokens(0)[:length].long().unsqueeze(0).to(device)
-    return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    if chars:
+        batch["char_ids"] = encoded_split.text_chars(0)[:length].long().unsqueeze(0).to(device)
+    return batch
 
 
 def linear_dtypes(accelerator, model, forward, batch: dict) -> list[torch.dtype]:
@@ -87,6 +91,7 @@ class PrecisionError(RuntimeError):
 def require(accelerator, trainer, encoded_split) -> None:
     """Collective: raise PrecisionError on every rank unless every rank's training forward (trainer.forward)
     computed in the planned dtype."""
-    problem = check(accelerator, trainer.model, trainer.forward, sample_batch(encoded_split, accelerator.device))
+    batch = sample_batch(encoded_split, accelerator.device, chars=trainer.chars)
+    problem = check(accelerator, trainer.model, trainer.forward, batch)
     if problem:
         raise PrecisionError(problem)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from train import flops, outputs, preempt, resources
+from train import flops, ngram_mix, outputs, preempt, resources
 
 # Test hook: every rank writes its full (gathered) parameters to <dir>/rank<N>.pt after training.
 DUMP_ENV = "KIT_TRAIN_DUMP_PARAMS"
@@ -102,8 +102,12 @@ def _metrics(args, accelerator, trainer, test: dict, report: dict) -> dict:
 def finish(args, accelerator, trainer, tokenizer, out: Path) -> dict:
     """Collective.  A SIGTERM stops the test at once, but lets the final write complete before it stops."""
     preempt.enter_phase(accelerator, "test", f"{len(trainer.loaders['test'].dataset)} examples")
+    mix = None
+    if getattr(accelerator.unwrap_model(trainer.model).config, "ngram_buckets", 0) and args.ngram_mix == "fit":
+        mix = ngram_mix.calibrate(trainer)   # before the test: the test split has no say in it
     test = trainer.test()
     metrics = _metrics(args, accelerator, trainer, test, resource_report(trainer))
+    metrics["ngram_mix"] = mix
     if os.environ.get(DUMP_ENV):
         dump_params(accelerator, trainer.model, os.environ[DUMP_ENV])
     state_dict = full_state_dict(accelerator, trainer.model) if args.save_model else None

@@ -74,7 +74,7 @@ def special_ids(tokenizer) -> tuple[int, ...]:
 def build_classifier(args, accelerator, splits, tokenizer):
     """The classifier (not yet prepared) and the run's fingerprint."""
     net = model_lib.build_model(args.model, len(splits.labels), len(tokenizer), args.max_length, args.dropout,
-                                args.ngram_buckets, special_ids(tokenizer))
+                                args.ngram_buckets, special_ids(tokenizer), args.ngram_input)
     net.config.id2label = dict(enumerate(splits.labels))
     net.config.label2id = {name: i for i, name in enumerate(splits.labels)}
     run_fingerprint = fingerprint.build(args, net.config, splits.fingerprint, results.strategy_name(accelerator),
@@ -88,10 +88,12 @@ def build_trainer(args, accelerator, splits, tokenizer, encoded, net=None, run_f
     if net is None:
         net, run_fingerprint = build_classifier(args, accelerator, splits, tokenizer)
     optimizer = model_lib.build_optimizer(net, args.lr, args.weight_decay, args.ngram_lr)
-    train_dl = train_loader(encoded["train"], args.batch_size, args.seed, tokenizer.pad_token_id, args.bucketing)
+    chars = model_lib.reads_chars(net)   # batches carry the text's characters for the n-gram head
+    pad = tokenizer.pad_token_id
+    train_dl = train_loader(encoded["train"], args.batch_size, args.seed, pad, args.bucketing, chars)
     sampler = train_dl.batch_sampler
-    val_dl = eval_loader(encoded["validation"], args.eval_batch_size, tokenizer.pad_token_id)
-    test_dl = eval_loader(encoded["test"], args.eval_batch_size, tokenizer.pad_token_id)
+    val_dl = eval_loader(encoded["validation"], args.eval_batch_size, pad, chars)
+    test_dl = eval_loader(encoded["test"], args.eval_batch_size, pad, chars)
     # Steps are known only after sharding; the scheduler object is filled in below, before prepare().
     per_rank_batches = len(sampler) // accelerator.num_processes
     steps_per_epoch = -(-per_rank_batches // args.grad_accum)
@@ -103,7 +105,7 @@ def build_trainer(args, accelerator, splits, tokenizer, encoded, net=None, run_f
     world_check.check(accelerator, model=net)  # the strategy must have engaged on the prepared model
     loaders = {"train": train_dl, "validation": val_dl, "test": test_dl}
     trainer = Trainer(args, accelerator, net, optimizer, scheduler, loaders, sampler, splits.labels)
-    trainer.fingerprint = run_fingerprint
+    trainer.fingerprint, trainer.chars = run_fingerprint, chars
     assert trainer.total_steps == total, (trainer.total_steps, total)
     return trainer
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from train import wordpiece
+from train import ngram_head, wordpiece
 from train.data import Splits
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -25,13 +25,23 @@ SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 BUILDER = "wp2"
 
 
+def _flat(rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = torch.tensor([len(x) for x in rows], dtype=torch.int64)
+    offsets = torch.zeros(len(rows) + 1, dtype=torch.int64)
+    offsets[1:] = torch.cumsum(lengths, 0)
+    return torch.tensor([t for x in rows for t in x], dtype=torch.int32), offsets
+
+
 @dataclass
 class Encoded:
-    """One tokenized split: token ids stored flat with offsets (compact, fast to save and load)."""
+    """One tokenized split: token ids stored flat with offsets (compact, fast to save and load), and the same for
+    what the n-gram head reads of each text (train/ngram_head.py: `char_ids`)."""
 
     ids: torch.Tensor  # int32, all examples concatenated
     offsets: torch.Tensor  # int64, len = n + 1
     labels: torch.Tensor  # int64
+    chars: torch.Tensor | None = None  # int32 code points, all examples concatenated
+    char_offsets: torch.Tensor | None = None  # int64, len = n + 1
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -42,13 +52,16 @@ class Encoded:
     def tokens(self, i: int) -> torch.Tensor:
         return self.ids[self.offsets[i]:self.offsets[i + 1]]
 
+    def text_chars(self, i: int) -> torch.Tensor:
+        if self.chars is None or self.char_offsets is None:
+            raise ValueError("these encoded splits carry no characters for the n-gram head")
+        return self.chars[self.char_offsets[i]:self.char_offsets[i + 1]]
+
     @classmethod
-    def from_lists(cls, ids: list[list[int]], labels: list[int]) -> "Encoded":
-        lengths = torch.tensor([len(x) for x in ids], dtype=torch.int64)
-        offsets = torch.zeros(len(ids) + 1, dtype=torch.int64)
-        offsets[1:] = torch.cumsum(lengths, 0)
-        flat = torch.tensor([t for x in ids for t in x], dtype=torch.int32)
-        return cls(flat, offsets, torch.tensor(labels, dtype=torch.int64))
+    def from_lists(cls, ids: list[list[int]], labels: list[int], chars: list[list[int]] | None = None) -> "Encoded":
+        flat, offsets = _flat(ids)
+        char_flat, char_offsets = _flat(chars) if chars is not None else (None, None)
+        return cls(flat, offsets, torch.tensor(labels, dtype=torch.int64), char_flat, char_offsets)
 
 
 def _atomic_dir(final: Path, write) -> None:
@@ -120,7 +133,7 @@ def trained_tokenizer_dir(cache_dir: Path, splits: Splits, vocab_size: int, cjk:
 
 def encode_splits(cache_dir: Path, splits: Splits, tokenizer_dir: Path, max_length: int) -> dict[str, Encoded]:
     """Tokenized train/validation/test, from the cache or built and cached now."""
-    key = f"{splits.fingerprint}-{tokenizer_fingerprint(tokenizer_dir)}-L{max_length}"
+    key = f"{splits.fingerprint}-{tokenizer_fingerprint(tokenizer_dir)}-L{max_length}-C{ngram_head.MAX_CHARS}"
     final = cache_dir / f"encoded-{key}"
     if not (final / "splits.pt").is_file():
         _atomic_dir(final, lambda tmp: _encode_to(tmp, splits, tokenizer_dir, max_length))
@@ -134,6 +147,7 @@ def _encode_to(out_dir: Path, splits: Splits, tokenizer_dir: Path, max_length: i
     for name in ("train", "validation", "test"):
         examples = getattr(splits, name)
         ids = tok([ex.text for ex in examples], truncation=True, max_length=max_length)["input_ids"]
-        enc = Encoded.from_lists(ids, splits.label_ids(examples))
-        out[name] = {"ids": enc.ids, "offsets": enc.offsets, "labels": enc.labels}
+        enc = Encoded.from_lists(ids, splits.label_ids(examples), [ngram_head.char_ids(ex.text) for ex in examples])
+        out[name] = {"ids": enc.ids, "offsets": enc.offsets, "labels": enc.labels, "chars": enc.chars,
+                     "char_offsets": enc.char_offsets}
     torch.save(out, out_dir / "splits.pt")

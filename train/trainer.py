@@ -50,6 +50,7 @@ class Trainer:
         self.resources = resources.Tracker(accelerator)  # per-rank memory, utilisation, samples/s per log line
         self._logged_time = 0.0  # state.train_time at the last log line
         self.pretrain = None  # what the pretrain phase did (train/pretrain.py), for metrics.json
+        self.chars = False  # do the batches carry the text's characters (`char_ids`) for the n-gram head?
         # Gradient clipping bounds BERT's step; the n-gram head's table, whose gradient norm dwarfs BERT's, stays
         # out of it (clipped together, BERT barely moved: validation 0.856 against 0.865, seed 42). DeepSpeed's
         # engine clips (or not) every parameter by its own config (`deepspeed.gradient_clipping`). Under FSDP

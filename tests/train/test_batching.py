@@ -28,3 +28,13 @@ def test_collate_pads_to_longest_in_batch():
     assert batch["input_ids"].tolist() == [[5, 6, 7], [8, 0, 0]]
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
     assert batch["labels"].tolist() == [1, 0]
+    assert "char_ids" not in batch   # BERT alone, or a head over tokens: no characters
+
+
+def test_collate_pads_the_characters_to_the_longest_text_of_the_batch():
+    batch = Collate(pad_id=3)([(torch.tensor([5, 6], dtype=torch.int32), torch.tensor(1),
+                                torch.tensor([97], dtype=torch.int32)),
+                               (torch.tensor([8], dtype=torch.int32), torch.tensor(0),
+                                torch.tensor([98, 99, 100], dtype=torch.int32))])
+    assert batch["input_ids"].tolist() == [[5, 6], [8, 3]]
+    assert batch["char_ids"].tolist() == [[97, 0, 0], [98, 99, 100]] and batch["char_ids"].dtype == torch.long

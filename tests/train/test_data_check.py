@@ -84,3 +84,7 @@ def test_digests_see_a_moved_example_swapped_ids_and_a_changed_token(small_csv, 
     assert data_check.encoded_digest({"train": enc}) == data_check.encoded_digest({"train": other})
     other.ids[1] = torch.tensor(6, dtype=torch.int32)
     assert data_check.encoded_digest({"train": enc}) != data_check.encoded_digest({"train": other})
+    # The n-gram head's characters are data the ranks must agree on too.
+    texts = tokenize.Encoded.from_lists([[2, 7, 3], [2, 8, 9, 3]], [0, 1], [[97, 98], [99]])
+    changed = tokenize.Encoded.from_lists([[2, 7, 3], [2, 8, 9, 3]], [0, 1], [[97, 98], [100]])
+    assert data_check.encoded_digest({"train": texts}) != data_check.encoded_digest({"train": changed})

@@ -54,6 +54,11 @@ def test_ranks_agree_and_eval_counts_each_example_once(tmp_path, strategy, stage
     key = "classifier.weight"
     assert torch.allclose(saved[key].float(), rank0[key], atol=1e-6)
     assert (out / "model" / "tokenizer.json").is_file()
+    # The heads' weights were fitted on the whole validation split (every example once across ranks) before the
+    # test, and saved with the model.
+    mix = metrics["ngram_mix"]
+    assert mix["examples"] == 25 and mix["deep"] > 0 and mix["wide"] > 0
+    assert json.loads((out / "model" / "config.json").read_text())["ngram_mix"] == [mix["deep"], mix["wide"]]
 
 
 @pytest.mark.slow

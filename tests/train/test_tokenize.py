@@ -1,6 +1,7 @@
 import os
 
 from train import data, tokenize
+from train.ngram_head import char_ids
 
 
 def splits(path):
@@ -25,6 +26,8 @@ def test_tokenizer_and_encoding_are_cached(small_csv, tmp_path, monkeypatch):
     assert len(enc["train"]) == len(s.train) and len(enc["test"]) == len(s.test)
     assert int(enc["train"].lengths().max()) <= 16
     assert enc["train"].labels.tolist() == s.label_ids(s.train)
+    # Beside the tokens, what the n-gram head reads of each text: its characters, whole (not cut at 16 tokens).
+    assert [enc["test"].text_chars(i).tolist() for i in range(len(s.test))] == [char_ids(ex.text) for ex in s.test]
 
     def fail(*a, **k):
         raise AssertionError("cache miss")
@@ -65,7 +68,7 @@ def test_two_caches_hold_the_same_tokenizer_and_ids(small_csv, tmp_path):
     b = tokenize.trained_tokenizer_dir(tmp_path / "node1", s, 200)
     assert {p.name: p.read_bytes() for p in a.iterdir()} == {p.name: p.read_bytes() for p in b.iterdir()}
     ea, eb = (tokenize.encode_splits(d.parent, s, d, 16)["train"] for d in (a, b))
-    assert ea.ids.tolist() == eb.ids.tolist()
+    assert ea.ids.tolist() == eb.ids.tolist() and ea.chars.tolist() == eb.chars.tolist()
 
 
 def test_cjk_words_merge_characters_into_pieces_and_keep_long_runs(small_csv, tmp_path):
