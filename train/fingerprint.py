@@ -30,7 +30,9 @@ def build(args, model_config, data_fingerprint: str, strategy: str, world_size: 
         # Only with the n-gram head: BERT alone keeps the fingerprint it had before the head, so its checkpoints
         # still resume.
         out.update({"model.ngram_buckets": config["ngram_buckets"], "model.ngram_max_n": config.get("ngram_max_n"),
-                    "model.ngram_input": config.get("ngram_input", "tokens"), "ngram_lr": args.ngram_lr})
+                    "ngram_lr": args.ngram_lr})
+        if config.get("ngram_input", "tokens") != "tokens":   # a token head's checkpoints from before still resume
+            out["model.ngram_input"] = config["ngram_input"]
     return out
 
 

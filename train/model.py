@@ -45,6 +45,9 @@ def build_model(model: str, num_labels: int, vocab_size: int, max_length: int, d
         # The head's settings go into the config (a pretrained BERT's config has none; from_pretrained would pass
         # unknown keywords to the model's constructor).
         config = BertConfig.from_pretrained(str(path), num_labels=num_labels, local_files_only=True)
+        config.ngram_mix = None   # fitted to the saved model, not to the one trained now (train/ngram_mix.py)
+        if not extra and getattr(config, "ngram_buckets", None):
+            config.ngram_buckets = 0   # BERT alone asked for (--ngram-buckets 0): the saved head is left out
         if extra and getattr(config, "ngram_buckets", None):   # a saved head keeps its shape and its input
             extra = dict(ngram_input=getattr(config, "ngram_input", "tokens"))   # saved before the choice: tokens
         for key, value in extra.items():
@@ -59,11 +62,16 @@ def build_model(model: str, num_labels: int, vocab_size: int, max_length: int, d
     return cls(config)
 
 
+def has_head(model: torch.nn.Module) -> bool:
+    """Is this (unwrapped) model BERT with the n-gram head (not only a config that mentions one)?"""
+    return isinstance(getattr(model, "ngrams", None), torch.nn.Module)
+
+
 def reads_chars(model: torch.nn.Module) -> bool:
     """Does this (unwrapped) model's n-gram head take `char_ids` in its batches?"""
     from train.ngram_model import reads_chars as config_reads_chars
 
-    return config_reads_chars(model.config)
+    return has_head(model) and config_reads_chars(model.config)
 
 
 def _no_decay(name: str) -> bool:

@@ -23,6 +23,7 @@ import re
 import torch
 
 MAX_CHARS = 1024    # characters of an example the head reads (the 99.9th percentile review has ~850)
+CHARS_VERSION = "c1"   # part of the encoded cache's key: a change to char_ids must not reuse older caches
 PAD_CHAR = 0        # NUL is dropped from the text, so 0 is free to pad with
 PRIME = 1_000_003   # mixes one id into the running hash of an n-gram
 
@@ -59,6 +60,8 @@ class NgramBag(torch.nn.Module):
                 ok &= real[:, k:length - n + 1 + k]
             buckets.append(h)
             keep.append(ok)
+        if not buckets:   # a text with no characters (an empty review): no n-grams, zero logits
+            return torch.zeros_like(ids[:, :0]), torch.zeros_like(real[:, :0])
         return torch.cat(buckets, 1), torch.cat(keep, 1)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -66,7 +69,7 @@ class NgramBag(torch.nn.Module):
         grams, keep = self.ngram_ids(input_ids, attention_mask)
         weights = keep.float() / keep.sum(1, keepdim=True).clamp(min=1).float().sqrt()
         batch, per = grams.shape
-        offsets = torch.arange(0, batch * per, per, device=grams.device)
+        offsets = torch.arange(batch, device=grams.device) * per   # all 0 for texts without characters
         return self.bag(grams.flatten(), offsets, per_sample_weights=weights.flatten().to(self.bag.weight.dtype))
 
 

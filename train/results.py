@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from train import flops, ngram_mix, outputs, preempt, resources
+from train import model as model_lib
 
 # Test hook: every rank writes its full (gathered) parameters to <dir>/rank<N>.pt after training.
 DUMP_ENV = "KIT_TRAIN_DUMP_PARAMS"
@@ -103,7 +104,7 @@ def finish(args, accelerator, trainer, tokenizer, out: Path) -> dict:
     """Collective.  A SIGTERM stops the test at once, but lets the final write complete before it stops."""
     preempt.enter_phase(accelerator, "test", f"{len(trainer.loaders['test'].dataset)} examples")
     mix = None
-    if getattr(accelerator.unwrap_model(trainer.model).config, "ngram_buckets", 0) and args.ngram_mix == "fit":
+    if model_lib.has_head(accelerator.unwrap_model(trainer.model)) and args.ngram_mix == "fit":
         mix = ngram_mix.calibrate(trainer)   # before the test: the test split has no say in it
     test = trainer.test()
     metrics = _metrics(args, accelerator, trainer, test, resource_report(trainer))

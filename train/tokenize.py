@@ -133,7 +133,7 @@ def trained_tokenizer_dir(cache_dir: Path, splits: Splits, vocab_size: int, cjk:
 
 def encode_splits(cache_dir: Path, splits: Splits, tokenizer_dir: Path, max_length: int) -> dict[str, Encoded]:
     """Tokenized train/validation/test, from the cache or built and cached now."""
-    key = f"{splits.fingerprint}-{tokenizer_fingerprint(tokenizer_dir)}-L{max_length}-C{ngram_head.MAX_CHARS}"
+    key = f"{splits.fingerprint}-{tokenizer_fingerprint(tokenizer_dir)}-L{max_length}-C{ngram_head.CHARS_VERSION}-{ngram_head.MAX_CHARS}"
     final = cache_dir / f"encoded-{key}"
     if not (final / "splits.pt").is_file():
         _atomic_dir(final, lambda tmp: _encode_to(tmp, splits, tokenizer_dir, max_length))

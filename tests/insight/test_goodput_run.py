@@ -54,7 +54,9 @@ def _recomputed(record: str) -> tuple:
     kept = 0.0
     for part, until in ((one, cut), (two, next(e["t"] for e in two if e["e"] == "end"))):
         kept += training(part, next(e["t"] for e in part if e["e"] == "train"), until)
-    last_seen = max(e.get("t1", e["t"]) for e in one)   # the first attempt's training was seen up to here
+    # The first attempt's training was seen up to here, within the attempt: what rank 0 still reported while it was
+    # torn down (after the attempt's recorded end; seen in CI under load) is the restart's time, not the attempt's.
+    last_seen = min(max(e.get("t1", e["t"]) for e in one), first_end)
     lost = training(one, cut, last_seen)
     return kept, lost, status["finished_at"] - status["created_at"], restored
 

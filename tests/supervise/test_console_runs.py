@@ -21,15 +21,16 @@ def test_closed_output_pipe_never_stalls_the_run(tmp_path):
     out.mkdir()
     job = write_job(tmp_path, args=["--out", str(out), "--flood", "2000000", "--linger", "1"])
     proc = subprocess.Popen([sys.executable, "-m", "launcher", "submit", job, "--cluster", LOCAL_CLUSTER,
-                             "--run-id", "piped"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             "--run-id", "closed-pipe"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.readline()
     proc.stdout.readline()
     proc.stdout.close()  # what `head -n 2` does once it has its lines
     _, err = proc.communicate(timeout=180)
     assert proc.returncode == 0, err.decode()[-2000:]
-    log = (tmp_path / "runs" / "piped" / "node1.log").read_text()
+    log = (tmp_path / "runs" / "closed-pipe" / "node1.log").read_text()
     assert "probe rank 1 flooded" in log and log.count("x" * 99) == 20000
-    assert pids_of_run("piped") == []
+    # (Its own run id: processes are found machine-wide by id, and tests/train/test_pipeline.py runs one "piped".)
+    assert pids_of_run("closed-pipe") == []
 
 
 def _under_a_terminal(tmp_path, procs: int, run_id: str) -> subprocess.Popen:

@@ -86,7 +86,6 @@ def test_a_saved_classifier_loads_with_its_head_and_computes_the_same(tmp_path):
     net = _classifier().eval()
     torch.nn.init.normal_(net.ngrams.bag.weight)
     net.save_pretrained(tmp_path / "m")
-    # The job's default bucket count differs from the saved head's: the saved head keeps its shape.
     # The job's default bucket count and input differ from the saved head's: the saved head keeps its shape and
     # what it reads.
     again = model.build_model(str(tmp_path / "m"), num_labels=2, vocab_size=0, max_length=0,
@@ -113,9 +112,10 @@ def test_bert_alone_has_the_fingerprint_it_had_before_the_head(tmp_path):
     assert not any("ngram" in key for key in plain)   # an older checkpoint of BERT alone still resumes
     headed = fingerprint.build(args, _classifier().config, "d", "ddp", 2, "no")
     assert headed["model.ngram_buckets"] == 1 << 10 and headed["ngram_lr"] == 0.03
-    assert headed["model.ngram_input"] == "tokens"
+    assert "model.ngram_input" not in headed   # a token head's checkpoints from before the choice still resume
     # What the head reads is part of the model: a checkpoint of a token head does not resume as a character head.
-    assert fingerprint.build(args, _classifier(ngram_input="chars").config, "d", "ddp", 2, "no") != headed
+    chars = fingerprint.build(args, _classifier(ngram_input="chars").config, "d", "ddp", 2, "no")
+    assert chars["model.ngram_input"] == "chars" and chars != headed
 
 
 def test_a_pretrained_bert_without_a_head_gets_a_zero_head(tmp_path):
@@ -187,3 +187,20 @@ def test_a_head_saved_before_the_choice_existed_reads_tokens(tmp_path):
     again = model.build_model(str(tmp_path / "m"), 2, 0, 0, ngram_buckets=model.NGRAM_BUCKETS,
                               skip_ids=(CLS, SEP, PAD))
     assert again.config.ngram_input == "tokens" and again.ngrams.skip_ids == (PAD, CLS, SEP)
+
+
+def test_a_text_without_characters_gets_zero_logits_from_the_head():
+    net = _classifier(ngram_input="chars").eval()
+    torch.nn.init.normal_(net.ngrams.bag.weight)
+    empty = torch.zeros((2, 0), dtype=torch.long)   # what the precision check's sample of an empty review holds
+    assert torch.equal(net.ngrams(empty, empty != PAD_CHAR), torch.zeros(2, 2))
+    assert torch.equal(net.ngrams(char_batch(["", " "]), char_batch(["", " "]) != PAD_CHAR), torch.zeros(2, 2))
+
+
+def test_bert_alone_from_a_saved_headed_model_is_bert_alone(tmp_path):
+    net = _classifier(ngram_input="chars")
+    net.config.ngram_mix = [0.5, 2.0]
+    net.save_pretrained(tmp_path / "m")
+    plain = model.build_model(str(tmp_path / "m"), 2, 0, 0, ngram_buckets=0)
+    assert not model.has_head(plain) and not model.reads_chars(plain)   # batches carry no characters for it
+    assert not plain.config.ngram_buckets   # nor does its fingerprint count a head

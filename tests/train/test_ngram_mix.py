@@ -48,6 +48,11 @@ def test_the_model_weighs_its_heads_by_the_mix_in_its_config(tmp_path):
     net.config.ngram_mix = [0.25, 2.0]
     mixed = net(**inputs)
     assert torch.allclose(mixed.logits, 0.25 * out.deep_logits + 2.0 * out.wide_logits)
-    net.save_pretrained(tmp_path / "m")   # the mix is saved with the model
+    net.save_pretrained(tmp_path / "m")   # the mix is saved with the model: a loaded model predicts with it
+    from train.ngram_model import BertWithNgrams
+
+    assert torch.allclose(BertWithNgrams.from_pretrained(tmp_path / "m").eval()(**inputs).logits, mixed.logits)
+    # A model trained from it (--model DIR) starts from the plain sum: that mix was fitted to another model.
     again = model.build_model(str(tmp_path / "m"), 2, 0, 0, ngram_buckets=model.NGRAM_BUCKETS).eval()
-    assert torch.allclose(again(**inputs).logits, mixed.logits)
+    assert ngram_mix.weights(again.config) == ngram_mix.SUM
+    assert torch.allclose(again(**inputs).logits, out.logits)
