@@ -7,6 +7,7 @@ import signal
 import time
 
 from tests.backends.sshrun import cluster, leftovers, workdir
+from tests.harness.network import wait_reachable
 from tests.launcher.localrun import kit, kit_background, reports, wait_for, write_job
 
 
@@ -36,6 +37,7 @@ def test_a_host_off_the_network_is_lost_and_keeps_nothing(ssh_hosts, tmp_path):
             leftovers(ssh_hosts, "ssh-offline")
     finally:
         n2.run(["ip", "link", "set", "eth0", "up"], check=False)
+        wait_reachable(n2.address)   # the next test gets the network as this one found it
         if proc.poll() is None:
             proc.kill()
     status = kit("status", "ssh-offline", cwd=workdir(ssh_hosts))
@@ -58,6 +60,7 @@ def test_ctrl_c_ends_kit_within_seconds_with_a_host_unreachable(ssh_hosts, tmp_p
         assert wait_for(lambda: leftovers(ssh_hosts, "ssh-offline-c") == {}, timeout=40)
     finally:
         n2.run(["ip", "link", "set", "eth0", "up"], check=False)
+        wait_reachable(n2.address)   # the next test gets the network as this one found it
         if proc.poll() is None:
             proc.kill()
     status = kit("status", "ssh-offline-c", cwd=workdir(ssh_hosts))
@@ -93,6 +96,7 @@ def test_a_lost_host_is_replaced_by_a_spare_and_training_resumes(ssh_hosts, tmp_
         output, _ = proc.communicate(timeout=600)
     finally:
         n2.run(["ip", "link", "set", "eth0", "up"], check=False)
+        wait_reachable(n2.address)   # the next test gets the network as this one found it
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, output[-4000:]

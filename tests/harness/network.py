@@ -45,3 +45,22 @@ def destroy_network(slot):
 def _batch(ns, commands):
     """Several `ip` commands in one process inside namespace ns (one fork instead of one per line)."""
     sh(["ip", "-n", ns, "-batch", "-"], input="\n".join(commands) + "\n")
+
+
+def wait_reachable(address: str, port: int = 22, timeout: float = 30.0) -> None:
+    """After a test took a host's link down and up again: wait (bounded) until its sshd answers from here, so the
+    next test does not meet the neighbour entry the outage left failed ("No route to host", seen once in CI right
+    after the host-loss tests)."""
+    import socket
+    import time
+
+    sh(["ip", "neigh", "flush", "to", address], check=False)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection((address, port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)

@@ -3,6 +3,7 @@ line (the dry-run too), and listed by kit hosts with the run and its cause (issu
 SSH hosts (the spare: a third name for n1's machine)."""
 
 from tests.backends.sshrun import cluster, leftovers, workdir
+from tests.harness.network import wait_reachable
 from tests.launcher.localrun import kit, kit_background, reports, wait_for, write_job
 
 
@@ -21,6 +22,7 @@ def test_a_host_that_was_lost_is_avoided_next_time_and_listed(ssh_hosts, tmp_pat
         output, _ = proc.communicate(timeout=120)
     finally:
         n2.run(["ip", "link", "set", "eth0", "up"], check=False)
+        wait_reachable(n2.address)   # the next test gets the network as this one found it
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 255 and "node 1 (n2) lost" in output, output[-2000:]
