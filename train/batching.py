@@ -11,7 +11,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from train.ngram_head import PAD_CHAR
-from train.tokenize import Encoded
+from train.tokenizing import Encoded
 
 
 class EncodedDataset(Dataset):

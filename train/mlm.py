@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
 from train.batching import BucketBatchSampler
-from train.tokenize import Encoded
+from train.tokenizing import Encoded
 
 IGNORE = -100  # label of a token that is not predicted
 

@@ -23,7 +23,7 @@ import torch
 import torch.distributed as dist
 
 from train import EXIT_BAD_DATA, EXIT_CONFIG, EXIT_PREEMPTED, EXIT_WORLD_CHECK
-from train import data, data_check, fingerprint, model as model_lib, preempt, resume, tokenize
+from train import data, data_check, fingerprint, model as model_lib, preempt, resume, tokenizing
 from train.batching import BucketBatchSampler
 from train.pipeline import Fail, StageModule, say
 from train.pipeline_eval import evaluate_and_record, report
@@ -76,10 +76,10 @@ class PipelineRun:
         for turn in (True, False):   # the node's first process builds the caches, the others then read them
             if turn == local_first:
                 tok_dir = (Path(args.model) if model_lib.is_local_model(args.model)
-                           else tokenize.trained_tokenizer_dir(cache, splits, args.vocab_size, args.cjk))
-                encoded = tokenize.encode_splits(cache, splits, tok_dir, args.max_length)
+                           else tokenizing.trained_tokenizer_dir(cache, splits, args.vocab_size, args.cjk))
+                encoded = tokenizing.encode_splits(cache, splits, tok_dir, args.max_length)
             dist.barrier()
-        self.splits, self.tokenizer, self.encoded = splits, tokenize.load_tokenizer(tok_dir), encoded
+        self.splits, self.tokenizer, self.encoded = splits, tokenizing.load_tokenizer(tok_dir), encoded
 
     def check_data(self) -> None:
         """Every rank must have loaded the same split, tokenizer and ids (train/data_check.py)."""

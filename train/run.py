@@ -11,7 +11,7 @@ import torch
 
 from train import EXIT_BAD_DATA, EXIT_CONFIG, EXIT_PREEMPTED, EXIT_RESUME_REFUSED, EXIT_WORLD_CHECK
 from train import accumulation, checkpoint, data, data_check, fingerprint, model as model_lib
-from train import insight, precision, preempt, pretrain, results, resume, tokenize, world_check
+from train import insight, precision, preempt, pretrain, results, resume, tokenizing, world_check
 from train.batching import eval_loader, train_loader
 from train.progress import quiet_library_bars
 from train.trainer import Trainer
@@ -41,9 +41,9 @@ def load_data(args, accelerator):
         if model_lib.is_local_model(args.model):
             tok_dir = Path(args.model)
         else:
-            tok_dir = tokenize.trained_tokenizer_dir(cache, splits, args.vocab_size, args.cjk)
-        encoded = tokenize.encode_splits(cache, splits, tok_dir, args.max_length)
-    return splits, tokenize.load_tokenizer(tok_dir), encoded
+            tok_dir = tokenizing.trained_tokenizer_dir(cache, splits, args.vocab_size, args.cjk)
+        encoded = tokenizing.encode_splits(cache, splits, tok_dir, args.max_length)
+    return splits, tokenizing.load_tokenizer(tok_dir), encoded
 
 
 def same_pipeline(args, accelerator, splits, tokenizer, encoded) -> str | None:

