@@ -19,6 +19,7 @@ from launcher.render.direct import direct_argv, direct_env, is_direct
 from launcher.render.envcheck import file_name as env_check_file, program as env_check_program, task_line
 from launcher.render.fsdp import fsdp_config
 from launcher.render.shell import interface_lines, node_command, threads_lines
+from launcher.preflight import modules as module_check
 from launcher.render.torchrun import torchrun_argv, torchrun_env
 from launcher.render.text import to_json, to_yaml
 from launcher.spec.cluster import ClusterSpec
@@ -98,7 +99,8 @@ def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan
     env = {**env, WORKER_TAG_ENV: worker_tag_template(rank_word)}
     command = node_command(cluster.workdir, tuple(cluster.setup), env, argv, runtime_vars, prelude, secrets,
                            job_args=len(job.args), runtime_env=(WORKER_TAG_ENV,),
-                           before_exec=_env_check_lines(job, shape, placement, python, run_dir, rank_word, files))
+                           before_exec=(_module_check_lines(job, argv, placement, python, run_dir, rank_word, files)
+                                        + _env_check_lines(job, shape, placement, python, run_dir, rank_word, files)))
     shared = tuple(p for p in files if not p.startswith(f"{run_dir}/accelerate"))
     own = (config_file,) if config_file is not None else ()
     return NodePlan(
@@ -106,6 +108,16 @@ def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan
         setup=tuple(cluster.setup), files=tuple(sorted(shared + own)), command=command,
         log=f"{run_dir}/node{rank}.log",
     )
+
+
+def _module_check_lines(job, argv, placement, python, run_dir, rank_word, files) -> tuple:
+    """Where each task checks its own interpreter (SLURM), its line before the launcher and the program as a file
+    of the plan: a missing accelerate (or torch) is one line at the task's start, not a traceback after it."""
+    if not placement.task_checks:
+        return ()
+    files[module_check.file_name(run_dir)] = module_check.program()
+    return (module_check.task_line(python, run_dir, rank_word, module_check.required(argv, job.strategy),
+                                   placement.runtime_vars),)
 
 
 def _env_check_lines(job, shape, placement, python, run_dir, rank_word, files) -> tuple:

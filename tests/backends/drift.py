@@ -31,3 +31,22 @@ def seen_on(host, path: str, text: str):
     finally:
         host.run(["umount", path], check=False)
         os.unlink(tmp)
+
+
+def package_dir(name: str) -> str:
+    """Where this interpreter finds the package `name` (its directory)."""
+    import importlib.util
+    return os.path.dirname(importlib.util.find_spec(name).origin)
+
+
+@contextlib.contextmanager
+def emptied_on(host, path: str):
+    """While inside, `host` (and only it) sees an empty directory at `path`: a package it no longer has, as on a
+    machine whose environment lacks it."""
+    empty = tempfile.mkdtemp(prefix="kit-empty-", dir=os.path.dirname(host.dir))
+    host.run(["mount", "--bind", empty, path])
+    try:
+        yield
+    finally:
+        host.run(["umount", path], check=False)
+        os.rmdir(empty)

@@ -19,8 +19,8 @@ def test_healthy_cluster_passes_every_check(ssh_hosts, tmp_path):
     report = json.loads(result.stdout)
     checks = {(c["host"], c["check"]): c for c in report["checks"]}
     for host in ("n1", "n2"):
-        for check in ("ssh", "sftp", "python", "disk", "entrypoint", "version torch", "version accelerate",
-                      "tcp to master"):
+        for check in ("ssh", "sftp", "python", "modules", "disk", "entrypoint", "version torch",
+                      "version accelerate", "tcp to master"):
             assert checks[(host, check)]["verdict"] == "ok", checks[(host, check)]
         assert checks[(host, "gpus")]["verdict"] == "skipped"
     assert checks[("n1", "master port")]["verdict"] == "ok"
@@ -39,6 +39,21 @@ def test_unreachable_host_fails_doctor_within_the_timeout(ssh_hosts, tmp_path):
     checks = {(c["host"], c["check"]): c for c in json.loads(result.stdout)["checks"]}
     assert checks[("ghost", "ssh")]["verdict"] == "FAIL" and "host ghost" in checks[("ghost", "ssh")]["detail"]
     assert checks[("n1", "ssh")]["verdict"] == "ok"
+
+
+def test_a_host_without_accelerate_fails_the_same_check_a_run_makes(ssh_hosts, tmp_path):
+    """Issue 41 item 7: the package's metadata is still there, its code is not (an empty directory on n2): the
+    versions read fine, the modules check (find_spec, as `kit submit`'s checks) names what is missing."""
+    import sys
+    from tests.backends.drift import emptied_on, package_dir
+    job = write_job(tmp_path, args=["--out", str(tmp_path)])
+    with emptied_on(ssh_hosts.hosts[1], package_dir("accelerate")):
+        result = _doctor(ssh_hosts, cluster(ssh_hosts, tmp_path), "--job", job)
+    assert result.returncode == 1, result.stdout + result.stderr
+    checks = {(c["host"], c["check"]): c for c in json.loads(result.stdout)["checks"]}
+    assert checks[("n1", "modules")]["verdict"] == "ok", checks[("n1", "modules")]
+    assert checks[("n2", "modules")]["verdict"] == "FAIL"
+    assert checks[("n2", "modules")]["detail"].startswith(f"{sys.executable} has no module accelerate (pip install")
 
 
 def test_wrong_python_fails_on_every_host(ssh_hosts, tmp_path):

@@ -60,6 +60,20 @@ def test_wrong_python_fails_before_launch_naming_the_host(ssh_hosts, tmp_path):
     _no_run(ssh_hosts, "ssh-bad-python")
 
 
+def test_a_host_without_accelerate_is_named_before_anything_starts(ssh_hosts, tmp_path):
+    """Issue 41 item 7: n2's python lacks accelerate (its package directory empty there): one line naming the host,
+    the interpreter and the fix, exit 2, nothing started on n1 either; no traceback 4 s into the launch."""
+    from tests.backends.drift import emptied_on, package_dir
+    with emptied_on(ssh_hosts.hosts[1], package_dir("accelerate")):
+        result = _submit(ssh_hosts, tmp_path, cluster(ssh_hosts, tmp_path), "ssh-no-accelerate")
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("kit: error:")]
+    assert lines == [f"kit: error: host n2: {sys.executable} has no module accelerate (pip install accelerate there, "
+                     f"or point the cluster config's python: or setup: at an environment that has it)"], result.stderr
+    assert "Traceback" not in result.stderr and "No module named" not in result.stderr
+    _no_run(ssh_hosts, "ssh-no-accelerate")
+
+
 def test_secrets_reach_the_node_but_no_command_line_or_record(ssh_hosts, tmp_path):
     secret = "s3cr3t-value-do-not-print"
     cfg = cluster(ssh_hosts, tmp_path, env={"API_TOKEN": secret},

@@ -18,6 +18,7 @@ class SlurmPlacement(Placement):
     prelude = (MASTER_ADDR_PRELUDE,)
     lanes_own_ports = False   # every array task is an allocation of its own
     restarts_in_place = True  # a restart is a requeue: the same script, resolved again in a new allocation
+    task_checks = True         # each task's python has the launch's modules (check_modules.py), before the env check
     env_check_where = "task"   # the tasks meet in the shared run directory (env_check.py) before training
 
     def check_cluster(self, cluster: ClusterSpec) -> None:

@@ -12,6 +12,7 @@ from launcher.preflight.reach import CONNECT_SECONDS, REACH_SOURCE, reach_detail
 from launcher.render.shell import node_command
 
 PACKAGES = ("torch", "accelerate", "deepspeed", "transformers")
+DEFAULT_MODULES = ("accelerate", "torch")   # without --job: what an accelerate launch needs
 MARK = "kit-doctor:"
 MIN_FREE_GB = 1.0
 # Versions come from package metadata: nothing heavy is imported.
@@ -60,9 +61,11 @@ def _said(out: str) -> list:
     return after_marker(out, MARK)
 
 
-def _facts(conn, cluster, python, entry=("", "")) -> tuple[dict, str]:
+def _facts(conn, cluster, python, entry=("", ""), needed=DEFAULT_MODULES) -> tuple[dict, str]:
+    from launcher.preflight import modules
     from launcher.render.envcheck import SOURCE, probe_lines
-    program = FACTS_SOURCE + SOURCE + probe_lines(MARK, *entry)   # and the fingerprint a run's checks take
+    # And what a run's checks take: the fingerprint, and the launch's modules found (the same find_spec check).
+    program = FACTS_SOURCE + SOURCE + probe_lines(MARK, *entry) + modules.SOURCE + modules.probe_lines(MARK, needed)
     code, out, err = conn.run(_text(cluster, (python, "-c", program)), timeout=120)
     said = _said(out)
     if not said:
@@ -70,6 +73,7 @@ def _facts(conn, cluster, python, entry=("", "")) -> tuple[dict, str]:
         return {}, f"{python} not usable after the setup lines (exit {code}): {last}"
     facts = json.loads(said[0])
     facts["env"] = next((json.loads(v[4:]) for v in said[1:] if v.startswith("env ")), None)
+    facts["missing"] = next((v[len("missing "):] for v in said[1:] if v.startswith("missing ")), "")
     return facts, ""
 
 
@@ -78,11 +82,14 @@ def _env_rows(facts: dict) -> list:
     return env_rows([(host, f["env"]) for host, f in facts.items() if f.get("env") is not None])
 
 
-def _host_rows(name, conn, cluster, python, gpus_wanted, entry_check, entry=("", "")) -> tuple[list, dict]:
-    facts, problem = _facts(conn, cluster, python, entry)
+def _host_rows(name, conn, cluster, python, gpus_wanted, entry_check, entry=("", ""),
+               needed=DEFAULT_MODULES) -> tuple[list, dict]:
+    facts, problem = _facts(conn, cluster, python, entry, needed)
     if problem:
         return [(name, "python", "FAIL", problem)], {}
-    rows = [(name, "python", "ok", f"{facts['python']} ({facts['version']})")]
+    rows = [(name, "python", "ok", f"{facts['python']} ({facts['version']})"),
+            (name, "modules", "FAIL" if facts["missing"] else "ok",
+             facts["missing"] or f"{', '.join(needed)} found (what the launch imports first)")]
     if gpus_wanted == 0:
         rows.append((name, "gpus", "skipped", "CPU cluster"))
     else:
@@ -158,6 +165,7 @@ def _network_rows(conns, cluster, pythons, master, port) -> list:
 def doctor_rows(cluster, job=None, plan=None) -> list:
     from launcher.backends.ssh.preflight import entry_checker
     from launcher.planning.port import master_port
+    from launcher.preflight import modules
     from launcher.transport.endpoint import resolve, ssh_settings
     from launcher.transport.hostkeys import Accepted
     from launcher.transport.connect import connect
@@ -166,6 +174,8 @@ def doctor_rows(cluster, job=None, plan=None) -> list:
     point = job.entrypoint if job is not None else None
     entry = (("module", point.module) if point.module else ("script", point.script)) if point else ("", "")
     python = cluster.python or "python"
+    needed = (modules.required(plan.nodes[0].argv, plan.world.strategy) if plan is not None and plan.nodes
+              else DEFAULT_MODULES)
     rows, conns = [], {}
 
     def one(host):
@@ -175,7 +185,7 @@ def doctor_rows(cluster, job=None, plan=None) -> list:
             return host.name, None, [(host.name, "ssh", "FAIL", str(e))], {}
         wanted = host.gpus if host.gpus is not None else cluster.gpus_per_node
         check = entry_checker(plan, host.name, job) if plan is not None else None
-        host_rows, facts = _host_rows(host.name, conn, cluster, python, wanted, check, entry)
+        host_rows, facts = _host_rows(host.name, conn, cluster, python, wanted, check, entry, needed)
         return host.name, conn, [(host.name, "ssh", "ok", "reachable, authenticated, host key known"),
                                  _sftp_row(host.name, conn)] + host_rows, facts
 

@@ -1,5 +1,6 @@
 """Cheap checks on every host before an SSH run starts anything: reachable (the connect), the plan's python found
-after the node's setup lines, the entrypoint there, the master port free. Each problem is one line naming the
+after the node's setup lines with the launch's modules (preflight/modules.py), the entrypoint there, the master port
+free. Each problem is one line naming the
 host."""
 
 import json
@@ -50,8 +51,12 @@ def check_input(plan: LaunchPlan, node: NodePlan, entrypoint, heartbeat: float =
     fan-out to many hosts pays many times."""
     from launcher.backends.ssh.boot import boot_source
     from launcher.backends.ssh.gate import LOADER, gate_input
+    from launcher.preflight import modules
     port = plan.world.master_port if node.machine_rank == 0 else 0
-    source, args = PROBE_SOURCE, [str(port)]
+    # The launch's modules found (find_spec, nothing imported): a host without accelerate is named before the start.
+    needed = modules.required(node.argv, plan.world.strategy)
+    source = PROBE_SOURCE + modules.SOURCE + modules.probe_lines(PROBE, needed)
+    args = [str(port)]
     if entrypoint is not None and plan.env_check != "off" and len(plan.nodes) > 1:
         # The node's fingerprint for the environment check (insight/drift.py), taken where the node will run.
         from launcher.render.envcheck import SOURCE, probe_lines
@@ -73,6 +78,8 @@ def _read_probe(plan: LaunchPlan, node: NodePlan, result: CheckResult):
         last = last_line(result.stderr)
         return (f"{where}: python {node.argv[0]!r} not usable after the setup lines "
                       f"(exit {result.returncode}): {last}")
+    if "missing" in said:
+        return f"{where}: {said['missing']}"
     if said.get("port", "free").startswith("busy"):
         return (f"{where}: master port {plan.world.master_port} is in use on the master host; "
                 f"pick another with --port")
