@@ -144,8 +144,11 @@ def machine(s: Straggler) -> str:
     waited = s.wait_s is not None and s.wait_s > 0 and s.wait_s >= LOADED_WAIT * max(s.own_s - s.fastest_s, 0.0)
     load = f"load {s.load:.1f} on {s.cpus} cores" if s.load is not None and s.cpus else ""
     wait = f"rank {s.rank} waited {1000 * s.wait_s:.0f} ms a step for a CPU" if waited and s.wait_s else ""
+    if loaded and not waited and s.wait_s is not None:   # loaded, but its wait for a CPU does not explain it
+        wait = (f"though rank {s.rank} waited only {1000 * s.wait_s:.0f} ms a step for a CPU: something else slowed "
+                f"it too")
     if loaded:
-        whose = ("" if s.threads is None else ", other processes" if s.load >= s.threads + 1   # type: ignore[operator]
+        whose = ("" if s.threads is None else ", other processes" if s.load >= s.threads + 1
                  else f", the run's own {s.threads} threads")
         return "the machine is loaded (" + load + whose + (f"; {wait}" if wait else "") + ")"
     if waited:
@@ -157,12 +160,15 @@ def line(s: Straggler, host: str) -> str:
     """`node 1 (n2) rank 1, forward 1.9x the fastest rank` (what kit status and the console say), then the machine's
     load when that is what slowed it."""
     where = f"node {s.node} ({host}) " if s.node is not None else ""
-    if s.ratio is None:
-        how = f"{1000 * s.own_s:.1f} ms per step against {1000 * s.fastest_s:.1f} ms on the fastest rank"
-    else:
-        how = f"{s.ratio:.1f}x the fastest rank"
     why = machine(s)
-    return f"{where}rank {s.rank}, {s.section} {how}" + (f"; {why}" if why else "")
+    return f"{where}rank {s.rank}, {slower(s)}" + (f"; {why}" if why else "")
+
+
+def slower(s: Straggler) -> str:
+    """`forward 1.9x the fastest rank`, or both times where the fastest rank took none."""
+    if s.ratio is None:
+        return f"{s.section} {1000 * s.own_s:.1f} ms per step against {1000 * s.fastest_s:.1f} ms on the fastest rank"
+    return f"{s.section} {s.ratio:.1f}x the fastest rank"
 
 
 def record_fields(s: Straggler) -> dict:
@@ -188,4 +194,5 @@ def below(score: float, threshold: float) -> str:
     return f"{score!r} < {threshold!r}"
 
 
-__all__ = ["Stragglers", "Straggler", "line", "machine", "below", "record_fields", "from_record", "THRESHOLD", "WINDOW"]
+__all__ = ["Stragglers", "Straggler", "line", "slower", "machine", "below", "record_fields", "from_record",
+           "THRESHOLD", "WINDOW"]

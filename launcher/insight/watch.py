@@ -54,8 +54,9 @@ class InsightWatch:
 
     def _name(self, found) -> None:
         host = self.host_of(found.node) if found.node is not None else "?"
-        self.say(f"kit: straggler: {line(found, host)} (its relative score {below(found.score, self.stragglers.threshold)}"
-                 f" over its last report windows; the world steps at its pace)")
+        score = below(found.score, self.stragglers.threshold)
+        self.say(f"kit: straggler: {line(found, host)} (its relative score {score} over its last report windows; "
+                 f"the world steps at its pace)")
         try:
             self.record.update_status(straggler={"host": host, **record_fields(found), "at": time.time()})
         except Exception:   # the record keeps its last good state; the console said it

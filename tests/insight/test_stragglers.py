@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from launcher.core.describe import _straggler as describe_straggler
 from launcher.insight.events import MARK
-from launcher.insight.stragglers import FLOOR, THRESHOLD, Stragglers, below, line
+from launcher.insight.stragglers import FLOOR, THRESHOLD, Stragglers, below, line, machine
 from launcher.insight.watch import InsightWatch
 from launcher.records import RunRecord
 
@@ -104,7 +104,8 @@ def test_a_rank_slowed_by_a_loaded_machine_is_said_so():
                                     "a CPU)")
     # The run's own processes fill the cores: loaded, not by others.
     own = [dict(e, load=2.2, threads=4) for e in loaded]
-    assert "loaded (load 2.2 on 2 cores, the run's own 4 threads; rank 1 waited 60 ms a step for a CPU)" in line(_named(own), "localhost")
+    assert "loaded (load 2.2 on 2 cores, the run's own 4 threads; rank 1 waited 60 ms a step for a CPU)" in line(
+        _named(own), "localhost")
     # The load average lags: a rank that waited for a CPU most of its excess is slowed by others' work.
     early = [dict(e, load=1.1) for e in loaded]
     assert line(_named(early), "n1").endswith("; other processes took its CPU (rank 1 waited 60 ms a step for a "
@@ -153,3 +154,11 @@ def test_the_console_score_reads_true_and_a_loaded_machine_is_recorded(tmp_path)
                     "0.696 < 0.7 over its last report windows; the world steps at its pace)"]
     # kit status says the same, from the record.
     assert describe_straggler(status.straggler)["line"] == said[0][len("kit: straggler: "):].split(" (its relative")[0]
+
+
+def test_a_loaded_machine_that_does_not_explain_the_rank_is_said_so():
+    # Load 6.1 on 2 cores, but rank 1 waited 1 ms a step for a CPU of its 60 ms a step more (stopped from outside).
+    s = _named([e for w in range(3) for e in _reports(w, (0.001, 0.001), (0.05, 0.11), load=(6.1, 6.1),
+                                                      wait=(0.001, 0.001))])
+    assert machine(s) == ("the machine is loaded (load 6.1 on 2 cores, other processes; though rank 1 waited only 1 ms "
+                          "a step for a CPU: something else slowed it too)")
