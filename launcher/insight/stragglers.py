@@ -34,7 +34,8 @@ class Straggler:
     fastest_s: float = 0.0   # the fastest rank's
     load: Optional[float] = None      # its node's 1-minute load average (None: not reported)
     cpus: Optional[int] = None        # its node's cores
-    wait_s: Optional[float] = None    # seconds per step its training thread waited for a CPU
+    wait_s: Optional[float] = None    # seconds per step its training thread waited for a CPU more than the rank
+                                      # that waited least (a loaded machine takes CPU from every rank alike)
     threads: Optional[int] = None     # the run's own threads on its node (processes x torch threads)
 
 
@@ -78,7 +79,12 @@ class Stragglers:
             return next((e[key] for e in reversed(reports) if _number(e.get(key)) and e[key] >= 0
                          and (not whole or isinstance(e[key], int))), None)
 
-        waited = [(e["wait"], e["n"]) for e in reports if _number(e.get("wait")) and e["wait"] >= 0]
+        waited = []   # (its wait per step more than the least of the other ranks', its steps) per round
+        for rd in self._rounds:
+            waits = {r: e["wait"] for r, e in rd.items() if _number(e.get("wait")) and e["wait"] >= 0}
+            others = [w for r, w in waits.items() if r != s.rank]
+            if s.rank in waits and others:
+                waited.append((max(0.0, waits[s.rank] - min(others)), rd[s.rank]["n"]))
         steps = sum(n for _, n in waited)
         return replace(s, load=last("load"), cpus=last("cpus", True) or None, threads=last("threads", True),
                        wait_s=round(sum(w * n for w, n in waited) / steps, 6) if steps else None)
@@ -139,14 +145,15 @@ def _number(v) -> bool:
 
 def machine(s: Straggler) -> str:
     """Why the machine slowed the rank, when it did: `the machine is loaded (load 6.1 on 2 cores, other processes;
-    rank 1 waited 60 ms a step for a CPU)`, or "" (a quiet machine, or nothing reported)."""
+    rank 1 waited 60 ms a step more than the others for a CPU)`, or "" (a quiet machine, or nothing reported)."""
     loaded = s.load is not None and bool(s.cpus) and s.load > s.cpus
     waited = s.wait_s is not None and s.wait_s > 0 and s.wait_s >= LOADED_WAIT * max(s.own_s - s.fastest_s, 0.0)
     load = f"load {s.load:.1f} on {s.cpus} cores" if s.load is not None and s.cpus else ""
-    wait = f"rank {s.rank} waited {1000 * s.wait_s:.0f} ms a step for a CPU" if waited and s.wait_s else ""
+    wait = (f"rank {s.rank} waited {1000 * s.wait_s:.0f} ms a step more than the others for a CPU"
+            if waited and s.wait_s else "")
     if loaded and not waited and s.wait_s is not None:   # loaded, but its wait for a CPU does not explain it
-        wait = (f"though rank {s.rank} waited only {1000 * s.wait_s:.0f} ms a step for a CPU: something else slowed "
-                f"it too")
+        wait = (f"though rank {s.rank} waited only {1000 * s.wait_s:.0f} ms a step more than the others for a CPU: "
+                f"something else slowed it too")
     if loaded:
         whose = ("" if s.threads is None else ", other processes" if s.load >= s.threads + 1
                  else f", the run's own {s.threads} threads")

@@ -101,13 +101,14 @@ def test_a_straggler_slowed_by_a_loaded_machine_is_reported_with_that_cause():
     r = report(0.0, 60.0, attempts, events, [])
     s = r.straggler
     assert (s["rank"], s["section"], s["ratio"]) == (1, "forward", 2.4) and s["lost_s"] == pytest.approx(4 * 20 * 0.07)
-    assert s["machine"] == "the machine is loaded (load 6.1 on 2 cores, other processes; rank 1 waited 70 ms a step " \
-                           "for a CPU)"
+    assert s["machine"] == ("the machine is loaded (load 6.1 on 2 cores, other processes; rank 1 waited 70 ms a step "
+                            "more than the others for a CPU)")
     data = {"run_id": "r", "job": "j", "backend": "local", "state": "succeeded", "total_s": r.total_s,
             "goodput": r.goodput, "goodput_s": r.goodput_s, "badput": r.badput, "unreported_s": r.unreported_s,
             "time_to_first_step_s": None, "attempts": [], "straggler": s, "timeline": []}
     assert ("straggler: rank 1 (node 0), forward 2.4x the fastest rank; the machine is loaded (load 6.1 on 2 cores, "
-            "other processes; rank 1 waited 70 ms a step for a CPU); the world waited 5.6 s for its slowest rank") \
+            "other processes; rank 1 waited 70 ms a step more than the others for a CPU); the world waited 5.6 s for "
+            "its slowest rank") \
         in report_text(data)
 
 

@@ -96,20 +96,20 @@ def test_a_zero_time_baseline_gives_a_finite_ratio_and_its_times():
 def test_a_rank_slowed_by_a_loaded_machine_is_said_so():
     # Other processes on the machine: load 6.1 on 2 cores, the run's own 2 threads; rank 1 waited 60 ms a step.
     loaded = [e for w in range(3) for e in _reports(w, (0.001, 0.001), (0.05, 0.11), load=(6.1, 6.1),
-                                                    wait=(0.002, 0.06))]
+                                                    wait=(0.0, 0.06))]
     s = _named(loaded)
     assert s.rank == 1 and s.section == "forward" and s.ratio == 2.2
     assert line(s, "localhost") == ("node 0 (localhost) rank 1, forward 2.2x the fastest rank; the machine is "
-                                    "loaded (load 6.1 on 2 cores, other processes; rank 1 waited 60 ms a step for "
-                                    "a CPU)")
+                                    "loaded (load 6.1 on 2 cores, other processes; rank 1 waited 60 ms a step more "
+                                    "than the others for a CPU)")
     # The run's own processes fill the cores: loaded, not by others.
     own = [dict(e, load=2.2, threads=4) for e in loaded]
-    assert "loaded (load 2.2 on 2 cores, the run's own 4 threads; rank 1 waited 60 ms a step for a CPU)" in line(
-        _named(own), "localhost")
+    assert ("loaded (load 2.2 on 2 cores, the run's own 4 threads; rank 1 waited 60 ms a step more than the others "
+            "for a CPU)") in line(_named(own), "localhost")
     # The load average lags: a rank that waited for a CPU most of its excess is slowed by others' work.
     early = [dict(e, load=1.1) for e in loaded]
-    assert line(_named(early), "n1").endswith("; other processes took its CPU (rank 1 waited 60 ms a step for a "
-                                              "CPU; load 1.1 on 2 cores)")
+    assert line(_named(early), "n1").endswith("; other processes took its CPU (rank 1 waited 60 ms a step more than "
+                                              "the others for a CPU; load 1.1 on 2 cores)")
     # A quiet machine: no cause said (older training modules report no load at all).
     quiet = [dict(e, load=0.3, wait=0.0) for e in loaded]
     bare = [{k: v for k, v in e.items() if k not in ("load", "cpus", "wait", "threads")} for e in loaded]
@@ -150,15 +150,16 @@ def test_the_console_score_reads_true_and_a_loaded_machine_is_recorded(tmp_path)
     said, status = _watched(tmp_path, [e for w in range(3) for e in _reports(
         w, (0.0005, 0.0005), (0.05, 0.0727), load=(6.1, 6.1), wait=(0.0, 0.02))])
     assert said == ["kit: straggler: node 0 (localhost) rank 1, forward 1.4x the fastest rank; the machine is loaded "
-                    "(load 6.1 on 2 cores, other processes; rank 1 waited 20 ms a step for a CPU) (its relative score "
-                    "0.696 < 0.7 over its last report windows; the world steps at its pace)"]
+                    "(load 6.1 on 2 cores, other processes; rank 1 waited 20 ms a step more than the others for a CPU) "
+                    "(its relative score 0.696 < 0.7 over its last report windows; the world steps at its pace)"]
     # kit status says the same, from the record.
     assert describe_straggler(status.straggler)["line"] == said[0][len("kit: straggler: "):].split(" (its relative")[0]
 
 
 def test_a_loaded_machine_that_does_not_explain_the_rank_is_said_so():
-    # Load 6.1 on 2 cores, but rank 1 waited 1 ms a step for a CPU of its 60 ms a step more (stopped from outside).
+    # Load 6.1 on 2 cores, but rank 1 waited no longer for a CPU than rank 0, though it is 60 ms a step slower
+    # (stopped from outside): the load takes CPU from both alike.
     s = _named([e for w in range(3) for e in _reports(w, (0.001, 0.001), (0.05, 0.11), load=(6.1, 6.1),
                                                       wait=(0.001, 0.001))])
-    assert machine(s) == ("the machine is loaded (load 6.1 on 2 cores, other processes; though rank 1 waited only 1 ms "
-                          "a step for a CPU: something else slowed it too)")
+    assert machine(s) == ("the machine is loaded (load 6.1 on 2 cores, other processes; though rank 1 waited only 0 ms "
+                          "a step more than the others for a CPU: something else slowed it too)")
