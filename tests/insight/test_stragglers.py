@@ -163,3 +163,11 @@ def test_a_loaded_machine_that_does_not_explain_the_rank_is_said_so():
                                                       wait=(0.001, 0.001))])
     assert machine(s) == ("the machine is loaded (load 6.1 on 2 cores, other processes; though rank 1 waited only 0 ms "
                           "a step more than the others for a CPU: something else slowed it too)")
+
+
+def test_a_report_of_infinite_time_is_not_a_number_to_score():
+    # A torn or forged line (json reads "Infinity"): that section is left out, nothing infinite comes out.
+    events = [dict(e, forward=float("inf")) if e["r"] == 1 else e
+              for w in range(3) for e in _reports(w, (0.0, 0.004), (0.05, 0.05))]
+    s = _named(events)
+    assert s.section == "data" and all(math.isfinite(v) for v in (s.score, s.own_s, s.fastest_s))
