@@ -101,7 +101,9 @@ def _straggler(v) -> Optional[dict]:
         raise BadStatus(f"expected a straggler mapping, got {v!r}")
     return {"node": integer(v.get("node")), "host": text(v.get("host"), HOST_NAME) or "?",
             "rank": integer(v.get("rank")), "section": text(v.get("section"), EVENT) or "?",
-            "ratio": number(v.get("ratio")), "score": number(v.get("score")), "at": number(v.get("at"))}
+            "ratio": number(v.get("ratio")), "score": number(v.get("score")), "at": number(v.get("at")),
+            "own_s": number(v.get("own_s")), "fastest_s": number(v.get("fastest_s")), "load": number(v.get("load")),
+            "cpus": integer(v.get("cpus")), "wait_s": number(v.get("wait_s")), "threads": integer(v.get("threads"))}
 
 
 def _backend(v) -> str:

@@ -7,7 +7,9 @@ JSON line per event on stdout, which kit's console keeps off the terminal and th
   (`KIT_INSIGHT_EVERY`): data loading (the loader's next batch; an epoch's first batch, whose iterator syncs the
   ranks' RNG, is left out) and forward (the model's own forward, inside DDP's wrapper: DDP's buffer broadcast
   is outside it). Not forward under ZeRO-3 or FSDP, whose forward gathers parameters. On GPUs forward is
-  timed with CUDA events, read at report time.
+  timed with CUDA events, read at report time. With them, what the rank's machine was doing: its load average and
+  cores, the run's own threads there, and how long the training thread waited for a CPU per step (the kernel's
+  run-queue delay), so that kit can say a straggler was slowed by a loaded machine.
 
 On under kit (KIT_RUN_ID set) unless KIT_INSIGHT=0; a plain `python -m train` prints none of it. This module
 does not import kit: the mark is spelled here and in launcher/insight/events.py (tests hold them equal).
@@ -59,6 +61,7 @@ class Insight:
         self._timed_forward = False
         self._first = True
         self._next_progress = 0.0
+        self._waited = None                         # the training thread's CPU wait so far (seconds)
 
     # --- the timeline (main process) --------------------------------------------------------------------------
     def event(self, name: str, **fields) -> None:
@@ -148,6 +151,7 @@ class Insight:
         window = int(now // REPORT_EVERY_S)
         if self._window is None:
             self._window = window
+            self._waited = cpu_wait()
         if window != self._window:
             self._report(step)
             self._window = window
@@ -159,6 +163,11 @@ class Insight:
                   "data": round(self._sums[0] / n, 6)}
         if self._timed_forward:
             fields["forward"] = round(forward / n, 6)
+        fields.update(machine())
+        waited = cpu_wait()
+        if waited is not None and self._waited is not None:
+            fields["wait"] = round(max(0.0, waited - self._waited) / n, 6)
+        self._waited = waited
         emit("sections", **fields)
         self._sums, self._steps, self._from = [0.0, 0.0], 0, None
 
@@ -167,6 +176,32 @@ class Insight:
         if events:
             events[-1][1].synchronize()   # once per window, not per step
         return events
+
+
+def cpu_wait() -> float | None:
+    """Seconds the calling thread has waited for a CPU while runnable (/proc's schedstat), or None."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def machine() -> dict:
+    """This node's 1-minute load average and cores, and the run's own threads on it (its processes here, as the
+    launcher numbers them, times torch's threads), where known."""
+    out = {}
+    try:
+        out["load"] = round(os.getloadavg()[0], 2)
+    except OSError:
+        pass
+    if os.cpu_count():
+        out["cpus"] = os.cpu_count()
+    torch = sys.modules.get("torch")
+    local = os.environ.get("LOCAL_WORLD_SIZE", "")
+    if torch is not None and local.isdigit():
+        out["threads"] = int(local) * torch.get_num_threads()
+    return out
 
 
 def forward_timed(accelerator) -> bool:

@@ -12,7 +12,9 @@ what the Python API's Run.describe() returns.
     hosts                          the nodes' hosts, each once, in node order
     job_id                         the scheduler's job id (SLURM), else null
     straggler                      null, or the rank kit named as pacing the world: {node, host, rank, section,
-                                   ratio, score, at, line} (line: what kit status says)
+                                   ratio, score, at, own_s, fastest_s, load, cpus, wait_s, threads, line}
+                                   (ratio null: the fastest rank took no time; load, cpus, wait_s: its node's load
+                                   average, cores, its CPU wait per step; line: what kit status says)
     times                          {created_at, submitted_at, started_at, finished_at, duration_s}: started_at
                                    is when the run began (its first attempt, else its submission or creation)
 
@@ -42,9 +44,8 @@ def _failure(f: Optional[Failure]) -> Optional[dict]:
 def _straggler(s: Optional[dict]) -> Optional[dict]:
     if not s:
         return None
-    from launcher.insight.stragglers import Straggler, line
-    named = Straggler(s["node"], s["rank"], s["section"], s["ratio"] or 0.0, s["score"] or 0.0)
-    return {**s, "line": line(named, s["host"])}
+    from launcher.insight.stragglers import from_record, line
+    return {**s, "line": line(from_record(s), s["host"])}
 
 
 def attempts(status: RunStatus, state: str, code: Optional[int], now: float) -> list[dict]:

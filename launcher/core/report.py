@@ -52,6 +52,7 @@ def build(record, status, state: str, now: Optional[float] = None) -> dict:
     return {"run_id": status.run_id, "job": status.job, "backend": status.backend, "state": state,
             "exit_code": code, "total_s": r.total_s, "goodput_s": r.goodput_s,
             "goodput": None if r.goodput is None else round(r.goodput, 4), "badput": r.badput,
+            "unreported_s": r.unreported_s,
             "time_to_first_step_s": r.time_to_first_step_s,
             "attempts": [_attempt(a, r.attempts) for a in rows], "straggler": r.straggler,
             "timeline": _timeline(status, rows, marks, events), "segments": r.segments}

@@ -6,19 +6,21 @@ what a straggler cost; badput is the rest, by cause. kit's record says when each
 ended, when the world formed and a SLURM job's queue moves; the training module's events (train/insight.py, in the
 node logs) say when its imports were done, when its world formed, its training loop, checkpoint saves and
 restores, evaluations and progress. A job that reports nothing gets what kit saw: its queue, its start until the
-world formed, then "running (not reported)", and no goodput figure."""
+world formed, restarts, then time "not reported by the job", which is neither goodput nor badput (kit cannot tell
+its training from the rest), and no goodput figure. Goodput, badput and the time not reported add up to the wall
+time."""
 
 from dataclasses import dataclass, field
 from typing import Optional
 
-from launcher.insight.stragglers import Stragglers
+from launcher.insight.stragglers import Stragglers, machine, record_fields, slower
 
 QUEUE, STARTUP, RENDEZVOUS = "queue", "start-up and imports", "rendezvous"
 RESTORE, SAVE, EVAL = "checkpoint restore", "checkpoint save", "evaluation"
 LOST, DETECTION, RESTART = "progress lost since the last checkpoint", "failure detection", "restart"
-WRAP_UP, UNREPORTED, STRAGGLER = "wrap-up and teardown", "running (not reported)", "straggler"
+WRAP_UP, UNREPORTED, STRAGGLER = "wrap-up and teardown", "not reported by the job", "straggler"
 TRAINING = "training"
-BADPUT = (QUEUE, STARTUP, RENDEZVOUS, RESTORE, SAVE, EVAL, STRAGGLER, LOST, DETECTION, RESTART, WRAP_UP, UNREPORTED)
+BADPUT = (QUEUE, STARTUP, RENDEZVOUS, RESTORE, SAVE, EVAL, STRAGGLER, LOST, DETECTION, RESTART, WRAP_UP)
 SLACK = 1.0   # seconds an event may lie outside its attempt's window (clocks, kit's polling)
 
 
@@ -37,11 +39,12 @@ class Attempt:
 class Report:
     total_s: float
     goodput_s: Optional[float]
-    badput: dict
+    badput: dict              # cause -> seconds, the causes kit knows (never the time the job did not report)
     time_to_first_step_s: Optional[float]
     attempts: list
     segments: list            # [start, end, category, attempt]
     straggler: Optional[dict]
+    unreported_s: float = 0.0   # the world formed, the job reported nothing: neither goodput nor badput
 
     @property
     def goodput(self) -> Optional[float]:
@@ -185,7 +188,8 @@ def report(created: float, ended: float, attempts: list, events: list, marks: li
                   goodput_s=round(training - badput[STRAGGLER], 3) if reported else None,
                   badput={c: v for c, v in badput.items() if v > 0}, time_to_first_step_s=(
                       round(first - created, 3) if first else None),
-                  attempts=failures, segments=[list(s) for s in p.segments], straggler=straggler)
+                  attempts=failures, segments=[list(s) for s in p.segments], straggler=straggler,
+                  unreported_s=round(p.total(UNREPORTED), 3))
 
 
 def _last_saved(a: Attempt) -> Optional[int]:
@@ -220,8 +224,9 @@ def _straggler(attempts: list) -> Optional[dict]:
         lost += watch.lost_s
     if not lost and named is None:
         return None
-    who = {"node": named.node, "rank": named.rank, "section": named.section, "ratio": named.ratio} if named else {}
+    # Who it was, how much slower, and the machine's load when that slowed it (its words: "machine", "" if not).
+    who = {**record_fields(named), "slower": slower(named), "machine": machine(named)} if named else {}
     return {**who, "lost_s": round(lost, 3)}
 
 
-__all__ = ["Attempt", "Report", "report", "Painter", "BADPUT", "TRAINING"]
+__all__ = ["Attempt", "Report", "report", "Painter", "BADPUT", "TRAINING", "UNREPORTED"]

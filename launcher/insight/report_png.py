@@ -1,12 +1,12 @@
 """`kit report RUN --png FILE`: the run's timeline drawn (matplotlib, loaded only here): one bar per attempt,
 coloured by what each second was spent on, goodput in green."""
 
-from launcher.insight.goodput import BADPUT, TRAINING
+from launcher.insight.goodput import BADPUT, TRAINING, UNREPORTED
 
 COLOURS = {TRAINING: "#2ca02c", "queue": "#c7c7c7", "start-up and imports": "#1f77b4", "rendezvous": "#17becf",
            "checkpoint restore": "#9467bd", "checkpoint save": "#bcbd22", "evaluation": "#ff7f0e",
            "progress lost since the last checkpoint": "#d62728", "failure detection": "#e377c2",
-           "restart": "#8c564b", "wrap-up and teardown": "#7f7f7f", "running (not reported)": "#98df8a",
+           "restart": "#8c564b", "wrap-up and teardown": "#7f7f7f", UNREPORTED: "#dbdbdb",
            "straggler": "#ff9896"}
 
 
@@ -31,7 +31,7 @@ def draw(data: dict, path: str) -> None:
     ax.set_xlabel("seconds since submission")
     share = "unknown" if data["goodput"] is None else f"{100 * data['goodput']:.1f}%"
     ax.set_title(f"run {data['run_id']}: goodput {share} of {data['total_s']:.0f} s")
-    order = [TRAINING, *BADPUT]
+    order = [TRAINING, *BADPUT, UNREPORTED]
     handles, labels = ax.get_legend_handles_labels()
     pairs = sorted(zip(handles, labels), key=lambda hl: order.index(hl[1]) if hl[1] in order else 99)
     ax.legend([h for h, _ in pairs], [lb for _, lb in pairs], loc="upper center", bbox_to_anchor=(0.5, -0.35),

@@ -9,7 +9,7 @@ from typing import Callable, Optional
 
 from launcher.insight import timeline
 from launcher.insight.events import read_log_events
-from launcher.insight.stragglers import Stragglers, line
+from launcher.insight.stragglers import Stragglers, below, line, record_fields
 
 POLL = 1.0
 
@@ -54,12 +54,11 @@ class InsightWatch:
 
     def _name(self, found) -> None:
         host = self.host_of(found.node) if found.node is not None else "?"
-        self.say(f"kit: straggler: {line(found, host)} (its relative score {found.score:.2f} < "
-                 f"{self.stragglers.threshold:g} over its last report windows; the world steps at its pace)")
+        score = below(found.score, self.stragglers.threshold)
+        self.say(f"kit: straggler: {line(found, host)} (its relative score {score} over its last report windows; "
+                 f"the world steps at its pace)")
         try:
-            self.record.update_status(straggler={"node": found.node, "host": host, "rank": found.rank,
-                                                 "section": found.section, "ratio": found.ratio,
-                                                 "score": found.score, "at": time.time()})
+            self.record.update_status(straggler={"host": host, **record_fields(found), "at": time.time()})
         except Exception:   # the record keeps its last good state; the console said it
             pass
 

@@ -1,10 +1,14 @@
 """Goodput and badput (insight/goodput.py) of runs written out by hand: every second gets one category, so they add
 up to the wall time; a failed attempt's training after the checkpoint the next attempt restored is lost; a job that
-reports nothing gets what kit saw and no goodput; a SLURM job's wait is its queue time."""
+reports nothing gets what kit saw, no goodput and its unreported time outside badput; a SLURM job's wait is its queue
+time; a straggler's figures are finite, and its cause is said when the machine was loaded."""
+
+import json
 
 import pytest
 
 from launcher.insight.goodput import Attempt, report
+from launcher.insight.report_text import report_text
 
 
 def ev(name, t, **fields):
@@ -56,7 +60,8 @@ def test_a_job_that_reports_nothing_gets_what_kit_saw():
     marks = [{"at": 4.0, "event": "world formed", "attempt": 1, "detail": ""}]
     r = report(0.0, 30.0, attempts, [], marks)
     assert r.goodput_s is None and r.goodput is None
-    assert r.badput == {"start-up and imports": 4, "running (not reported)": 26}
+    # What it did after the world formed is not known: not badput, a time of its own.
+    assert r.badput == {"start-up and imports": 4} and r.unreported_s == 26
 
 
 def test_a_slurm_jobs_wait_in_the_queue_is_queue_time():
@@ -80,3 +85,40 @@ def test_a_job_slurm_requeued_itself_is_two_windows_with_its_wait_as_queue():
     r = report(0.0, 100.0, windows, events, marks)
     assert r.badput["queue"] == 4 + 20 and r.goodput_s == 20 + 24 and "progress lost since the last checkpoint" not in r.badput
     assert sum(r.badput.values()) + r.goodput_s == 100
+
+
+def _sections(w, forward, load, wait, n=20):
+    """Both ranks' section reports of window w, as the training module writes them (train/insight.py)."""
+    return [{"e": "sections", "t": 20.0 + 5 * w, "r": r, "w": w, "from": n * w, "to": n * w + n - 1, "n": n,
+             "node": 0, "data": 0.001, "forward": forward[r], "load": load, "cpus": 2,
+             "wait": wait[r], "threads": 2} for r in range(2)]
+
+
+def test_a_straggler_slowed_by_a_loaded_machine_is_reported_with_that_cause():
+    attempts = [Attempt(1, 1, 60, "succeeded")]
+    events = [ev("imported", 5), ev("world", 6), ev("train", 10), ev("end", 50)]
+    events += [e for w in range(4) for e in _sections(w, (0.05, 0.12), 6.1, (0.0, 0.07))]
+    r = report(0.0, 60.0, attempts, events, [])
+    s = r.straggler
+    assert (s["rank"], s["section"], s["ratio"]) == (1, "forward", 2.4) and s["lost_s"] == pytest.approx(4 * 20 * 0.07)
+    assert s["machine"] == ("the machine is loaded (load 6.1 on 2 cores, other processes; rank 1 waited 70 ms a step "
+                            "more than the others for a CPU)")
+    data = {"run_id": "r", "job": "j", "backend": "local", "state": "succeeded", "total_s": r.total_s,
+            "goodput": r.goodput, "goodput_s": r.goodput_s, "badput": r.badput, "unreported_s": r.unreported_s,
+            "time_to_first_step_s": None, "attempts": [], "straggler": s, "timeline": []}
+    assert ("straggler: rank 1 (node 0), forward 2.4x the fastest rank; the machine is loaded (load 6.1 on 2 cores, "
+            "other processes; rank 1 waited 70 ms a step more than the others for a CPU); the world waited 5.6 s for "
+            "its slowest rank") \
+        in report_text(data)
+
+
+def test_a_straggler_against_a_zero_time_baseline_reports_finite_numbers():
+    # Rank 0's batches always ready (0.0 s a step), rank 1 waits 4 ms: no ratio of inf in the report's data.
+    attempts = [Attempt(1, 1, 60, "succeeded")]
+    events = [ev("train", 10), ev("end", 50)]
+    events += [dict(e, data=(0.0, 0.004)[e["r"]], forward=0.05, load=0.2, wait=0.0)
+               for w in range(3) for e in _sections(w, (0.05, 0.05), 0.2, (0.0, 0.0))]
+    s = report(0.0, 60.0, attempts, events, []).straggler
+    json.dumps(s, allow_nan=False)
+    assert s["ratio"] is None and s["slower"] == "data 4.0 ms per step against 0.0 ms on the fastest rank"
+    assert s["machine"] == ""

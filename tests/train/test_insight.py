@@ -3,6 +3,10 @@ main process only; every rank's sections, forward timed inside the model's own f
 evaluation), the loader's wait timed except an epoch's first batch, reported per step over a report window."""
 
 import json
+import os
+import subprocess
+import sys
+import textwrap
 import time
 
 import torch
@@ -72,3 +76,40 @@ def test_sections_time_forward_in_training_only_and_skip_an_epochs_first_batch(m
     data = sum(e["data"] * e["n"] for e in said) / steps
     assert 0.018 < forward * (steps / 4) < 0.04            # four training forwards of 20 ms, none of evaluation
     assert data * steps < 0.03 + 0.01 and data * steps >= 3 * 0.009   # three waits of 10 ms; the first not
+
+
+def test_sections_say_the_machines_load_and_the_ranks_wait_for_a_cpu(tmp_path, monkeypatch):
+    """A rank whose CPU is shared with a busy process (both pinned to one core) reports its node's load and cores,
+    the run's threads there, and a wait for a CPU (the kernel's run-queue delay), which kit's straggler line uses."""
+    cpu = min(os.sched_getaffinity(0))
+    busy = subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"])
+    script = textwrap.dedent(f"""
+        import os
+        from train import insight
+        os.sched_setaffinity(0, {{{cpu}}})   # after the imports: the steps share the busy core
+        insight.REPORT_EVERY_S = 0.2
+        said, emit = [], insight.emit
+        insight.emit = lambda event, **fields: (said.append(event), emit(event, **fields))
+        ins = insight.Insight(1, False, on=True)
+        step = 0
+        while len(said) < 2:
+            sum(i * i for i in range(20000))   # a step's work, on the shared core
+            step += 1
+            ins.step_done(step)
+    """)
+    try:
+        env = {**os.environ, "LOCAL_WORLD_SIZE": "2", "OMP_NUM_THREADS": "1"}
+        with open(tmp_path / "out", "w") as out:
+            subprocess.run([sys.executable, "-c", script], stdout=out, env=env, timeout=120, check=True,
+                           cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    finally:
+        busy.kill()
+        busy.wait()
+    said = [json.loads(ln[len(MARK):]) for ln in (tmp_path / "out").read_text().splitlines() if ln.startswith(MARK)]
+    assert len(said) == 2 and all(e["e"] == "sections" for e in said)
+    last = said[-1]
+    assert last["cpus"] == os.cpu_count() and last["load"] >= 0
+    assert last["wait"] > 0, last   # the busy process held the core while the rank was runnable
+    # A rank has torch imported: the run's threads on the node are its processes there times torch's threads.
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    assert insight.machine()["threads"] == 2 * torch.get_num_threads()
