@@ -145,7 +145,9 @@ def main() -> None:
     total_steps = max(1, steps_per_epoch * args.epochs)
     if args.max_steps:
         total_steps = min(total_steps, args.max_steps)
-    scheduler = get_linear_schedule_with_warmup(optimizer, total_steps // 10, total_steps)
+    # accelerate steps a prepared scheduler once per process for each optimizer step: count in those steps.
+    scheduler = get_linear_schedule_with_warmup(optimizer, total_steps // 10 * accelerator.num_processes,
+                                                total_steps * accelerator.num_processes)
 
     model, optimizer, train_loader, scheduler, *loaders = accelerator.prepare(
         model, optimizer, train_loader, scheduler, *eval_loaders.values())
@@ -153,6 +155,8 @@ def main() -> None:
 
     # The training loop: every rank runs it on its shard of each batch; accelerate averages the gradients.
     evals, step, samples, started = [], 0, 0, time.perf_counter()
+    # Optional: two marker lines let `kit report` tell training time from start-up and wrap-up (its goodput).
+    accelerator.print(f'kit-insight: {{"e": "train", "t": {time.time()}}}', flush=True)
     for epoch in range(args.epochs):
         for input_ids, attention_mask, labels in train_loader:
             with accelerator.accumulate(model):
@@ -177,6 +181,7 @@ def main() -> None:
         if step >= total_steps:
             break
     elapsed = time.perf_counter() - started
+    accelerator.print(f'kit-insight: {{"e": "end", "t": {time.time()}}}', flush=True)
 
     test_loss, preds, refs = evaluate(model, eval_loaders["test"], accelerator)
     report = classification_report(refs, preds, labels=list(range(len(LABELS))), target_names=LABELS, digits=4,

@@ -31,7 +31,7 @@ def test_the_example_is_short_and_imports_public_libraries_only():
 def test_the_example_trains_a_two_process_bf16_world_under_kit(tmp_path):
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "launcher", "submit", "train/example.py", "--procs-per-node", "2",
-            "--mixed-precision", "bf16", "--set", f"cluster.run_root={tmp_path / 'runs'}",
+            "--mixed-precision", "bf16", "--set", f"cluster.run_root={tmp_path / 'runs'}", "--run-id", "example",
             "--", "--max-steps", "12", "--batch-size", "16", "--output-dir", str(out)]
     proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -42,6 +42,12 @@ def test_the_example_trains_a_two_process_bf16_world_under_kit(tmp_path):
     assert [e["step"] for e in metrics["evals"]] == [12]
     report = (out / "classification_report.txt").read_text()
     assert "neg" in report and "pos" in report and "accuracy" in report
+    # Its two marker lines give `kit report` the training time: a goodput figure, nothing left unreported.
+    report = subprocess.run([sys.executable, "-m", "launcher", "report", "example", "--json"], cwd=REPO,
+                            capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    timeline = json.loads(report.stdout)
+    assert timeline["goodput_s"] and timeline["goodput_s"] > 0 and not timeline["unreported_s"]
 
 
 @pytest.mark.slow
