@@ -59,7 +59,7 @@ def allowed(current: str, new: str, reopen: bool = False) -> bool:
         source = State(current)
     except ValueError:
         return True
-    if reopen and source.value in OVER:
+    if reopen:   # a restart: from an ended run, or from the attempt that just ended
         return target in REOPEN
     return target in TRANSITIONS[source]
 

@@ -76,8 +76,8 @@ class LocalBackend(Backend):
             # A full disk under the run directory is the cause; what the ranks wrote last there may be cut.
             failure = with_full_disk(failure, full_disk_note(record.path))
         outcome = finalize(outcome, failure)
-        record.update_status(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
-                             node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
+        record.end_attempt(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
+                           node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
         return Result(outcome.code, outcome.state, failure)
 
     def _reach(self, plan: LaunchPlan, node, base_dir: str, env: dict):

@@ -129,16 +129,14 @@ class SlurmBackend(Backend):
         except KeyboardInterrupt:   # the job may be requeued already: say so, not "nothing was started"
             if query(self.where, status.handle.job_id).finished:
                 raise KitError(f"interrupted; SLURM job {status.handle.job_id} was not requeued") from None
-            record.update_status(reopen=True, state="requeued", finished_at=None, exit_code=None, failure=None,
-                                 stopping=None)
+            record.update_status(reopen=True, state="requeued")
             note(f"\nkit: stopped following; SLURM job {status.handle.job_id} is requeued and will run. "
                  f"{_how_to(plan.run_id, record)}")
             return Result(130, "still running", None)
         if not requeued:
             raise KitError(f"SLURM refused to requeue job {status.handle.job_id}")
         record.keep_attempt_plan(plan)
-        record.update_status(reopen=True, state="requeued", finished_at=None, exit_code=None, failure=None,
-                             stopping=None)
+        record.update_status(reopen=True, state="requeued")
         return self._follow_result(plan, record, requeues=status.handle.restarts + 1)
 
     def _requeue(self, status) -> bool:

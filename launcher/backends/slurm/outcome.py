@@ -175,5 +175,5 @@ def record_end(record, fields: dict) -> dict:
         applied.update(with_kits_verdict(current, fields))
         return {**applied, "finished_at": ended}
 
-    record.amend(change)
+    record.amend(change, attempt_end=True)   # held while kit's restart loop may requeue the job
     return applied

@@ -192,8 +192,8 @@ class SshBackend(Backend):
             if not nodes[outcome.first_failed].lost:
                 failure = with_full_disk(failure, disk_note)
         outcome = finalize(outcome, failure)
-        record.update_status(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
-                             node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
+        record.end_attempt(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
+                           node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
         return Result(outcome.code, outcome.state, failure)
 
     def _upload(self, plan: LaunchPlan) -> None:
