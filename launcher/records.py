@@ -15,7 +15,7 @@ from launcher.planning.model import LaunchPlan
 from launcher.render.dryrun import masked_dict
 from launcher.render.text import to_json, to_yaml
 from launcher.secrets import mask_env
-from launcher.states import OVER, allowed
+from launcher.states import OVER, RunState, allowed
 from launcher.status import RunStatus, corrupt
 
 STATUS = "status.json"
@@ -104,7 +104,7 @@ class RunRecord:
         only what is not the end (a SLURM requeue count) is. `reopen` clears the last attempt's end."""
         with self._locked():
             current = self.read_status()
-            if current.state == "corrupt":   # never written over: what it held is unknown, and may still matter
+            if current.state == RunState.CORRUPT:   # never written over: what it held is unknown, and may still matter
                 raise KitError(f"run record {self.path}: {STATUS} is unreadable ({current.note}); kit will not "
                                f"write over it: inspect or remove that directory")
             fields = change(current)
@@ -151,7 +151,7 @@ def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
     permission) is one line, with nothing of it left."""
     path = os.path.join(workdir, plan.run_dir)
     record = RunRecord(path)
-    first = RunStatus(run_id=plan.run_id, job=plan.job_name, backend=plan.backend, state="starting",
+    first = RunStatus(run_id=plan.run_id, job=plan.job_name, backend=plan.backend, state=RunState.STARTING,
                       created_at=time.time())
     try:
         os.makedirs(path, mode=0o755, exist_ok=True)
