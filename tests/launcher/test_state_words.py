@@ -49,3 +49,12 @@ def literal_states():
 def test_no_state_is_spelled_outside_states_py():
     hits = literal_states()
     assert hits == [], "\n".join(f"launcher/{p}:{n}: {w!r}" for p, n, w in hits)
+
+
+def test_a_record_reads_and_writes_the_same_words():
+    from launcher.status import RunStatus
+    status = RunStatus.from_json({"run_id": "r", "state": "requeued", "attempts": [{"state": "failed"}]})
+    assert status.state is RunState.REQUEUED and not status.state.is_terminal and status.over is False
+    assert status.to_json()["state"] == "requeued" and f"{status.state}" == "requeued"
+    assert RunStatus.from_json({"state": "a newer kit's word"}).state is RunState.UNKNOWN
+    assert RunState.LOST.is_terminal and RunState.LOST != RunState.RUNNING
