@@ -27,6 +27,7 @@ from launcher.core.request import Request
 from launcher.errors import KitError
 from launcher.status import RunStatus
 from launcher.supervise.failure import cause
+from launcher.states import RunState
 
 log = logging.getLogger("kit")
 POLL = 0.5
@@ -281,7 +282,7 @@ class Sweep:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             state = self.state
-            if state not in ("running", "pending"):
+            if state not in (RunState.RUNNING, RunState.PENDING):
                 return state
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"sweep {self.id} still {state} after {timeout:g} s")

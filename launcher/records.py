@@ -15,7 +15,7 @@ from launcher.planning.model import LaunchPlan
 from launcher.render.dryrun import masked_dict
 from launcher.render.text import to_json, to_yaml
 from launcher.secrets import mask_env
-from launcher.states import OVER, allowed
+from launcher.states import OVER, RunState, allowed
 from launcher.status import RunStatus, corrupt
 
 STATUS = "status.json"
@@ -24,6 +24,11 @@ SWEEP_FILE = "sweep.json"
 LOCK = ".status.lock"       # flock'd around each read-modify-write of the status
 RESERVE = ".status.reserve"  # room kept for the status on a disk that fills up (write_atomic)
 VERDICT = ("state", "exit_code", "failure", "finished_at", "node_exit_codes", "ended_by")
+# An attempt's end: the run's verdict only once no restart follows it. A reopened run has none of it (the ended
+# attempt keeps its own in the record's list of attempts).
+ATTEMPT_END = VERDICT + ("stopped_nodes", "stopping")
+_CLEARED = {"exit_code": None, "failure": None, "finished_at": None, "node_exit_codes": (),
+            "ended_by": "", "stopped_nodes": (), "stopping": None}
 
 
 def spec_record(spec, plan: LaunchPlan) -> dict:
@@ -41,6 +46,11 @@ def spec_record(spec, plan: LaunchPlan) -> dict:
 class RunRecord:
     path: str          # absolute directory of the run
     write_failed: bool = False   # a status write failed (a full disk): warned once
+    # Set by the restart loop (backends/attempts.py) while a backend runs an attempt: whether a restart may follow
+    # the attempt's end these fields describe. If so, end_attempt holds that end here (`held`) instead of writing
+    # it as the run's verdict, and the loop decides: the end goes into the attempts list, or becomes the verdict.
+    restart_may_follow: Optional[Callable[[dict], bool]] = None
+    held: Optional[dict] = None
 
     def file(self, name: str) -> str:
         return os.path.join(self.path, name)
@@ -76,15 +86,33 @@ class RunRecord:
         return self.amend(lambda current: {**fields, **{name: [*getattr(current, name), *more]
                                                         for name, more in (append or {}).items()}}, reopen)
 
-    def amend(self, change: Callable[[RunStatus], dict], reopen: bool = False) -> RunStatus:
+    def end_attempt(self, **fields) -> RunStatus:
+        """An attempt's end (state, exit code, failure, end time, nodes' codes), written as update_status does:
+        the run's verdict, unless the restart loop says a restart may follow (then held for it, see amend)."""
+        return self.amend(lambda current: fields, attempt_end=True)
+
+    def take_held(self) -> Optional[dict]:
+        """The attempt's end held for the restart loop, if any, no longer held."""
+        held, self.held = self.held, None
+        return held
+
+    def amend(self, change: Callable[[RunStatus], dict], reopen: bool = False,
+              attempt_end: bool = False) -> RunStatus:
         """update_status with the fields computed from the status as it is under the lock, for a change that
-        depends on what is there (numbering an entry by the list's length)."""
+        depends on what is there (numbering an entry by the list's length). `attempt_end`: the fields end an
+        attempt; while a restart may follow it (restart_may_follow), its end is held in `held`, not written, and
+        only what is not the end (a SLURM requeue count) is. `reopen` clears the last attempt's end."""
         with self._locked():
             current = self.read_status()
-            if current.state == "corrupt":   # never written over: what it held is unknown, and may still matter
+            if current.state == RunState.CORRUPT:   # never written over: what it held is unknown, and may still matter
                 raise KitError(f"run record {self.path}: {STATUS} is unreadable ({current.note}); kit will not "
                                f"write over it: inspect or remove that directory")
             fields = change(current)
+            if attempt_end and self.restart_may_follow is not None and self.restart_may_follow(fields):
+                self.held = {k: v for k, v in fields.items() if k in ATTEMPT_END}
+                fields = {k: v for k, v in fields.items() if k not in ATTEMPT_END}
+            if reopen:
+                fields = {**_CLEARED, **fields}
             if not fields:
                 return current
             status = current.replace(**_verdict_kept(current, fields, reopen))
@@ -123,7 +151,7 @@ def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
     permission) is one line, with nothing of it left."""
     path = os.path.join(workdir, plan.run_dir)
     record = RunRecord(path)
-    first = RunStatus(run_id=plan.run_id, job=plan.job_name, backend=plan.backend, state="starting",
+    first = RunStatus(run_id=plan.run_id, job=plan.job_name, backend=plan.backend, state=RunState.STARTING,
                       created_at=time.time())
     try:
         os.makedirs(path, mode=0o755, exist_ok=True)

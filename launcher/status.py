@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Optional
 
 from launcher.backends import registry
-from launcher.states import ACTIVE, FINAL, NOT_OVER, QUEUED   # the run states (states.py), re-exported here
+from launcher.states import ACTIVE, FINAL, NOT_OVER, QUEUED, Meaning, RunState   # (states.py), re-exported here
 from launcher.wellformed import (HOST_NAME, RUN_ID, TICKS, BadStatus, checked, integer, items, number, pid,
                                  text)
 
@@ -137,10 +137,9 @@ class Failure:
 
 
 PREEMPTED = 75   # EX_TEMPFAIL: "preempted, requeue me", whatever the program
-LOST = "lost"    # a Failure's meaning when its node's host stopped answering (not the node's own verdict)
-NEVER_JOINED = "never joined"   # ... when the world did not form in time (supervise/world.py)
-HUNG = "hung"    # ... when no rank made progress for timeouts.hang (supervise/hang.py)
-NOT_STARTED = "never started"   # ... when the scheduler ended the job before any node's command ran
+# A Failure's meanings that are not the node's own verdict (states.Meaning): its host stopped answering, the world
+# did not form in time, no rank made progress, the scheduler ended the job before any node's command ran.
+LOST, NEVER_JOINED, HUNG, NOT_STARTED = Meaning.HOST_LOST, Meaning.NEVER_JOINED, Meaning.HUNG, Meaning.NOT_STARTED
 
 
 @dataclass(frozen=True)
@@ -162,7 +161,7 @@ class RunStatus:
     run_id: str = checked("", lambda v: text(v, RUN_ID) or "")
     job: str = checked("", lambda v: text(v) or "")
     backend: str = checked(registry.DEFAULT, _backend)
-    state: str = checked("?", lambda v: text(v) or "?")
+    state: RunState = checked(RunState.UNKNOWN, lambda v: RunState.read(text(v)))
     created_at: Optional[float] = checked(None, number)
     submitted_at: Optional[float] = checked(None, number)
     started_at: Optional[float] = checked(None, number)
@@ -194,6 +193,8 @@ class RunStatus:
     handle: Any = checked(None, lambda v: v)
 
     def __post_init__(self):
+        if not isinstance(self.state, RunState):
+            object.__setattr__(self, "state", RunState.read(self.state))
         if self.handle is None and (kind := registry.handle_class(self.backend)) is not None:
             object.__setattr__(self, "handle", kind())
 
@@ -260,7 +261,7 @@ def _coerce(name: str, value):
 
 
 def corrupt(run_id: str, why: str) -> RunStatus:
-    return RunStatus(run_id=run_id if RUN_ID.fullmatch(run_id or "") else "", state="corrupt", note=why)
+    return RunStatus(run_id=run_id if RUN_ID.fullmatch(run_id or "") else "", state=RunState.CORRUPT, note=why)
 
 
 __all__ = ["RunStatus", "NodeStatus", "Failure", "BadStatus", "ACTIVE", "QUEUED", "NOT_OVER", "FINAL", "PREEMPTED",

@@ -12,7 +12,7 @@ from launcher.errors import KitError, note
 from launcher.planning.attempt import Attempt
 from launcher.planning.model import LaunchPlan
 from launcher.records import RunRecord
-from launcher.states import OVER
+from launcher.states import OVER, State
 from launcher.status import LOST
 from launcher.supervise.failure import cause, restartable
 
@@ -21,7 +21,25 @@ Replan = Callable[[Attempt], LaunchPlan]
 
 def run_attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None, say=note,
                  replan: Optional[Replan] = None):
-    """The run's Result: its last attempt's (or the last one that ran, when a restart could not start)."""
+    """The run's Result: its last attempt's (or the last one that ran, when a restart could not start).
+
+    An attempt's end is the run's verdict only once no restart follows it: while the backend may still be followed
+    by a restart, it ends its attempt into the record (RunRecord.end_attempt), which holds that end for this loop.
+    The loop then writes it either as an ended attempt (the run starting again, with no exit code, failure or end
+    time of its own) or, when no restart follows, as the run's verdict: a reader never sees the run over between."""
+    record.restart_may_follow = lambda fields: (
+        restartable(fields.get("state"), fields.get("failure"))
+        and len(record.read_status().attempts) + 1 <= plan.limits.restarts)
+    try:
+        return _attempts(backend, plan, record, base_dir, console, say, replan)
+    finally:
+        record.restart_may_follow = None
+        held = record.take_held()
+        if held:   # no restart followed: the last attempt's end is the run's
+            record.update_status(**held)
+
+
+def _attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, console, say, replan):
     started = time.time()
     result = backend.execute(plan, record, base_dir, console)
     current, lost, restarted = plan, [], 0
@@ -40,7 +58,10 @@ def run_attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, co
         why = cause(result.failure)
         if result.failure.meaning == LOST and result.failure.host not in lost:
             lost.append(result.failure.host)
-        number, restarted = _keep(record, current, started, result, why) + 1, restarted + 1
+        # Its end as the backend recorded it; else (a `kit status` wrote a SLURM job's end first) as it returned.
+        held = record.take_held() or {"state": result.state, "exit_code": result.code, "failure": result.failure,
+                                      "finished_at": time.time()}
+        number, restarted = _keep(record, current, started, result, why, held) + 1, restarted + 1
         say(f"kit: run {plan.run_id} attempt {number}/{plan.limits.restarts + 1} after: {why}")
         assert replan is not None   # without it the restart was refused above
         try:
@@ -48,37 +69,42 @@ def run_attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, co
             started = time.time()
             result, current = backend.execute_again(nxt, record, base_dir, console), nxt
         except KitError as e:
-            _unkeep(record, number - 1)
+            _unkeep(record, number - 1, held)
             say(f"kit: run {plan.run_id} not started again: {e}")
             break
         except KeyboardInterrupt:   # in its checks: attempt `number` never started, the last one's verdict holds
-            _unkeep(record, number - 1)
+            _unkeep(record, number - 1, held)
             say(f"\nkit: interrupted before attempt {number} started; nothing of it was started, attempt "
                 f"{number - 1} ended {result.state}: {why}")
             return Result(130, result.state, result.failure)
     return result
 
 
-def _keep(record: RunRecord, plan: LaunchPlan, started: float, result: Result, why: str) -> int:
-    """The ended attempt in the record's list of attempts (`kit status` lists them); how many have ended. A SLURM
+def _keep(record: RunRecord, plan: LaunchPlan, started: float, result: Result, why: str, held: dict) -> int:
+    """The ended attempt in the record's list of attempts (`kit status` lists them), and the run starting again,
+    in one write (a verdict another reader wrote meanwhile is reopened); how many attempts have ended. `held`: the
+    attempt's end (state, exit code, failure, end time, ...). A SLURM
     job the queue requeued by itself (preemption, the time-limit warning) ended attempts of its own, which its
     follower listed: they count against the same `restarts` budget."""
-    ended = {"attempt": 0, "started_at": started, "finished_at": time.time(), "state": result.state,
-             "exit_code": result.code, "cause": why, "master_port": plan.world.master_port,
+    ended = {"attempt": 0, "started_at": started, "finished_at": held.get("finished_at") or time.time(),
+             "state": result.state, "exit_code": result.code, "cause": why, "master_port": plan.world.master_port,
              # whose failure it was (host health: insight/health.py)
              "host": result.failure.host if result.failure else None,
              "meaning": result.failure.meaning if result.failure else None}
-    status = record.amend(lambda current: {"attempts": [*current.attempts,
-                                                        {**ended, "attempt": len(current.attempts) + 1}]})
+    status = record.amend(lambda current: {"state": State.STARTING.value, "attempts": [
+        *current.attempts, {**ended, "attempt": len(current.attempts) + 1}]}, reopen=True)
     return len(status.attempts)
 
 
-def _unkeep(record: RunRecord, ended: int) -> None:
-    """Attempt `ended + 1` never started: attempt `ended` is the run's last, described by the record itself (its
-    verdict, its end), not listed as an earlier attempt too. Once the next attempt has started (the record reopened),
-    the entry stays."""
-    record.amend(lambda cur: {"attempts": list(cur.attempts)[:-1]}
-                 if cur.state in OVER and cur.attempts and cur.attempts[-1].get("attempt") == ended else {})
+def _unkeep(record: RunRecord, ended: int, held: dict) -> None:
+    """Attempt `ended + 1` never started: attempt `ended` is the run's last, its end the run's verdict (`held`),
+    described by the record itself, not listed as an earlier attempt too. Once the next attempt has started (and
+    written its own end), the entry stays."""
+    def change(cur):
+        if cur.state in OVER or not (cur.attempts and cur.attempts[-1].get("attempt") == ended):
+            return {}
+        return {**held, "attempts": list(cur.attempts)[:-1]}
+    record.amend(change)
 
 
 __all__ = ["run_attempts", "Replan"]

@@ -19,6 +19,7 @@ from launcher.planning.model import LaunchPlan
 from launcher.filestore import write_atomic
 from launcher.records import RunRecord
 from launcher.status import RunStatus
+from launcher.states import RunState
 
 
 class Backend(abc.ABC):
@@ -59,7 +60,7 @@ class Backend(abc.ABC):
             write_atomic(os.path.join(root, rel), content)
         record.keep_attempt_plan(plan)
         self.check(plan, base_dir)
-        record.update_status(reopen=True, state="starting")
+        record.update_status(reopen=True, state=RunState.STARTING)
         return self.execute(plan, record, base_dir, console)
 
     def restart_refused(self, record: RunRecord) -> str:

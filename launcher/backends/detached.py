@@ -12,6 +12,7 @@ from launcher.errors import KitError, render
 from launcher.planning.model import LaunchPlan
 from launcher.records import RunRecord
 from launcher.supervise import spawned, tree
+from launcher.states import RunState
 
 CONSOLE = "console.log"
 
@@ -21,7 +22,7 @@ def spawn(backend: str, binding, plan: LaunchPlan, record: RunRecord, base_dir: 
     try:
         proc = spawned.start("launcher.backends.detached:main", record.file(CONSOLE), base_dir)
     except OSError as e:
-        record.update_status(state="failed", exit_code=2, finished_at=time.time())
+        record.update_status(state=RunState.FAILED, exit_code=2, finished_at=time.time())
         raise KitError(f"could not start the run's supervisor: {e}") from None
     # Recorded before the child gets its inputs: until then it writes nothing, so the two never race on the
     # record, and a `kit status` right after this returns finds the supervisor.
@@ -66,6 +67,6 @@ def _failed(path, code: int) -> None:
     try:
         record = RunRecord(path)
         if not record.read_status().over:
-            record.update_status(state="failed", exit_code=code, finished_at=time.time())
+            record.update_status(state=RunState.FAILED, exit_code=code, finished_at=time.time())
     except (OSError, ValueError):
         pass

@@ -17,6 +17,7 @@ from launcher.core.lookup import all_roots, find_record, resolve_id, root_of, st
 from launcher.status import ACTIVE, FINAL, NOT_OVER, QUEUED
 from launcher.sweeps.record import find_sweep, is_sweep, list_sweeps, state_now as sweep_state
 from launcher.core.waiting import status_code
+from launcher.states import RunState, TrialState
 
 
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
@@ -50,7 +51,7 @@ def _rows(roots: list[str], now: float) -> list[dict]:
                          "job_id": st.scheduler_job_id})
         for sweep_id, data in list_sweeps(root):   # its trials are runs <sweep>-t<N> of their own
             state = sweep_state(data)
-            start, end = data.get("created_at"), data.get("finished_at") or (now if state == "running" else None)
+            start, end = data.get("created_at"), data.get("finished_at") or (now if state == RunState.RUNNING else None)
             rows.append({"id": sweep_id, "backend": "sweep", "state": state, "exit": data.get("exit_code"),
                          "created": start or 0, "started": start,
                          "duration": (end - start) if start and end else None,
@@ -61,7 +62,7 @@ def _rows(roots: list[str], now: float) -> list[dict]:
 def runs_cmd(args) -> int:
     now = time.time()
     roots = [args.run_root] if args.run_root is not None else all_roots()
-    states = NOT_OVER + FINAL + ("lost", "corrupt", "array")
+    states = NOT_OVER + FINAL + (RunState.LOST, RunState.CORRUPT, TrialState.ARRAY)
     if args.state and args.state not in states:
         raise KitError(f"--state {args.state}: a run is one of {', '.join(states)}")
     rows = _rows(roots, now)

@@ -9,6 +9,7 @@ from launcher.trust import require_trusted
 from launcher.supervise.failure import outcome_line
 from launcher.sweeps.record import is_sweep
 from launcher.core.waiting import TIMEOUT_CODE, StillGoing, end_code, wait_end
+from launcher.states import RunState
 
 
 def wait(args) -> int:
@@ -35,7 +36,7 @@ def wait(args) -> int:
     status = record.read_status()
     code = end_code(state, status)
     assert code is not None   # wait_end returns once the run is over
-    if state == "lost":
+    if state == RunState.LOST:
         print(f"kit: run {name} lost{f': {note}' if note else ''} (exit code {code})", file=sys.stderr)
     else:
         print(outcome_line(name, state, code, status.failure), file=sys.stderr)

@@ -5,7 +5,7 @@ import os
 
 from launcher.backends import registry
 from launcher.records import RunRecord
-from launcher.states import NOT_OVER
+from launcher.states import NOT_OVER, RunState
 
 
 def cancel_run(record: RunRecord) -> str:
@@ -14,7 +14,7 @@ def cancel_run(record: RunRecord) -> str:
     run_id = status.run_id or os.path.basename(record.path)
     backend = registry.backend(status.backend)
     state, _ = backend.current_state(record, status)
-    if state not in NOT_OVER + ("lost",):
+    if state not in NOT_OVER + (RunState.LOST,):
         code = status.exit_code
         ended = state if code is None else f"{state}, exit code {code}"
         return f"run {run_id}: already finished ({ended}); nothing to cancel"

@@ -9,7 +9,7 @@ from typing import Optional
 from launcher import records, run_index
 from launcher.backends import registry
 from launcher.errors import KitError
-from launcher.states import NOT_OVER, State
+from launcher.states import NOT_OVER, RunState, State
 from launcher.status import RunStatus
 from launcher.trust import untrusted
 
@@ -18,8 +18,8 @@ def state_now(record: records.RunRecord, status: Optional[RunStatus] = None) -> 
     """(state, note) of a record now, through its backend (which may bring the record up to date: only this
     record, wherever it is now); the recorded state when the backend cannot say."""
     status = record.read_status() if status is None else status
-    if status.state == "corrupt":
-        return "corrupt", status.note
+    if status.state == RunState.CORRUPT:
+        return RunState.CORRUPT, status.note
     why = untrusted(record)
     if why is not None:   # read, never acted on: no login, no copy, no signal, nothing written back
         return UNTRUSTED, f"not checked: {why} (--trust-owner USER to act on it)"

@@ -12,6 +12,7 @@ from launcher.core.waiting import end_code
 from launcher.insight.events import record_events
 from launcher.insight.goodput import Attempt, report
 from launcher.trust import untrusted
+from launcher.states import QUEUED
 
 # The training module's events, as the timeline names them.
 SAID = {"start": "process started", "imported": "imports done", "world": "world formed (process group)",
@@ -72,7 +73,7 @@ def _timeline(status, rows: list, marks: list, events: list) -> list:
         if a["finished_at"]:
             out.append({"at": a["finished_at"], "event": "attempt ended", "attempt": a["attempt"],
                         "detail": f"{a['state']}" + (f": {a['cause']}" if a["cause"] else "")})
-    out += [{**m, "event": "queued" if m["event"] in ("pending", "requeued") else m["event"]} for m in marks]
+    out += [{**m, "event": "queued" if m["event"] in QUEUED else m["event"]} for m in marks]
     for e in events:
         if e["e"] in SAID and e.get("r", 0) == 0:
             detail = f"step {e['step']}" if "step" in e else ""

@@ -8,11 +8,12 @@ from typing import Optional
 from launcher.core.lookup import UNTRUSTED, state_now
 from launcher.records import RunRecord
 from launcher.status import NOT_OVER, RunStatus
+from launcher.states import RunState
 
 LOST_CODE = 255      # a run whose end nobody recorded (its supervisor died): ssh's code for a lost connection
 TIMEOUT_CODE = 254   # `kit wait --timeout S` ran out with the run still going (the run is left alone)
 # An end recorded without a code (older records, a cancel that found no supervisor): what the end means.
-_WITHOUT_CODE = {"cancelled": 143, "preempted": 75, "lost": LOST_CODE}
+_WITHOUT_CODE: dict[str, int] = {RunState.CANCELLED: 143, RunState.PREEMPTED: 75, RunState.LOST: LOST_CODE}
 
 POLL_FIRST = 0.2     # seconds between the first polls: a short run is seen ending at once
 POLL_MAX = 2.0       # ... growing to this: a SLURM poll is one scontrol, a local one reads a file
@@ -25,7 +26,7 @@ def end_code(state: str, status: RunStatus) -> Optional[int]:
         state = status.state
     if state in NOT_OVER:
         return None
-    if state == "succeeded":
+    if state == RunState.SUCCEEDED:
         return status.exit_code or 0
     return status.exit_code or _WITHOUT_CODE.get(state, 1)
 

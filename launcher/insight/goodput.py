@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from launcher.insight.stragglers import Stragglers, machine, record_fields, slower
+from launcher.states import AttemptEnd, RunState
 
 QUEUE, STARTUP, RENDEZVOUS = "queue", "start-up and imports", "rendezvous"
 RESTORE, SAVE, EVAL = "checkpoint restore", "checkpoint save", "evaluation"
@@ -118,7 +119,8 @@ def _paint_attempt(p: Painter, a: Attempt, formed: Optional[float]) -> Optional[
         upto = world or formed or imported
         p.paint(a.start, clamp(upto) or a.end, STARTUP, a.number)
         if upto is not None:
-            p.paint(clamp(upto), a.end, DETECTION if ev and a.state in ("failed", "lost") else UNREPORTED, a.number)
+            failed = a.state in (RunState.FAILED, RunState.LOST)
+            p.paint(clamp(upto), a.end, DETECTION if ev and failed else UNREPORTED, a.number)
         return None
     done = _first(ev, "end")
     seen = [x for e in ev for x in (_t(e), _t(e, "t1")) if x is not None]
@@ -127,7 +129,7 @@ def _paint_attempt(p: Painter, a: Attempt, formed: Optional[float]) -> Optional[
     p.paint(imported or world or loop, world or loop, RENDEZVOUS, a.number)
     p.paint(world or loop, loop, STARTUP, a.number)
     p.paint(loop, stop, TRAINING, a.number)
-    p.paint(stop, a.end, DETECTION if not done and a.state in ("failed", "lost") else WRAP_UP, a.number)
+    p.paint(stop, a.end, DETECTION if not done and a.state in (RunState.FAILED, RunState.LOST) else WRAP_UP, a.number)
     for name, category in (("restore", RESTORE), ("save", SAVE), ("eval", EVAL), ("test", EVAL)):
         for e in ev:
             if e["e"] == name:
@@ -164,9 +166,9 @@ def report(created: float, ended: float, attempts: list, events: list, marks: li
     for i, a in enumerate(attempts):
         nxt = attempts[i + 1] if i + 1 < len(attempts) else None
         restored = _first(nxt.events, "restore") if nxt else None
-        if a.state == "succeeded" or stops[a.number] is None:
+        if a.state == RunState.SUCCEEDED or stops[a.number] is None:
             continue
-        if nxt is None and a.state in ("preempted", "running", "still running"):
+        if nxt is None and a.state in (RunState.PREEMPTED, RunState.RUNNING, AttemptEnd.STILL_RUNNING):
             continue
         step = restored.get("step") if restored else (0 if nxt else _last_saved(a))
         cut = _kept_until(a, step) if step else _t(_first(a.events, "train") or {})
@@ -201,11 +203,11 @@ def _paint_queue(p: Painter, marks: list, first_start: float) -> None:
     """A SLURM job's waits (the record's timeline): from its submission (its first attempt's start) or a requeue
     to running."""
     marks = sorted((m for m in marks if m.get("at") is not None), key=lambda m: m["at"])
-    waiting = first_start if any(m["event"] == "running" for m in marks) else None
+    waiting = first_start if any(m["event"] == RunState.RUNNING for m in marks) else None
     for m in marks:
-        if m["event"] in ("pending", "requeued") and waiting is None:
+        if m["event"] in (RunState.PENDING, RunState.REQUEUED) and waiting is None:
             waiting = m["at"]
-        elif m["event"] == "running" and waiting is not None:
+        elif m["event"] == RunState.RUNNING and waiting is not None:
             p.paint(waiting, m["at"], QUEUE)
             waiting = None
 

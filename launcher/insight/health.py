@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from launcher import run_index
+from launcher.states import Meaning, RunState
 
 # The failures' meanings (launcher/status.py's words; records and status are imported only when there are records:
 # a dry-run with none stays light).
-LOST, NEVER_JOINED, HUNG = "lost", "never joined", "hung"
+LOST, NEVER_JOINED, HUNG = Meaning.HOST_LOST, Meaning.NEVER_JOINED, Meaning.HUNG
 
 CLEARED_FILE = "hosts.json"
 RECENT = 2   # a host's last runs that count
@@ -49,7 +50,7 @@ def _kind(cause: str) -> str:
     for word in (LOST, NEVER_JOINED, HUNG):
         if f" {word}" in cause:
             return word
-    return "killed by a signal" if "killed by SIG" in cause else "failed"
+    return "killed by a signal" if "killed by SIG" in cause else RunState.FAILED
 
 
 def caused_by_host(meaning: Optional[str]) -> bool:
@@ -79,7 +80,7 @@ def ledger(roots: Optional[list] = None) -> dict:
     from launcher.trust import untrusted
     for root in roots:
         for run_id, status in records.list_records(root):
-            if status.state == "corrupt" or untrusted(records.RunRecord(os.path.join(root, run_id))) is not None:
+            if status.state == RunState.CORRUPT or untrusted(records.RunRecord(os.path.join(root, run_id))) is not None:
                 continue
             created = status.created_at or 0.0
             used = {n.host for n in status.nodes}

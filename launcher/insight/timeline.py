@@ -3,9 +3,10 @@ those): the world formed, a SLURM job's queue states. One entry per event, appen
 
 import time
 from typing import Optional
+from launcher.states import RunState
 
 WORLD_FORMED = "world formed"
-QUEUED = ("pending", "requeued")
+QUEUED = (RunState.PENDING, RunState.REQUEUED)
 
 
 def mark(record, event: str, attempt: Optional[int] = None, detail: str = "", at: Optional[float] = None) -> None:

@@ -19,6 +19,7 @@ from launcher.status import HUNG, LOST, NEVER_JOINED, NOT_STARTED, PREEMPTED, Fa
 from launcher.supervise.noise import is_launcher_noise, is_library_note, is_launcher_traceback, strip_tag
 from launcher.supervise.repeats import without_warnings
 from launcher.supervise.tracebacks import is_consequence
+from launcher.states import RunState
 
 # The training module's own exit codes (train/__init__.py: EXIT_*; tests check the two agree). 75 (EX_TEMPFAIL)
 # means "preempted, requeue me" whatever the program: a run ending so is preempted, not failed.
@@ -261,7 +262,7 @@ def restartable(state: str, f: Optional[Failure]) -> bool:
     """A failure that is not the job's own verdict: a node lost, a world that did not form, a hang, a rank killed
     by a signal, a rank asking to be requeued (75). A job that refused (its own exit codes: bad configuration,
     data, resume) or was cancelled is never started again."""
-    if state not in ("failed", "preempted") or f is None:
+    if state not in (RunState.FAILED, RunState.PREEMPTED) or f is None:
         return False
     if f.meaning in (LOST, NEVER_JOINED, HUNG, NOT_STARTED) or f.code == PREEMPTED:
         return True
@@ -295,6 +296,6 @@ def outcome_line(run_id: str, state: str, code: int, failure: Optional[Failure])
     """The last line of a run: how it ended and, when it failed, why, in one line."""
     if failure is not None:
         return summary_line(run_id, state, failure)
-    if state == "cancelled":
+    if state == RunState.CANCELLED:
         return f"kit: run {run_id} cancelled (exit code {code}); no process of it is left"
     return f"kit: run {run_id} {state} (exit code {code})"

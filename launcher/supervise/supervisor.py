@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from launcher.supervise.failure import Failure, PREEMPTED
+from launcher.states import RunState
 
 POLL_SECONDS = 0.1
 # After one node fails, how long the others may take to end by themselves before kit stops them: ranks that lost a
@@ -135,7 +136,7 @@ def supervise(nodes, cancel: Cancel, on_stop=None, watches=()) -> Outcome:
             on_stop()
         _stop_all(nodes, codes, order, cancel)
     if stopped_by is not None and not cancelled and not failed:
-        return Outcome("failed", stopped_by.code, codes, failure=stopped_by, stopped=stopped)
+        return Outcome(RunState.FAILED, stopped_by.code, codes, failure=stopped_by, stopped=stopped)
     outcome = _outcome(codes, order, cancel if cancelled else None)
     return dataclasses.replace(outcome, stopped=stopped,
                                failed_nodes=tuple(i for i in outcome.failed_nodes if i not in stopped))
@@ -165,16 +166,16 @@ def _stop_all(nodes, codes, order, cancel: Cancel) -> None:
 def _outcome(codes, order, cancel: Optional[Cancel]) -> Outcome:
     failed = [i for i in order if codes[i] != 0]
     if cancel is not None:
-        return Outcome("cancelled", 128 + (cancel.signum or signal.SIGINT), codes)
+        return Outcome(RunState.CANCELLED, 128 + (cancel.signum or signal.SIGINT), codes)
     if not failed:
-        return Outcome("succeeded", 0, codes)
+        return Outcome(RunState.SUCCEEDED, 0, codes)
     first = failed[0]
-    return Outcome("failed", codes[first], codes, first_failed=first, failed_nodes=tuple(failed))
+    return Outcome(RunState.FAILED, codes[first], codes, first_failed=first, failed_nodes=tuple(failed))
 
 
 def finalize(outcome: Outcome, failure: Optional[Failure]) -> Outcome:
     """Attach the failure read from the logs: the rank's own code becomes the run's, 75 makes it preempted."""
-    if outcome.state != "failed" or failure is None or outcome.failure is not None:
+    if outcome.state != RunState.FAILED or failure is None or outcome.failure is not None:
         return outcome
-    state = "preempted" if failure.code == PREEMPTED else "failed"
+    state = RunState.PREEMPTED if failure.code == PREEMPTED else RunState.FAILED
     return Outcome(state, failure.code, outcome.node_codes, outcome.first_failed, failure, outcome.stopped)

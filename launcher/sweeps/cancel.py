@@ -14,8 +14,9 @@ from launcher.supervise import tree
 from launcher.supervise.liveness import CANCEL_MARGIN
 from launcher.sweeps.rerun import trial_state
 from launcher.sweeps.table import collect
+from launcher.states import RunState
 
-STILL = ACTIVE + ("lost",)
+STILL = ACTIVE + (RunState.LOST,)
 
 
 def _grace(run_root: str, run_ids: list) -> float:
@@ -34,7 +35,7 @@ def cancel_sweep(record) -> str:
         return f"sweep {sweep_id}: no trial of it is running or queued ({view['state']}); nothing to cancel"
     said = registry.backend(data.get("backend") or registry.DEFAULT).cancel_many(data, record.path)
     if said is not None:
-        record.update(state="cancelled", finished_at=time.time())
+        record.update(state=RunState.CANCELLED, finished_at=time.time())
         return said
     if driver is not None:
         print(f"sweep {sweep_id}: stopping its driver (kit, pid {driver.pid}) and every running trial "
@@ -48,5 +49,5 @@ def cancel_sweep(record) -> str:
         if state in STILL:
             print(registry.backend(status.backend).cancel(trial, status), flush=True)
     if record.read().get("state") in ACTIVE:
-        record.update(state="cancelled", finished_at=time.time())
+        record.update(state=RunState.CANCELLED, finished_at=time.time())
     return f"sweep {sweep_id}: cancelled; no process of any trial is left"

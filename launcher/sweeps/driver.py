@@ -21,6 +21,7 @@ from launcher.sweeps.streak import Streak, failure_key
 from launcher.sweeps.table import collect, metric_text, render_text, trial_row
 from launcher.sweeps.trial_proc import start_trial
 from launcher.sweeps.trials import describe
+from launcher.states import RunState
 
 POLL_SECONDS = 0.2
 
@@ -72,10 +73,10 @@ class Driver:
         state, status = trial_state(os.path.join(self.ctx.run_root, trial.run_id))
         last = _last_kit_line(_console_path(self.record, trial))
         if not status.run_id:  # it stopped before its run record was written: a check failed
-            state = "failed"
+            state = RunState.FAILED
             self.record.update(errors={**(self.record.read().get("errors") or {}), trial.run_id: last})
         took = duration(time.time() - run.started)
-        if state == "succeeded":
+        if state == RunState.SUCCEEDED:
             row = trial_row(self.record, self.ctx.run_root, trial.run_id)
             detail = f"{self.plan.spec.metric} {metric_text(row['metric'])}"
         else:
@@ -118,7 +119,7 @@ class Driver:
                 self._ended(run)
 
     def run(self) -> int:
-        self.record.update(state="running", driver_pid=os.getpid(), driver_start=tree.started_at(os.getpid()),
+        self.record.update(state=RunState.RUNNING, driver_pid=os.getpid(), driver_start=tree.started_at(os.getpid()),
                            started_at=time.time(), finished_at=None, exit_code=None, stopped=None)
         with Cancel(on_hangup=self.console.hang_up) as cancel:
             self.queues = {k: deque(t for t in self.todo if t.lane == k) for k in range(self.plan.lanes)}
@@ -138,11 +139,11 @@ class Driver:
     def _finish(self, cancel: Cancel) -> int:
         view = collect(self.record, self.ctx.run_root)
         if cancel.count:
-            state, code = "cancelled", 128 + (cancel.signum or signal.SIGINT)
-        elif all(r["state"] == "succeeded" for r in view["trials"]):
-            state, code = "succeeded", 0
+            state, code = RunState.CANCELLED, 128 + (cancel.signum or signal.SIGINT)
+        elif all(r["state"] == RunState.SUCCEEDED for r in view["trials"]):
+            state, code = RunState.SUCCEEDED, 0
         else:
-            state, code = "failed", 1
+            state, code = RunState.FAILED, 1
         self.record.update(state=state, exit_code=code, finished_at=time.time())
         view["state"] = state
         for line in render_text(view).splitlines():

@@ -18,6 +18,7 @@ from launcher.sweeps.follow import follow_trials, how_to
 from launcher.sweeps.record import open_sweep
 from launcher.sweeps.rerun import trials_to_run
 from launcher.sweeps.context import SweepContext, trial_specs
+from launcher.states import RunState
 
 
 def _refuse_if_running(record) -> None:
@@ -43,7 +44,7 @@ def _detach(plan, record, ctx: SweepContext, todo) -> None:
         raise KitError(f"could not start the sweep's driver: {e}") from None
     # Recorded before the driver gets its inputs (it writes nothing until then), so a `kit cancel` right after
     # finds it and the two never race on the record.
-    record.update(state="running", driver_pid=proc.pid, driver_start=tree.started_at(proc.pid))
+    record.update(state=RunState.RUNNING, driver_pid=proc.pid, driver_start=tree.started_at(proc.pid))
     spawned.hand_over(proc, (plan, record.path, ctx, todo))
 
 
@@ -88,14 +89,14 @@ def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: str 
     todo = trials_to_run(plan, run_root, say)
     if not todo:
         say(f"kit: sweep {plan.sweep_id}: every trial succeeded already; nothing to run")
-        record.update(state="succeeded", exit_code=0, finished_at=time.time())
+        record.update(state=RunState.SUCCEEDED, exit_code=0, finished_at=time.time())
         if detach:
             return record
         from launcher.sweeps.status import print_status
         return print_status(run_root, plan.sweep_id)
     submitted = backend.submit_many(plan, todo, {t.index: trial_specs(ctx, t) for t in todo}, base_dir)
     if submitted is not None:
-        record.update(state="running", finished_at=None, exit_code=None, **submitted)
+        record.update(state=RunState.RUNNING, finished_at=None, exit_code=None, **submitted)
         if detach:
             say(how_to(plan.sweep_id, record))
             return record

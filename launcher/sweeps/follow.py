@@ -10,6 +10,7 @@ from launcher import records
 from launcher.core.lookup import state_now
 from launcher.status import NOT_OVER
 from launcher.supervise.failure import outcome_line
+from launcher.states import RunState
 
 POLL = 2.0
 
@@ -25,7 +26,7 @@ def _refresh(trial: records.RunRecord) -> tuple[str, str]:
         # Never submitted (kit stopped before sbatch answered): nothing of it runs anywhere.
         return ("not submitted" if status.state in NOT_OVER else status.state), ""
     state, line = state_now(trial, status)
-    if state == "running" and not status.started_at:
+    if state == RunState.RUNNING and not status.started_at:
         # When it was first seen running: the trial's duration leaves out its wait in the queue.
         trial.update_status(started_at=time.time())
     return state, line
@@ -61,10 +62,10 @@ def follow_trials(record, run_ids: list[str]) -> int:
     for run_id in ended:
         status = _trial_record(record, run_id).read_status()
         print(outcome_line(run_id, status.state, status.exit_code or 0, status.failure), file=sys.stderr)
-        if status.state != "succeeded" and first_bad is None:
+        if status.state != RunState.SUCCEEDED and first_bad is None:
             first_bad = status.exit_code or 1
     code = 0 if first_bad is None else first_bad
-    record.update(state="succeeded" if code == 0 else "failed", exit_code=code, finished_at=time.time())
+    record.update(state=RunState.SUCCEEDED if code == 0 else RunState.FAILED, exit_code=code, finished_at=time.time())
     from launcher.sweeps.status import print_status  # the same table as `kit sweep status`
     sys.stdout.flush()
     print_status(os.path.dirname(record.path), record.sweep_id)

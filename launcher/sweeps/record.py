@@ -14,6 +14,7 @@ from launcher.filestore import locked, write_atomic
 from launcher.records import LOCK, SWEEP_FILE
 from launcher.sweeps.sweep_file import checked
 from launcher.render.text import to_json
+from launcher.states import RunState, TrialState
 
 
 
@@ -90,7 +91,7 @@ def _refuse_a_namesake(sweep_id: str, path: str) -> None:
         state = state_now(SweepRecord(other).read())
     except KitError:
         state = "unreadable"
-    if state == "running":
+    if state == RunState.RUNNING:
         raise KitError(f"sweep id {sweep_id} is taken by a sweep still running {run_index.taken(sweep_id, other)}")
     raise KitError(f"sweep id {sweep_id} is taken by a sweep that ended ({state}) "
                    f"{run_index.taken(sweep_id, other, live=False)}")
@@ -108,11 +109,11 @@ def find_sweep(run_root: str, sweep_id: str) -> SweepRecord:
 
 def state_now(data: dict) -> str:
     """The recorded state; `lost` for a sweep whose driver died while it ran (its trials stopped themselves)."""
-    state = data.get("state") or ("array" if data.get("array_job_id") else "?")
-    if state == "running" and data.get("driver_pid"):
+    state = data.get("state") or (TrialState.ARRAY if data.get("array_job_id") else "?")
+    if state == RunState.RUNNING and data.get("driver_pid"):
         from launcher.supervise import tree
         if tree.same_process(data["driver_pid"], data.get("driver_start")) is None:
-            return "lost"
+            return RunState.LOST
     return state
 
 

@@ -7,6 +7,7 @@ from launcher import records
 from launcher.errors import KitError
 from launcher.core.lookup import state_now
 from launcher.status import NOT_OVER, RunStatus
+from launcher.states import RunState
 
 
 def trial_state(path: str) -> tuple[str, RunStatus]:
@@ -32,7 +33,7 @@ def trials_to_run(plan, record_root: str, note) -> list:
     for trial in plan.trials:
         path = os.path.join(record_root, trial.run_id)
         state, _ = trial_state(path)
-        if state == "succeeded":
+        if state == RunState.SUCCEEDED:
             note(f"kit: sweep {plan.sweep_id}: trial {trial.index} succeeded before ({trial.run_id}); skipped")
             continue
         if state in NOT_OVER:   # running, or waiting in a queue (a SLURM job array): it would run twice

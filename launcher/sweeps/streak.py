@@ -4,6 +4,7 @@ the same way. The same way: the same exit code, meaning and last words of the fi
 line. A success, or another cause, starts the count again."""
 
 from typing import Optional
+from launcher.states import RunState
 
 
 def failure_key(status, last_line: str, run_id: str) -> str:
@@ -21,7 +22,7 @@ class Streak:
 
     def ended(self, state: str, key: str) -> bool:
         """Count one trial's end; True when this one makes `limit` failures in a row with one cause."""
-        if state in ("succeeded", "cancelled"):
+        if state in (RunState.SUCCEEDED, RunState.CANCELLED):
             self.key, self.count = None, 0
             return False
         self.count = self.count + 1 if key == self.key else 1

@@ -11,6 +11,7 @@ from launcher.status import NOT_OVER
 from launcher.sweeps import metrics
 from launcher.sweeps.rerun import trial_state
 from launcher.sweeps.trials import describe
+from launcher.states import RunState, TrialState
 
 
 def metric_text(value: Optional[float]) -> str:
@@ -28,9 +29,9 @@ def _row(trial: dict, run_root: str, data: dict, driver_alive: bool) -> dict:
     state, status = trial_state(path)
     error = (data.get("errors") or {}).get(trial["run_id"])
     if not status.run_id:
-        state = "failed" if error else ("pending" if driver_alive else "not run")
+        state = RunState.FAILED if error else (RunState.PENDING if driver_alive else TrialState.NOT_RUN)
     value = None
-    if state == "succeeded":
+    if state == RunState.SUCCEEDED:
         spec = data["spec"]
         found = metrics.trial_metrics(path, data.get("workdir"), trial["output_dir"], spec["metrics_file"])
         if found is None:   # written where this machine does not see it (a login host's workdir): ask its backend
@@ -47,7 +48,7 @@ def trial_row(record, run_root: str, run_id: str) -> dict:
 
 
 def _best(rows: list, goal: str) -> Optional[dict]:
-    scored = [r for r in rows if r["state"] == "succeeded" and r["metric"] is not None]
+    scored = [r for r in rows if r["state"] == RunState.SUCCEEDED and r["metric"] is not None]
     if not scored:
         return None
     pick = max if goal == "max" else min
@@ -56,25 +57,25 @@ def _best(rows: list, goal: str) -> Optional[dict]:
 
 def _sweep_state(data: dict, rows: list, driver_alive: bool) -> str:
     if driver_alive or any(r["state"] in NOT_OVER for r in rows):
-        return "running"
-    if data.get("state") == "cancelled":
-        return "cancelled"
-    if data.get("state") == "running" and data.get("driver_pid"):
-        return "lost"  # the driver died; its trials stopped themselves (their pipe from it closed)
-    if all(r["state"] == "succeeded" for r in rows):
-        return "succeeded"
-    if any(r["state"] == "not run" for r in rows):
+        return RunState.RUNNING
+    if data.get("state") == RunState.CANCELLED:
+        return RunState.CANCELLED
+    if data.get("state") == RunState.RUNNING and data.get("driver_pid"):
+        return RunState.LOST  # the driver died; its trials stopped themselves (their pipe from it closed)
+    if all(r["state"] == RunState.SUCCEEDED for r in rows):
+        return RunState.SUCCEEDED
+    if any(r["state"] == TrialState.NOT_RUN for r in rows):
         return "incomplete"
-    return "failed"
+    return RunState.FAILED
 
 
 def _record_end(record, data: dict, rows: list, state: str) -> None:
     """A sweep with no driver (its trials submitted as one job array) ends when its last trial does, which
     whoever reads it next sees: its record says so from then on (a detached array's sweep.json would say
     "running" for ever otherwise)."""
-    if data.get("driver_pid") or data.get("state") != "running" or state in ("running", "lost"):
+    if data.get("driver_pid") or data.get("state") != RunState.RUNNING or state in (RunState.RUNNING, RunState.LOST):
         return
-    failed = [r for r in rows if r["state"] != "succeeded"]
+    failed = [r for r in rows if r["state"] != RunState.SUCCEEDED]
     code = 0 if not failed else (failed[0]["exit_code"] or 1)
     record.update(state=state, exit_code=code, finished_at=time.time())
 
@@ -118,7 +119,7 @@ def render_text(view: dict) -> str:
     else:
         lines.append(f"no best trial yet: no succeeded trial has {view['metric']}")
     for r in view["trials"]:
-        if r["error"] and r["state"] == "failed":
+        if r["error"] and r["state"] == RunState.FAILED:
             lines.append(f"trial {r['index']} did not start: {r['error']}")
     if view.get("stopped"):
         lines.append(view["stopped"])

@@ -18,6 +18,7 @@ from launcher.errors import KitError, render
 from launcher.core.launch import Prepared, launch
 from launcher.sweeps import forked, metrics
 from launcher.sweeps.context import trial_specs
+from launcher.states import RunState
 
 
 class _Cancelled(Exception):
@@ -32,7 +33,7 @@ class _EarlyStop:
         self.record = None
 
     def __call__(self, signum, _frame):
-        if self.record is None or self.record.read_status().state == "starting":
+        if self.record is None or self.record.read_status().state == RunState.STARTING:
             raise _Cancelled()
 
 
@@ -74,14 +75,14 @@ def _run(trial, ctx, driver_fd: int) -> int:
     except _Cancelled:
         record = stop.record
         if record is not None:
-            record.update_status(state="cancelled", exit_code=143, finished_at=time.time())
+            record.update_status(state=RunState.CANCELLED, exit_code=143, finished_at=time.time())
         print(f"kit: run {plan.run_id} cancelled before it started", file=sys.stderr, flush=True)
         return 143
     except KitError as e:
         print(f"kit: error: {render(e)}", file=sys.stderr, flush=True)
         record = stop.record
-        if record is not None and record.read_status().state == "starting":
-            record.update_status(state="failed", exit_code=e.exit_code, finished_at=time.time())
+        if record is not None and record.read_status().state == RunState.STARTING:
+            record.update_status(state=RunState.FAILED, exit_code=e.exit_code, finished_at=time.time())
         return e.exit_code
     _keep_metrics(backend, trial, launched.record, ctx)
     return launched.result.code

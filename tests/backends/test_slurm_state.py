@@ -20,7 +20,7 @@ from launcher.supervise.failure import cause, restartable
     ("PENDING", 0, "pending"), ("PENDING", 2, "requeued"), ("REQUEUED", 1, "requeued"),
     ("PREEMPTED", 0, "requeued"), ("RUNNING", 1, "running"), ("COMPLETING", 0, "running"),
     ("COMPLETED", 0, "succeeded"), ("FAILED", 0, "failed"), ("NODE_FAIL", 0, "failed"),
-    ("CANCELLED", 0, "cancelled"), ("TIMEOUT", 0, "timeout"), ("UNKNOWN", 0, "unknown"),
+    ("CANCELLED", 0, "cancelled"), ("TIMEOUT", 0, "timeout"), ("UNKNOWN", 0, None),   # a word kit does not have: no state
 ])
 def test_states(slurm, restarts, kit):
     info = JobInfo("7", slurm, restarts=restarts)

@@ -27,6 +27,7 @@ from launcher.supervise.supervisor import Cancel, finalize, supervise
 from launcher.supervise.tracebacks import first_cause
 from launcher.supervise.watchdog import become_subreaper
 from launcher.supervise.world import WorldWatch, ranks_started
+from launcher.states import RunState
 
 
 REACH_TIMEOUT = 30.0   # the node's setup lines, then a connect bounded by reach.CONNECT_SECONDS
@@ -51,7 +52,7 @@ class LocalBackend(Backend):
         envs = [node_process_env(plan, n, dict(os.environ)) for n in plan.nodes]
         with Cancel(on_hangup=console.hang_up) as cancel:
             nodes, threads = self._start(plan, envs, base_dir, console, record)
-            record.update_status(state="running", started_at=time.time(), supervisor_pid=os.getpid(),
+            record.update_status(state=RunState.RUNNING, started_at=time.time(), supervisor_pid=os.getpid(),
                                  supervisor_start=tree.started_at(os.getpid()),
                                  teardown_grace=grace, nodes=[n.record() for n in nodes])
             watch = WorldWatch(plan, lambda n: ranks_started(os.path.join(base_dir, n.workdir), plan.run_dir, n),
@@ -76,8 +77,8 @@ class LocalBackend(Backend):
             # A full disk under the run directory is the cause; what the ranks wrote last there may be cut.
             failure = with_full_disk(failure, full_disk_note(record.path))
         outcome = finalize(outcome, failure)
-        record.update_status(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
-                             node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
+        record.end_attempt(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
+                           node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
         return Result(outcome.code, outcome.state, failure)
 
     def _reach(self, plan: LaunchPlan, node, base_dir: str, env: dict):
@@ -114,7 +115,7 @@ class LocalBackend(Backend):
         except OSError as e:
             for handle in nodes:
                 handle.send("kill")
-            record.update_status(state="failed", exit_code=2, finished_at=time.time())
+            record.update_status(state=RunState.FAILED, exit_code=2, finished_at=time.time())
             raise KitError(f"could not start node {len(nodes)} on this machine: {e}") from None
         return nodes, threads
 

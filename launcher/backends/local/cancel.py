@@ -8,6 +8,7 @@ from launcher.trust import require_trusted
 from launcher.status import ACTIVE, RunStatus
 from launcher.supervise import tree
 from launcher.supervise.liveness import CANCEL_MARGIN, live_watchdogs, stop_supervisor, supervisor, wait_gone
+from launcher.states import RunState
 
 
 def current_state(status: RunStatus) -> tuple[str, str]:
@@ -15,15 +16,15 @@ def current_state(status: RunStatus) -> tuple[str, str]:
     state = status.state
     if state not in ACTIVE:
         return state, status.note
-    if state == "starting" and not status.supervisor_pid:
+    if state == RunState.STARTING and not status.supervisor_pid:
         return state, ""
     if supervisor(status) is not None:
         return state, ""
     left = live_watchdogs(status)
     if left:
-        return "lost", (f"its supervisor (kit, pid {status.supervisor_pid}) is gone; "
+        return RunState.LOST, (f"its supervisor (kit, pid {status.supervisor_pid}) is gone; "
                         f"{len(left)} node(s) still stopping")
-    return "lost", (f"its supervisor (kit, pid {status.supervisor_pid}) died before recording the "
+    return RunState.LOST, (f"its supervisor (kit, pid {status.supervisor_pid}) died before recording the "
                     "outcome; its nodes stopped themselves")
 
 
@@ -39,5 +40,5 @@ def cancel_local_run(record: RunRecord, status: RunStatus) -> str:
     if left:
         tree.terminate(left, grace=grace)
     if record.read_status().state in ACTIVE:
-        record.update_status(state="cancelled", finished_at=time.time())
+        record.update_status(state=RunState.CANCELLED, finished_at=time.time())
     return f"run {run_id}: cancelled; no process of it is left"

@@ -14,6 +14,7 @@ from launcher.errors import KitError
 from launcher.secrets import is_secret
 from launcher.transport.where import CommandError
 from launcher.trust import require_trusted
+from launcher.states import RunState
 
 def submit_argv(sweep, todo) -> list[str]:
     """The plan's `sbatch --parsable <script>`; a re-run that skips trials names the rest on the command line
@@ -64,7 +65,7 @@ def submit_array(backend, sweep, todo, made: dict, timeout: float) -> tuple[str,
 
 def _fail_all(made: dict) -> None:
     for record in made.values():
-        record.update_status(state="failed", exit_code=1, finished_at=time.time())
+        record.update_status(state=RunState.FAILED, exit_code=1, finished_at=time.time())
 
 
 def create_records(root: str, todo, specs: dict) -> dict:

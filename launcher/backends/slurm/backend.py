@@ -21,6 +21,7 @@ from launcher.trust import require_trusted
 from launcher.status import ACTIVE, FINAL, RunStatus
 from launcher.supervise import liveness
 from launcher.transport.where import CommandError, where_at
+from launcher.states import AttemptEnd, RunState
 
 SUBMIT_TIMEOUT = 60.0
 REQUEUE_DELAY = 2   # seconds before a requeued job may start again (see _requeue)
@@ -70,7 +71,7 @@ class SlurmBackend(Backend):
     def submitted_fields(self, plan: LaunchPlan, record: RunRecord, job_id: str, workdir: str) -> dict:
         """What a record holds once its job is queued: the job id and where its files are (one definition for a
         single job and an array task)."""
-        return dict(state="pending", job_id=job_id, submitted_at=time.time(), workdir=workdir,
+        return dict(state=RunState.PENDING, job_id=job_id, submitted_at=time.time(), workdir=workdir,
                     run_dir=plan.run_dir, max_requeues=self.max_requeues, **self.login,
                     nodes=[{"rank": n.machine_rank, "host": "?"} for n in plan.nodes])
 
@@ -82,11 +83,11 @@ class SlurmBackend(Backend):
             r = self.where.run(list(plan.submission.argv), cwd=workdir, env=added_env(plan), drop=plan.inherit,
                                timeout=SUBMIT_TIMEOUT)
         except (OSError, CommandError, KitError) as e:
-            record.update_status(state="failed", exit_code=1, finished_at=time.time())
+            record.update_status(state=RunState.FAILED, exit_code=1, finished_at=time.time())
             raise KitError(f"sbatch could not be run on {self.where.where}: {e}") from None
         job_id = r.out.strip().split(";")[0]
         if r.code != 0 or not job_id.isdigit():
-            record.update_status(state="failed", exit_code=1, finished_at=time.time())
+            record.update_status(state=RunState.FAILED, exit_code=1, finished_at=time.time())
             why = (r.err.strip().splitlines() or ["no job id printed"])[-1]
             raise KitError(f"sbatch refused the job: {why}")
         record.update_status(**self.submitted_fields(plan, record, job_id, workdir))
@@ -109,7 +110,7 @@ class SlurmBackend(Backend):
             fields = follow(self.where, self.workdir, plan, record, requeues)
         except KeyboardInterrupt:
             note(f"\nkit: stopped following; the job keeps running. {_how_to(plan.run_id, record)}")
-            return Result(130, "still running", None)
+            return Result(130, AttemptEnd.STILL_RUNNING, None)
         return Result(fields["exit_code"], fields["state"], failure_of(fields))
 
     def restart_refused(self, record: RunRecord) -> str:
@@ -129,16 +130,14 @@ class SlurmBackend(Backend):
         except KeyboardInterrupt:   # the job may be requeued already: say so, not "nothing was started"
             if query(self.where, status.handle.job_id).finished:
                 raise KitError(f"interrupted; SLURM job {status.handle.job_id} was not requeued") from None
-            record.update_status(reopen=True, state="requeued", finished_at=None, exit_code=None, failure=None,
-                                 stopping=None)
+            record.update_status(reopen=True, state=RunState.REQUEUED)
             note(f"\nkit: stopped following; SLURM job {status.handle.job_id} is requeued and will run. "
                  f"{_how_to(plan.run_id, record)}")
-            return Result(130, "still running", None)
+            return Result(130, AttemptEnd.STILL_RUNNING, None)
         if not requeued:
             raise KitError(f"SLURM refused to requeue job {status.handle.job_id}")
         record.keep_attempt_plan(plan)
-        record.update_status(reopen=True, state="requeued", finished_at=None, exit_code=None, failure=None,
-                             stopping=None)
+        record.update_status(reopen=True, state=RunState.REQUEUED)
         return self._follow_result(plan, record, requeues=status.handle.restarts + 1)
 
     def _requeue(self, status) -> bool:
@@ -175,7 +174,8 @@ class SlurmBackend(Backend):
         state = status.state
         gone = status.supervisor_pid and liveness.supervisor(status) is None
         if not status.handle.job_id and state in ACTIVE and gone:
-            return "lost", f"kit (pid {status.supervisor_pid}) ended before SLURM took the job; nothing was queued"
+            return RunState.LOST, (f"kit (pid {status.supervisor_pid}) ended before SLURM took the job; nothing was "
+                                   "queued")
         if state in FINAL or not status.handle.job_id:
             return state, status.ended_by or _requeue_note(status) or status.note
         where = where_of(record, status)
@@ -184,7 +184,7 @@ class SlurmBackend(Backend):
             copy_node_logs(where, status, record.path)   # the failure summary reads the record's copy
             fields = record_end(record, final_fields(where, status, info, record.path))
             return fields["state"], fields["ended_by"] or f"{describe(info)}, exit code {fields['exit_code']}"
-        if info.kit_state == "unknown":
+        if info.kit_state is None:
             return state, f"SLURM job {status.handle.job_id}: SLURM does not know it (any more)"
         note_info(where, record, info)
         return info.kit_state, describe(info)
@@ -230,10 +230,11 @@ class SlurmBackend(Backend):
             time.sleep(0.5)
             info = settle(where, status, query(where, job_id))
         if not info.finished:
-            return f"kit: run {status.run_id}: scancel sent to SLURM job {job_id}; it is still {info.kit_state}"
+            still = info.kit_state or info.slurm_state
+            return f"kit: run {status.run_id}: scancel sent to SLURM job {job_id}; it is still {still}"
         copy_node_logs(where, status, record.path)
         fields = record_end(record, final_fields(where, status, info, record.path))
-        if fields["state"] != "cancelled":   # kit's own watch had cancelled it already: its verdict stands
+        if fields["state"] != RunState.CANCELLED:   # kit's own watch had cancelled it already: its verdict stands
             return f"kit: run {status.run_id} {fields['state']} (SLURM job {job_id} ended: {info.slurm_state})"
         return f"kit: run {status.run_id} cancelled (SLURM job {job_id} ended: {info.slurm_state})"
 

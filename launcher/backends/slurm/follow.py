@@ -15,7 +15,7 @@ from launcher.planning.model import LaunchPlan
 from launcher.preflight.reach import reach_command, reach_problem
 from launcher.preflight.stacks import dump_command, parse_dumps
 from launcher.records import RunRecord
-from launcher.states import OVER
+from launcher.states import OVER, RunState
 from launcher.status import RunStatus
 from launcher.supervise.failure import cause
 from launcher.supervise.hang import HangWatch
@@ -40,7 +40,7 @@ def follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: i
     seen_running, attempt_restarts = False, requeues
     while True:
         info = settle(where, status, query(where, status.handle.job_id))
-        seen_running = seen_running or (info.kit_state == "running" and info.restarts >= requeues)
+        seen_running = seen_running or (info.kit_state == RunState.RUNNING and info.restarts >= requeues)
         if info.finished and not ends_this_attempt(info, requeues, seen_running):
             time.sleep(POLL)
             continue
@@ -53,12 +53,12 @@ def follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: i
             last_output[0] = time.monotonic()
         if info.restarts > attempt_restarts and not info.finished:   # the queue requeued the job: a new world
             attempt_restarts, watch, hang, insight = info.restarts, None, None, None
-        if info.kit_state == "running" and watch is None:   # the rendezvous clock starts when the job runs
+        if info.kit_state == RunState.RUNNING and watch is None:   # the rendezvous clock starts when the job runs
             watch = _world_watch(where, workdir, plan, record)
             hang = HangWatch(plan, watch, lambda: last_output[0], lambda: _stacks(where, workdir, plan, record),
                              record.path, named_host=lambda n: _host_of(record, n))
             insight = InsightWatch(plan, record, watch, note, lambda n: _host_of(record, plan.nodes[n]))
-        if watch is not None and stopped_by is None and info.kit_state == "running":
+        if watch is not None and stopped_by is None and info.kit_state == RunState.RUNNING:
             stopped_by = watch.poll() or hang.poll() or insight.poll()
             if stopped_by is not None:
                 _cancel(where, record, status, stopped_by)
@@ -67,7 +67,7 @@ def follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: i
             status = note_info(where, record, info)   # the hosts of a job that ended before it was seen running
             fields = final_fields(where, status, info, record.path, ran=seen_running)
             if stopped_by is not None:
-                fields.update(state="failed", exit_code=stopped_by.code, failure=stopped_by, ended_by="")
+                fields.update(state=RunState.FAILED, exit_code=stopped_by.code, failure=stopped_by, ended_by="")
             fields = record_end(record, fields)
             # The run's end as kit reads it (SLURM says FAILED for a job whose time ran out at the warning).
             why = f": {fields['ended_by']}" if fields["ended_by"] else ""
@@ -130,15 +130,16 @@ def note_info(where, record: RunRecord, info) -> RunStatus:
     """Keep the record's state, requeue count and hosts as SLURM last said them."""
     status = record.read_status()
     fields, moved = {"restarts": info.restarts, "slurm_state": info.slurm_state}, []
-    if not info.finished and status.state not in OVER:   # a verdict kit wrote before cancelling stays
+    # A verdict kit wrote before cancelling stays; a state SLURM has that kit does not know moves nothing.
+    if not info.finished and info.kit_state is not None and status.state not in OVER:
         fields["state"] = info.kit_state
-        if info.kit_state == "running" and status.state != "running":   # this attempt's start, as on SSH
+        if info.kit_state == RunState.RUNNING and status.state != RunState.RUNNING:   # this attempt's start (as SSH)
             fields["started_at"] = attempt_start(info, status, time.time())
         if info.kit_state != status.state:   # the queue's moves, in the timeline kit report reads
             moved = [{"at": time.time(), "event": info.kit_state, "attempt": info.restarts + 1, "detail": info.reason}]
     # The allocation's hosts while it runs; a job that ended before kit saw it running still names the hosts it ran on.
     unknown = any(n.host == "?" for n in status.nodes)
-    hosts = hostnames(where, info.nodes) if info.kit_state == "running" or (info.finished and unknown) else []
+    hosts = hostnames(where, info.nodes) if info.kit_state == RunState.RUNNING or (info.finished and unknown) else []
     if hosts and len(hosts) == len(status.nodes):
         fields["nodes"] = [dataclasses.replace(n, host=h) for n, h in zip(status.nodes, hosts)]
     if info.restarts > len(status.attempts):   # requeued by the queue itself: its ended attempts are listed

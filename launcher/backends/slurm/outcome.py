@@ -14,16 +14,17 @@ from launcher.backends.slurm.query import JobInfo
 from launcher.status import NOT_STARTED, Failure
 from launcher.supervise.failure import known_codes, read_log, summarize
 from launcher.supervise.tracebacks import first_cause
+from launcher.states import RunState
 
 SIGTERM_EXIT = 143
 
 
 def describe(info: JobInfo) -> str:
     """One line about the job as SLURM sees it: state, reason while waiting, nodes while running, requeues."""
-    text = f"SLURM job {info.job_id} {info.kit_state}"
-    if info.kit_state in ("pending", "requeued") and info.reason and info.reason != "None":
+    text = f"SLURM job {info.job_id} {info.kit_state or info.slurm_state}"
+    if info.kit_state in (RunState.PENDING, RunState.REQUEUED) and info.reason and info.reason != "None":
         text += f" ({info.reason})"
-    if info.kit_state == "running" and info.nodes:
+    if info.kit_state == RunState.RUNNING and info.nodes:
         text += f" on {info.nodes}"
     if info.restarts:
         text += f"; requeued {info.restarts} time(s)"
@@ -88,9 +89,9 @@ def budget_spent(batch_text: str) -> Optional[str]:
     `preempted` (which promises a requeue) and not `failed` (nothing went wrong). A job requeued from outside
     (preemption) more often than allowed stops before launching: `preempted`, its last checkpoint kept."""
     if TIME_LIMIT_NO_REQUEUE in batch_text:
-        return "timeout"
+        return RunState.TIMEOUT
     if REQUEUES_EXHAUSTED in batch_text:
-        return "preempted"
+        return RunState.PREEMPTED
     return None
 
 
@@ -100,23 +101,23 @@ def final_fields(where, status, info: JobInfo, record_path: str, ran: bool = Tru
     codes = node_exit_codes(where, status, len(status.nodes))
     state = info.kit_state
     failure, ended_by = None, ""
-    if state == "succeeded":
+    if state == RunState.SUCCEEDED:
         code = 0
-    elif state == "cancelled":
+    elif state == RunState.CANCELLED:
         code = info.exit_code or SIGTERM_EXIT
     else:
         batch = batch_output(where, status)
         spent = budget_spent(batch)
         failure = _first_failure(where, status, codes, record_path)
-        if failure is None and not ran and state == "failed" and not info.forgotten and codes \
+        if failure is None and not ran and state == RunState.FAILED and not info.forgotten and codes \
                 and all(c is None for c in codes):
             failure = _not_started(status, info, batch)
         code = failure.code if failure is not None else (info.exit_code or 1)
         if spent is not None:
             # Not a failure: the ranks were stopped on purpose. The code stays theirs (75: resumable).
             state, failure, ended_by = spent, None, _ended_by(spent, status)
-        elif failure is not None and failure.preempted and state == "failed":
-            state = "preempted"
+        elif failure is not None and failure.preempted and state == RunState.FAILED:
+            state = RunState.PREEMPTED
     if info.forgotten and not ended_by:
         missing = [str(i) for i, c in enumerate(codes) if c is None]
         ended_by = (f"SLURM no longer knows job {info.job_id} and has no accounting; read from the nodes' exit files"
@@ -145,7 +146,7 @@ def _not_started(status, info: JobInfo, batch: str) -> Failure:
 def _ended_by(state: str, status) -> str:
     limit = status.handle.max_requeues
     budget = f" (slurm.max_requeues={limit})" if limit is not None else ""
-    if state == "timeout":
+    if state == RunState.TIMEOUT:
         return (f"the time limit came with no requeue left{budget}; the ranks got SIGTERM to checkpoint and stop. "
                 "Resubmit (the training module's --resume auto continues from the checkpoint) or raise slurm.time")
     return f"requeued more often than allowed{budget}; resubmit to continue from the last checkpoint"
@@ -161,9 +162,9 @@ def with_kits_verdict(current, fields: dict) -> dict:
     watch's verdict, whether the follower, a `kit status` or a `kit cancel` in another shell reads its end first.
     Called under the record's lock (RunRecord.amend), so no reader can have missed the marker."""
     f = current.stopping
-    if f is None or fields.get("state") != "cancelled":
+    if f is None or fields.get("state") != RunState.CANCELLED:
         return fields
-    return {**fields, "state": "failed", "exit_code": f.code, "failure": f, "ended_by": ""}
+    return {**fields, "state": RunState.FAILED, "exit_code": f.code, "failure": f, "ended_by": ""}
 
 
 def record_end(record, fields: dict) -> dict:
@@ -175,5 +176,5 @@ def record_end(record, fields: dict) -> dict:
         applied.update(with_kits_verdict(current, fields))
         return {**applied, "finished_at": ended}
 
-    record.amend(change)
+    record.amend(change, attempt_end=True)   # held while kit's restart loop may requeue the job
     return applied

@@ -9,12 +9,21 @@ from dataclasses import dataclass
 from typing import Optional
 
 from launcher.transport.where import CommandError, Local
+from launcher.states import RunState
 
 QUERY_TIMEOUT = 20.0
 _FIELD = re.compile(r"(\w+)=(\S*)")
-RUNNING = ("RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "RESIZING", "SIGNALING", "STAGE_OUT")
-REQUEUED = ("REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "PREEMPTED")
-FAILED = ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
+# SLURM's job states -> kit's run states: the one table (PENDING is `requeued` once the job has run before).
+SLURM_STATES = {
+    "PENDING": RunState.PENDING,
+    **dict.fromkeys(("REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "PREEMPTED"), RunState.REQUEUED),
+    **dict.fromkeys(("RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "RESIZING", "SIGNALING",
+                     "STAGE_OUT"), RunState.RUNNING),
+    "COMPLETED": RunState.SUCCEEDED,
+    "CANCELLED": RunState.CANCELLED,   # also "CANCELLED by <uid>"
+    "TIMEOUT": RunState.TIMEOUT,
+    **dict.fromkeys(("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"), RunState.FAILED),
+}
 
 
 @dataclass(frozen=True)
@@ -34,28 +43,17 @@ class JobInfo:
     started_at: Optional[float] = None   # when the running job started, on kit's clock (now - its RunTime)
 
     @property
-    def kit_state(self) -> str:
-        """pending | requeued | running | succeeded | failed | cancelled | timeout | unknown."""
-        s = self.slurm_state
-        if s == "PENDING":
-            return "requeued" if self.restarts else "pending"
-        if s in REQUEUED:
-            return "requeued"
-        if s in RUNNING:
-            return "running"
-        if s == "COMPLETED":
-            return "succeeded"
-        if s.startswith("CANCELLED"):
-            return "cancelled"
-        if s == "TIMEOUT":
-            return "timeout"
-        if s in FAILED:
-            return "failed"
-        return "unknown"
+    def kit_state(self) -> Optional[RunState]:
+        """SLURM's state as kit's (SLURM_STATES); None when SLURM's word is not one kit knows (UNKNOWN: nobody
+        knows the job)."""
+        state = SLURM_STATES.get((self.slurm_state or "").split(" ")[0].rstrip("+"))
+        if state is RunState.PENDING and self.restarts:
+            return RunState.REQUEUED
+        return state
 
     @property
     def finished(self) -> bool:
-        return self.kit_state in ("succeeded", "failed", "cancelled", "timeout")
+        return self.kit_state is not None and self.kit_state.is_terminal
 
 
 def _run(where, argv: list[str]) -> Optional[str]:

@@ -23,6 +23,7 @@ from launcher.backends.ssh.host_disk import host_disk_note
 from launcher.supervise.disk import with_full_disk
 from launcher.supervise.hang import HangWatch
 from launcher.supervise.world import WorldWatch, ranks_started
+from launcher.states import RunState
 
 
 def remote_env(plan: LaunchPlan, node: NodePlan, environ) -> dict:
@@ -140,7 +141,7 @@ class SshBackend(Backend):
             try:
                 self._connect_and_check(plan)
             except KitError:
-                record.update_status(state="failed", exit_code=2, finished_at=time.time())
+                record.update_status(state=RunState.FAILED, exit_code=2, finished_at=time.time())
                 raise
         record.update_status(ssh=self.settings, accepted_host_keys=self.accepted.keys,
                              teardown_grace=plan.teardown_grace)
@@ -152,9 +153,9 @@ class SshBackend(Backend):
                 nodes, threads = self._start(plan, record, console)
                 self.timings["start_s"] = round(time.monotonic() - started - self.timings["upload_s"], 3)
             except KitError:
-                record.update_status(state="failed", exit_code=2, finished_at=time.time())
+                record.update_status(state=RunState.FAILED, exit_code=2, finished_at=time.time())
                 raise
-            record.update_status(state="running", started_at=time.time(), supervisor_pid=os.getpid(),
+            record.update_status(state=RunState.RUNNING, started_at=time.time(), supervisor_pid=os.getpid(),
                                  supervisor_start=tree.started_at(os.getpid()),
                                  nodes=[n.record() for n in nodes], timings=self.timings)
             pinging = keep_in_touch(self.conns, nodes, self.settings)
@@ -170,7 +171,7 @@ class SshBackend(Backend):
             for node, t in zip(nodes, threads):
                 t.join(timeout=0.2 if node.lost else 10)   # a lost host's stream may never end
         unclean = sorted({n.host for n in nodes if n.lost})
-        if unclean and outcome.state == "cancelled":
+        if unclean and outcome.state == RunState.CANCELLED:
             console.note(f"kit: could not clean host(s) {', '.join(unclean)} (no answer); their watchdogs stop "
                          f"the run's processes there by themselves")
         disk_note = None
@@ -192,8 +193,8 @@ class SshBackend(Backend):
             if not nodes[outcome.first_failed].lost:
                 failure = with_full_disk(failure, disk_note)
         outcome = finalize(outcome, failure)
-        record.update_status(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
-                             node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
+        record.end_attempt(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
+                           node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
         return Result(outcome.code, outcome.state, failure)
 
     def _upload(self, plan: LaunchPlan) -> None:

@@ -11,6 +11,7 @@ from launcher.status import ACTIVE, NodeStatus, RunStatus
 from launcher.supervise import liveness
 from launcher.supervise.liveness import CANCEL_MARGIN, stop_supervisor
 from launcher.backends.ssh.node import STARTTIME
+from launcher.states import RunState
 
 
 def _nodes_by_host(status: RunStatus) -> dict:
@@ -80,8 +81,8 @@ def current_state(record, status: RunStatus) -> tuple[str, str]:
     why = f"; could not check: {'; '.join(errors)}" if errors else ""
     boss = f"its supervisor (kit, pid {status.supervisor_pid})"
     if left:
-        return "lost", f"{boss} is gone; {left} node(s) still stopping{why}"
-    return "lost", f"{boss} died before recording the outcome{why}"
+        return RunState.LOST, f"{boss} is gone; {left} node(s) still stopping{why}"
+    return RunState.LOST, f"{boss} died before recording the outcome{why}"
 
 
 def cancel_ssh_run(record, status: RunStatus) -> str:
@@ -96,7 +97,7 @@ def cancel_ssh_run(record, status: RunStatus) -> str:
     if left:
         _on_hosts(record, status, "kill -KILL -- -{pid}")
     if record.read_status().state in ACTIVE:
-        record.update_status(state="cancelled", finished_at=time.time())
+        record.update_status(state=RunState.CANCELLED, finished_at=time.time())
     if errors or more:
         return f"run {run_id}: cancelled, but some hosts could not be checked: {'; '.join(errors + more)}"
     return f"run {run_id}: cancelled; no process of it is left on any host"
