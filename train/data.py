@@ -77,6 +77,12 @@ def _make(text, label, where: str) -> Example:
     if not isinstance(text, str):
         raise DataError(f"{where}: text must be a string, got {type(text).__name__}")
     label = _label_str(label, where)
+    for name, value in (("text", text), ("label", label)):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:   # a JSON escape such as "\ud800" decodes to a lone surrogate
+            raise DataError(f"{where}: {name} holds a lone surrogate {value[exc.start]!r} at character {exc.start}, "
+                            f"not valid Unicode (a half of a UTF-16 pair?); fix or drop that line") from None
     if not label:
         raise DataError(f"{where}: empty label")
     return Example(text=text, label=label, source=where)
