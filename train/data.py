@@ -206,12 +206,12 @@ def split(examples: list[Example], seed: int, val_fraction: float, test_fraction
     return splits
 
 
-def require_one_batch(splits: Splits, batch_size: int, processes: int) -> None:
+def require_one_batch(splits: Splits, batch_size: int, processes: int, unit: str = "processes") -> None:
     """Every process must get at least one full training batch per epoch (the remainder is dropped): a smaller
     training split is refused here, before anything is built, not met as a crash or an empty epoch in the loop."""
     needed = batch_size * processes
     if len(splits.train) < needed:
-        each = f" on each of {processes} processes" if processes > 1 else ""
+        each = f" on each of {processes} {unit}" if processes > 1 else ""
         raise DataError(f"training split: {len(splits.train)} examples, fewer than one batch of {batch_size}{each} "
                         f"({needed} examples); lower --batch-size or give more data")
 

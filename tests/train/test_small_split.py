@@ -53,3 +53,13 @@ def test_the_loop_refuses_a_loader_without_a_batch_instead_of_spinning(tmp_path)
     """)
     r = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=180)
     assert r.returncode == 1 and "RuntimeError: train: the training loader has no batch" in r.stderr, r.stderr
+
+
+def test_the_check_counts_every_process_or_replica():
+    from train import data
+
+    splits = data.split([data.Example(f"t{i}", "ab"[i % 2], f"f:{i}") for i in range(20)], 0, 0.1, 0.1)
+    data.require_one_batch(splits, 8, 2)   # 16 training examples: one batch for each of 2 processes
+    with pytest.raises(data.DataError, match=r"^training split: 16 examples, fewer than one batch of 8 on each of "
+                                             r"3 pipeline replicas \(24 examples\); lower --batch-size"):
+        data.require_one_batch(splits, 8, 3, "pipeline replicas")
