@@ -127,8 +127,8 @@ def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
     first = RunStatus(run_id=plan.run_id, job=plan.job_name, backend=plan.backend, state="starting",
                       created_at=time.time())
     try:
-        _own_run_dir(path, plan.run_id)
-        _refuse_planted([record.file(n) for n in (STATUS, RESERVE, LOCK, "job.yaml", "cluster.yaml", "plan.json")]
+        own_run_dir(path, plan.run_id)
+        refuse_planted([record.file(n) for n in (STATUS, RESERVE, LOCK, "job.yaml", "cluster.yaml", "plan.json")]
                         + [os.path.join(workdir, rel) for rel in plan.files], plan.run_id)
         claimed = publish_new(record.file(STATUS), to_json(first.to_json()))
     except OSError as e:
@@ -155,7 +155,7 @@ def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
     return record
 
 
-def _own_run_dir(path: str, run_id: str) -> None:
+def own_run_dir(path: str, run_id: str) -> None:
     """The run's directory, made by this process (mode 0755 whatever the umask) or already this user's own real
     directory (left as it is). A symbolic link or another user's directory there is refused: in a shared run root
     a planted `runs/<run-id>` would have kit write into, and open up, a directory of the planter's choosing."""
@@ -163,7 +163,7 @@ def _own_run_dir(path: str, run_id: str) -> None:
     try:
         os.mkdir(path, 0o700)   # never follows a link at `path`: a planted one is "exists"
     except FileExistsError:
-        _refuse_planted([path], run_id, directory=True)
+        refuse_planted([path], run_id, directory=True)
         return
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
@@ -172,7 +172,7 @@ def _own_run_dir(path: str, run_id: str) -> None:
         os.close(fd)
 
 
-def _refuse_planted(paths: list[str], run_id: str, directory: bool = False) -> None:
+def refuse_planted(paths: list[str], run_id: str, directory: bool = False) -> None:
     """One line (KitError) for a path kit would write for the run that is a symbolic link, is not this user's, or
     (the run's directory) is not a directory."""
     for path in paths:

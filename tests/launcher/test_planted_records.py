@@ -120,3 +120,16 @@ def test_a_symbolic_link_planted_at_a_file_of_the_record_is_refused(tmp_path):
     with pytest.raises(KitError, match="is a symbolic link"):
         records.create(str(tmp_path), plan, job, cluster)
     assert target.read_text() == "kept\n" and not (tmp_path / "runs" / "mine" / "status.json").exists()
+
+
+def test_a_symbolic_link_planted_at_a_sweeps_directory_is_refused(tmp_path):
+    from tests.sweeps.sweeprun import LOCAL_CLUSTER, probe_job
+
+    victim = _private(tmp_path)
+    (tmp_path / "runs").mkdir()
+    os.symlink(victim, tmp_path / "runs" / "swept")
+    job = probe_job(tmp_path, {"parameters": {"--x": [1]}})
+    r = kit("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "swept", cwd=tmp_path, timeout=120)
+    assert r.returncode == 2 and "is a symbolic link" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    _untouched(victim)
