@@ -113,7 +113,7 @@ def _wait_args(sub) -> None:
                               "out; 2 with a kit: error line for kit's own errors")
     p.add_argument("run_id", nargs="?", help=f"run id (default: the latest run); {PREFIX_HELP}")
     p.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds: exit code 254, the run "
-                                                               "goes on")
+                                                               "goes on (inf: wait for ever, as without it)")
     p.add_argument("--run-root", help=RUN_ROOT_HELP)
     _trust_arg(p)
 

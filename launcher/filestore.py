@@ -46,10 +46,11 @@ def _replace(path: str, text: str) -> None:
 def reserve_room(path: str) -> None:
     """Keep RESERVE_BYTES at `path` for a status write on a full disk (best effort: no room, no reserve)."""
     try:
-        with open(path, "wb") as f:
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644), "wb") as f:
             f.write(bytes(RESERVE_BYTES))
-    except OSError:
-        unlink_quietly(path)
+    except OSError as e:
+        if e.errno != errno.ELOOP:   # a symbolic link there is not kit's to remove
+            unlink_quietly(path)
 
 
 def unlink_quietly(path: str) -> None:
@@ -65,7 +66,8 @@ def publish_new(path: str, text: str) -> bool:
     written temporary file fails when the name exists). False when another process got there first."""
     tmp = f"{path}.new.{os.getpid()}"
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644), "w",
+                       encoding="utf-8") as f:
             f.write(text)
         os.chmod(tmp, 0o644)   # whatever the umask: a group-writable record is not trusted (untrusted())
         os.link(tmp, path)
@@ -81,8 +83,10 @@ def locked(path: str):
     """An exclusive flock on the file `path` (made if absent), held for one read-modify-write of a record; a
     lock held by another process for over LOCK_WAIT seconds is one line."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:   # a record this user cannot lock (read-only, full disk): the write fails after anyway
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as e:   # a record this user cannot lock (read-only, full disk): the write fails after anyway
+        if e.errno == errno.ELOOP:
+            raise KitError(f"{path} is a symbolic link; kit will not follow it: remove it") from None
         yield
         return
     try:

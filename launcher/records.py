@@ -3,6 +3,7 @@ fields typed in status.py)."""
 
 import json
 import os
+import stat
 import sys
 import time
 from contextlib import contextmanager
@@ -154,8 +155,9 @@ def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
     first = RunStatus(run_id=plan.run_id, job=plan.job_name, backend=plan.backend, state=RunState.STARTING,
                       created_at=time.time())
     try:
-        os.makedirs(path, mode=0o755, exist_ok=True)
-        os.chmod(path, 0o755)
+        own_run_dir(path, plan.run_id)
+        refuse_planted([record.file(n) for n in (STATUS, RESERVE, LOCK, "job.yaml", "cluster.yaml", "plan.json")]
+                        + [os.path.join(workdir, rel) for rel in plan.files], plan.run_id)
         claimed = publish_new(record.file(STATUS), to_json(first.to_json()))
     except OSError as e:
         raise KitError(f"cannot write the run record in {path}: {e.strerror or e}; free space or pick "
@@ -179,6 +181,39 @@ def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
         raise KitError(f"cannot write the run record in {path}: {e.strerror or e}; free space or pick "
                        f"another run root (cluster's run_root / workdir)") from None
     return record
+
+
+def own_run_dir(path: str, run_id: str) -> None:
+    """The run's directory, made by this process (mode 0755 whatever the umask) or already this user's own real
+    directory (left as it is). A symbolic link or another user's directory there is refused: in a shared run root
+    a planted `runs/<run-id>` would have kit write into, and open up, a directory of the planter's choosing."""
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    try:
+        os.mkdir(path, 0o700)   # never follows a link at `path`: a planted one is "exists"
+    except FileExistsError:
+        refuse_planted([path], run_id, directory=True)
+        return
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        os.fchmod(fd, 0o755)   # the directory this process made, not whatever the name may point to by now
+    finally:
+        os.close(fd)
+
+
+def refuse_planted(paths: list[str], run_id: str, directory: bool = False) -> None:
+    """One line (KitError) for a path kit would write for the run that is a symbolic link, is not this user's, or
+    (the run's directory) is not a directory."""
+    for path in paths:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        what = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else
+                f"owned by uid {st.st_uid}, not by this user" if st.st_uid != os.geteuid() else
+                "not a directory" if directory and not stat.S_ISDIR(st.st_mode) else None)
+        if what:
+            raise KitError(f"run {run_id}: {path} is {what}; kit will not write there: remove it or pick another "
+                           f"--run-id")
 
 
 @contextmanager

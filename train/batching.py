@@ -84,6 +84,8 @@ class BucketBatchSampler(Sampler):
         gen = torch.Generator().manual_seed(self.seed * 1000003 + epoch)
         order = torch.randperm(len(self.lengths), generator=gen)
         usable = order[:len(self) * self.batch_size]
+        if not len(usable):   # fewer examples than one batch (train/data.py refuses such a split at start)
+            return []
         if self.bucketing:
             pools = [usable[i:i + self.pool] for i in range(0, len(usable), self.pool)]
             usable = torch.cat([p[torch.argsort(self.lengths[p], stable=True)] for p in pools])

@@ -77,6 +77,12 @@ def _make(text, label, where: str) -> Example:
     if not isinstance(text, str):
         raise DataError(f"{where}: text must be a string, got {type(text).__name__}")
     label = _label_str(label, where)
+    for name, value in (("text", text), ("label", label)):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:   # a JSON escape such as "\ud800" decodes to a lone surrogate
+            raise DataError(f"{where}: {name} holds a lone surrogate {value[exc.start]!r} at character {exc.start}, "
+                            f"not valid Unicode (a half of a UTF-16 pair?); fix or drop that line") from None
     if not label:
         raise DataError(f"{where}: empty label")
     return Example(text=text, label=label, source=where)
@@ -198,6 +204,16 @@ def split(examples: list[Example], seed: int, val_fraction: float, test_fraction
     splits.label_ids(val)  # fail now, before training, on labels the model could never predict
     splits.label_ids(test)
     return splits
+
+
+def require_one_batch(splits: Splits, batch_size: int, processes: int, unit: str = "processes") -> None:
+    """Every process must get at least one full training batch per epoch (the remainder is dropped): a smaller
+    training split is refused here, before anything is built, not met as a crash or an empty epoch in the loop."""
+    needed = batch_size * processes
+    if len(splits.train) < needed:
+        each = f" on each of {processes} {unit}" if processes > 1 else ""
+        raise DataError(f"training split: {len(splits.train)} examples, fewer than one batch of {batch_size}{each} "
+                        f"({needed} examples); lower --batch-size or give more data")
 
 
 def load_splits(source: str, text_col: str, label_col: str, seed: int, val_fraction: float,

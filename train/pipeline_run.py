@@ -71,6 +71,7 @@ class PipelineRun:
         args = self.args
         splits = data.load_splits(args.data, args.text_column, args.label_column, args.seed, args.val_fraction,
                                   args.test_fraction, args.dedupe)
+        data.require_one_batch(splits, args.batch_size, max(1, self.world // self.stages), "pipeline replicas")
         cache = Path(args.cache_dir)
         local_first = int(os.environ.get("LOCAL_RANK", 0)) == 0
         for turn in (True, False):   # the node's first process builds the caches, the others then read them

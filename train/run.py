@@ -36,6 +36,7 @@ def load_data(args, accelerator):
     """Splits, tokenizer and tokenized data; built by one process per node, then read by all."""
     splits = data.load_splits(args.data, args.text_column, args.label_column, args.seed, args.val_fraction,
                               args.test_fraction, args.dedupe)
+    data.require_one_batch(splits, args.batch_size, accelerator.num_processes)
     cache = Path(args.cache_dir)
     with accelerator.local_main_process_first():
         if model_lib.is_local_model(args.model):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,15 +66,19 @@ class Encoded:
 
 
 def _atomic_dir(final: Path, write) -> None:
-    """Build a directory in a temp sibling and rename it into place; a concurrent builder may win the race."""
+    """Build a directory in a temp sibling and rename it into place; a concurrent builder may win the race.  The
+    temp directory goes on any exit: a failed or interrupted build (SIGTERM is train.preempt.Preempted here, a
+    BaseException) leaves nothing behind in the cache."""
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
-    write(tmp)
     try:
-        os.rename(tmp, final)
-    except OSError:  # another process (node on a shared file system) renamed first: its copy is identical
-        import shutil
-        shutil.rmtree(tmp, ignore_errors=True)
+        write(tmp)
+        try:
+            os.rename(tmp, final)
+        except OSError:  # another process (node on a shared file system) renamed first: its copy is identical
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)   # gone already when renamed
 
 
 def train_wordpiece(texts: list[str], vocab_size: int, out_dir: Path, cjk: str = "chars") -> None:

@@ -98,6 +98,11 @@ class Trainer:
         self.insight.event("train", step=self.state.step)
         try:
             with self.preemption.deferred():
+                if self.state.step < self.total_steps and not len(self.loaders["train"]):
+                    # Empty epochs would come round for ever, deaf to SIGTERM (deferred in here). train/data.py
+                    # refuses a split this small at start; this is the loop's own guard.
+                    raise RuntimeError(f"{self.name}: the training loader has no batch for this process; "
+                                       f"nothing to train on")
                 while self.state.step < self.total_steps:
                     if not self._run_epoch(bar):
                         self.insight.event("end", step=self.state.step)   # preempted: saved, ending

@@ -9,6 +9,7 @@ from launcher.backends import registry
 from launcher.core.describe import attempts as attempt_rows
 from launcher.core.lookup import state_now
 from launcher.core.waiting import end_code
+from launcher.errors import KitError
 from launcher.insight.events import record_events
 from launcher.insight.goodput import Attempt, report
 from launcher.trust import untrusted
@@ -30,9 +31,18 @@ def report_run(record, png: Optional[str] = None) -> dict:
         registry.backend(status.backend).fetch_logs(record, status)
     data = build(record, status, state)
     if png:
-        from launcher.insight.report_png import draw
-        draw(data, png)
+        draw_png(data, png)
     return data
+
+
+def draw_png(data: dict, png: str) -> None:
+    """The report's timeline drawn into the file `png`; one line (KitError) naming it when it cannot be written."""
+    from launcher.insight.report_png import draw
+    try:
+        draw(data, png)
+    except OSError as e:
+        raise KitError(f"cannot write the timeline to {png}: {e.strerror or e}; give a --png path in a directory "
+                       f"that exists and that you may write") from None
 
 
 def build(record, status, state: str, now: Optional[float] = None) -> dict:

@@ -1,6 +1,7 @@
 """A run's end as an exit code, and waiting for that end: `kit wait / status / logs --follow` and the Python API's
 Run.wait share these, for runs of every backend (the state is asked of the run's backend, as `kit status` asks)."""
 
+import math
 import threading
 import time
 from typing import Optional
@@ -48,6 +49,8 @@ def wait_end(record: RunRecord, timeout: Optional[float] = None, poll: float = P
     """Poll the run's state until it is over: (state, note). StillGoing after `timeout` seconds, also when its
     backend is slow to answer (each poll is bounded by the time left). Polls come every POLL_FIRST seconds at
     first, then less often, at most every `poll` seconds."""
+    if timeout is not None and math.isinf(timeout) and timeout > 0:
+        timeout = None   # waits for ever (thread.join and time.sleep overflow on an infinite wait)
     deadline = None if timeout is None else time.monotonic() + timeout
     interval, state = POLL_FIRST, "?"
     while True:

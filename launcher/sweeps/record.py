@@ -11,7 +11,7 @@ from typing import Optional
 from launcher.core.lookup import DEFAULT_ROOT, all_roots
 from launcher.errors import KitError
 from launcher.filestore import locked, write_atomic
-from launcher.records import LOCK, SWEEP_FILE
+from launcher.records import LOCK, SWEEP_FILE, own_run_dir, refuse_planted
 from launcher.sweeps.sweep_file import checked
 from launcher.render.text import to_json
 from launcher.states import RunState, TrialState
@@ -54,6 +54,8 @@ class SweepRecord:
 def open_sweep(root: str, plan) -> SweepRecord:
     """Create the sweep record, or take up an existing one of the same sweep (a re-run continues it)."""
     record = SweepRecord(os.path.abspath(os.path.join(root, plan.sweep_id)))
+    refuse_planted([record.path], plan.sweep_id, directory=True)   # a link or a stranger's directory: never used
+    refuse_planted([record.file(SWEEP_FILE), record.file(LOCK)], plan.sweep_id)
     _refuse_a_namesake(plan.sweep_id, record.path)
     data = plan.to_dict()
     if os.path.exists(record.file(SWEEP_FILE)):
@@ -65,7 +67,7 @@ def open_sweep(root: str, plan) -> SweepRecord:
         from launcher import run_index
         run_index.remember(record.path)
         return record
-    os.makedirs(record.path, exist_ok=True)
+    own_run_dir(record.path, plan.sweep_id)
     write_atomic(record.file(SWEEP_FILE), to_json({**data, "created_at": time.time()}))
     from launcher import run_index
     run_index.remember(record.path)

@@ -64,3 +64,22 @@ def test_a_marked_line_with_words_where_numbers_go_is_no_event(tmp_path):
          {"e": "train", "t": b + 5, "step": 0}, {"e": "end", "t": b + 45, "step": 9})
     got = build(record, record.read_status(), "succeeded", now=b + 50)
     assert got["goodput_s"] == 40.0 and got["total_s"] == 50.0, got
+
+
+def test_a_png_path_that_cannot_be_written_costs_the_drawing_only(tmp_path):
+    """`kit report RUN --png /nonexistent/x.png` (issue 36): the text report, then one line naming the path, exit 2
+    (it was a traceback and no report)."""
+    import subprocess
+    import sys
+
+    _record(tmp_path, backend="local", state="succeeded", exit_code=0, created_at=1000.0, started_at=1010.0,
+            finished_at=1100.0)
+    missing = tmp_path / "nonexistent" / "x.png"
+    r = subprocess.run([sys.executable, "-m", "launcher", "report", "r", "--run-root", str(tmp_path / "runs"),
+                        "--png", str(missing)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines() == [f"kit: error: cannot write the timeline to {missing}: No such file or "
+                                             f"directory; give a --png path in a directory that exists and that you "
+                                             f"may write"], r.stderr
+    assert "goodput" in r.stdout.lower() and "timeline drawn" not in r.stdout, r.stdout
+    assert not missing.parent.exists()

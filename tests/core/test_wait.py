@@ -144,3 +144,42 @@ def test_one_process_killed_by_sigkill_is_137(tmp_path):
         if words[1:2] == [PROBE.encode()] or words[2:3] == [PROBE.encode()]:   # python [-u] rank_probe.py
             os.kill(pid, signal.SIGKILL)
     assert kit("wait", "one-oom", cwd=tmp_path).returncode == 137
+
+
+def _starting(tmp_path, run_id):
+    """A record that reads "starting" (not over) until the test writes its end."""
+    root = tmp_path / "runs"
+    (root / run_id).mkdir(parents=True)
+    (root / run_id / "status.json").write_text(json.dumps({"run_id": run_id, "backend": "local", "state": "starting",
+                                                           "created_at": time.time()}))
+    return root
+
+
+def _ends_soon(root, run_id):
+    import threading
+
+    from launcher.records import RunRecord
+
+    def end():
+        time.sleep(1.5)
+        RunRecord(str(root / run_id)).update_status(state="succeeded", exit_code=0, finished_at=time.time())
+    thread = threading.Thread(target=end)
+    thread.start()
+    return thread
+
+
+def test_a_timeout_of_inf_waits_for_the_end(tmp_path):
+    """`--timeout inf` is no timeout (it was a traceback: OverflowError in the poll's join, exit 1)."""
+    root = _starting(tmp_path, "forever")
+    thread = _ends_soon(root, "forever")
+    r = kit("wait", "forever", "--run-root", str(root), "--timeout", "inf", cwd=tmp_path, timeout=60)
+    thread.join()
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines() == ["kit: run forever succeeded (exit code 0)"], r.stderr
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "-inf", "soon"])
+def test_a_bad_timeout_is_one_line_exit_2(tmp_path, value):
+    root = _starting(tmp_path, "r")
+    r = kit("wait", "r", "--run-root", str(root), f"--timeout={value}", cwd=tmp_path, timeout=60)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--timeout" in r.stderr, r.stderr

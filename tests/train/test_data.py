@@ -128,3 +128,30 @@ def test_jsonl_with_unicode_line_separators_is_valid(tmp_path):
     path.write_text(path.read_text(encoding="utf-8") + "{broken\n", encoding="utf-8")
     with pytest.raises(data.DataError, match=rf"{path}:{len(rows) + 1}: invalid JSON"):
         data.read_examples(str(path), "text", "label")
+
+
+def _with_a_lone_surrogate(tmp_path):
+    """A JSONL file whose line 5 holds the JSON escape of a lone surrogate (json.loads accepts it)."""
+    path = write_jsonl(tmp_path / "s.jsonl", synthetic_rows(40))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[4] = '{"text": "half a pair \\ud83d here", "label": "pos"}'
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_lone_surrogate_is_a_data_error_naming_file_and_line(tmp_path):
+    """It crashed the data fingerprint with UnicodeEncodeError (issue 36)."""
+    path = _with_a_lone_surrogate(tmp_path)
+    with pytest.raises(data.DataError, match=rf"^{path}:5: text holds a lone surrogate '\\ud83d' at character 12"):
+        data.load_splits(str(path), "text", "label", 0, 0.1, 0.1)
+
+
+def test_a_lone_surrogate_stops_the_job_with_one_line_of_bad_data(tmp_path):
+    from tests.train.support import tiny_args, train_by_hand
+    from train import EXIT_BAD_DATA
+
+    path = _with_a_lone_surrogate(tmp_path)
+    r = train_by_hand(tiny_args(path, tmp_path / "out", tmp_path / "cache"), timeout=240)
+    assert r.returncode == EXIT_BAD_DATA and "Traceback" not in r.stderr, r.stderr[-3000:]
+    said = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(said) == 1 and said[0].startswith(f"bad data: {path}:5: text holds a lone surrogate"), r.stderr

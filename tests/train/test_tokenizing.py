@@ -85,3 +85,32 @@ def test_cjk_words_merge_characters_into_pieces_and_keep_long_runs(small_csv, tm
     long_run = "很好" * 80
     assert tok.unk_token not in tok.tokenize(long_run)
     assert tokenizing.load_tokenizer(chars).tokenize("这本书很好") == ["这", "本", "书", "很", "好"]
+
+
+def test_an_interrupted_tokenizer_build_leaves_no_temporary_directory(small_csv, tmp_path):
+    """SIGTERM while the vocabulary is built (issue 36): the job's preemption handler turns it into Preempted, and
+    the build's temporary directory goes with it (it was left in the cache); nothing of the tokenizer is kept."""
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    cache = tmp_path / "cache"
+    script = textwrap.dedent(f"""
+        import os, signal, sys, time
+        from train import data, preempt, tokenizing, wordpiece
+        def interrupted(*args, **kwargs):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(60)
+        wordpiece.build_vocab = interrupted
+        preempt.Preemption().install()
+        s = data.load_splits({str(small_csv)!r}, "text", "label", 0, 0.1, 0.1)
+        try:
+            tokenizing.trained_tokenizer_dir(__import__("pathlib").Path({str(cache)!r}), s, 200)
+        except preempt.Preempted as e:
+            sys.exit(f"preempted by {{e.signal_name}}")
+    """)
+    repo = Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and r.stderr.strip() == "preempted by SIGTERM", r.stderr
+    assert cache.is_dir() and os.listdir(cache) == []
