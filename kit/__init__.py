@@ -5,7 +5,7 @@ launcher.api.submit), loaded on first use like launcher's, so importing kit impo
 """
 
 import launcher
-from launcher import KitError, __version__
+from launcher import KitError, __version__  # noqa: F401  (kit.__version__)
 
 _API = launcher._API
 
