@@ -56,9 +56,11 @@ def _relevant(errors: list, names: set) -> list[tuple[tuple, dict]]:
     a union branch the user did not write goes when an error lies under its place, or another kind of error at it
     (the branch they did write); one error per place is kept."""
     located = [(tuple(i for i in e["loc"] if isinstance(i, int) or not _is_label(i, names)), e) for e in errors]
+
     def written_elsewhere(loc: tuple) -> bool:
-        return any(other[:len(loc)] == loc and (len(other) > len(loc) or e["type"] not in _BRANCH_MISMATCH)
-                   for other, e in located)
+        return any(at[:len(loc)] == loc and (len(at) > len(loc) or other["type"] not in _BRANCH_MISMATCH)
+                   for at, other in located)
+
     kept: dict[tuple, dict] = {}
     for loc, e in located:
         if e["type"] in _BRANCH_MISMATCH and written_elsewhere(loc):
