@@ -2,7 +2,7 @@
 
 From Python (launcher/api.py; loaded on first use, so `kit --help` stays fast):
 
-    import launcher as kit
+    import kit          # the `launcher` package under its own name (kit/__init__.py)
     run = kit.submit("jobs/bert_cls.yaml", nodes=2)     # returns at once; the run goes on
     run.wait(); run.state; run.failure; run.logs(); run.cancel()
     kit.plan(...); kit.get_run(run_id); kit.runs(); kit.sweep(job, sweep="other_sweep.yaml")

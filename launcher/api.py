@@ -1,6 +1,6 @@
 """kit from Python: the same functions the CLI calls, returning handles.
 
-    import launcher as kit
+    import kit          # the `launcher` package under its own name (kit/__init__.py)
     run = kit.submit("jobs/bert_cls.yaml", cluster="cluster_configs/ssh.example.yaml", nodes=2,
                      set={"deepspeed.zero_stage": 3}, args=["--epochs", "1"])   # returns at once
     run.wait(); run.state; run.exit_code; run.failure; run.logs(); run.cancel()

@@ -4,6 +4,7 @@ name the command line's flags, said with the API's keyword arguments instead."""
 
 import os
 import re
+import shlex
 from typing import Optional
 
 from launcher.errors import KitError
@@ -16,6 +17,9 @@ _FLAG_WORDS = {"--nodes": "nodes", "--gpus": "gpus", "--procs-per-node": "procs_
                "--run-root": "run_root", "--cluster": "cluster", "--sweep": "sweep", "--set": "set"}
 _FLAG = re.compile(r"--(?:nodes|gpus|procs-per-node|strategy|mixed-precision|port|run-id|run-root|cluster|sweep|set)"
                    r"\b(?: (?!to\b|and\b|or\b|with\b)(\S+?)(?=[:;,)]|\s|$))?")
+
+# `kit submit JOB -- --lr 0.1` (a job's own argument given as a field): the words after -- are the API's args.
+_JOB_ARGS = re.compile("(?<=give it )after --: " + re.escape("kit submit JOB -- ") + r"(.*)$", re.M)
 
 
 def check_arguments(**given) -> None:
@@ -50,7 +54,7 @@ def in_api_words(error: KitError) -> KitError:
         if word == "set":
             return f"set[{value.split('=', 1)[0]!r}]={value.split('=', 1)[1]}" if value and "=" in value else "set"
         return f"{word}={value}" if value else word
-    text = _FLAG.sub(said, str(error))
+    text = _JOB_ARGS.sub(lambda m: f"in args={shlex.split(m.group(1))!r}", _FLAG.sub(said, str(error)))
     out = KitError(text)
     out.exit_code = error.exit_code
     return out

@@ -4,7 +4,7 @@ import argparse
 import os
 import sys
 
-from launcher.errors import KitError, render
+from launcher.errors import KitError, did_you_mean, render
 
 FORMATS = ("text", "json")
 RUN_ROOT_HELP = ("only the records under this directory (default: every run in kit's index, $KIT_HOME or "
@@ -41,8 +41,11 @@ def _submit_args(sub) -> None:
     p = sub.add_parser("submit", help="plan a job on a cluster and run it (or print the plan with --dry-run)",
                        usage="kit submit (JOB.yaml | SCRIPT.py | -m MODULE) [options] [-- ARGS...]",
                        epilog="ARGS after -- are appended to the job's arguments, e.g. "
-                              "kit submit train.py --nodes 2 -- --lr 3e-4. A sweep's trial N gets --output-dir "
-                              "outputs/<sweep>-tN (sweep.output_arg, output_root) as its last arguments, and must "
+                              "kit submit train.py --nodes 2 -- --lr 3e-4. In a job file, entrypoint: train.py is "
+                              "short for entrypoint: {script: train.py}, and entrypoint: -m pkg.train for "
+                              "{module: pkg.train}. A job file's mistakes are listed together, one a line. "
+                              "A sweep's trial N gets --output-dir outputs/<sweep>-tN (sweep.output_arg, "
+                              "output_root) as its last arguments, and must "
                               "write metrics.json (sweep.metrics_file) there, from one process on node 0; "
                               "sweep.metric is a path into it: names index objects, integers lists "
                               "(evals.-1.accuracy = data['evals'][-1]['accuracy']), leading to a number. A sweep "
@@ -184,15 +187,14 @@ def _split_job_args(argv: list[str]) -> tuple[list[str], list[str]]:
 
 def _unrecognized(parser, command: str, extra: list[str]) -> str:
     """`unrecognized arguments` with a did-you-mean for a mistyped option (`--node` -> `--nodes`)."""
-    import difflib
     options = [o for action in _command_parser(parser, command)._actions for o in action.option_strings]
     hints, unknown = [], False
     for word in extra:
         name = word.split("=", 1)[0]
         if not name.startswith("-"):
             continue
-        if close := difflib.get_close_matches(name, options, n=1, cutoff=0.8):
-            hints.append(f"did you mean {close[0]} for {name}?")
+        if close := did_you_mean(name, options):
+            hints.append(f"did you mean {close} for {name}?")
         else:
             unknown = True
     if command == "submit" and (unknown or not hints):

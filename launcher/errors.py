@@ -30,6 +30,18 @@ def render(error: Exception) -> str:
     return PER_LINE.join(one_line(part) for part in str(error).split(PER_LINE))
 
 
+def did_you_mean(word: str, choices) -> str | None:
+    """The one choice a mistyped `word` was meant to be: a close spelling (`node` -> `nodes`, `--node` ->
+    `--nodes`), or the only choice it begins (`gpus` -> `gpus_per_node`); None when none or several fit."""
+    import difflib
+    choices = list(choices)
+    if close := difflib.get_close_matches(word, choices, n=1, cutoff=0.8):
+        return close[0]
+    stem = word.rstrip("-_")
+    longer = [c for c in choices if len(stem) >= 3 and c.startswith((stem + "_", stem + "-"))]
+    return longer[0] if len(longer) == 1 else None
+
+
 def note(text: str) -> None:
     """kit's own line on stderr (a warning, what it does next), at once."""
     print(text, file=sys.stderr, flush=True)

@@ -1,12 +1,18 @@
 """Turn pydantic's multi-line validation reports into kit's one-line errors."""
 
+import shlex
+
 from pydantic import ValidationError
+
+from launcher.errors import did_you_mean
 
 
 # Type-mismatch errors of the union branch the user did not write (a mapping where a string was allowed).
 _BRANCH_MISMATCH = {"string_type", "int_type", "float_type", "bool_type", "model_type", "dict_type",
                     "model_attributes_type", "is_instance_of"}
 _INTERNAL_PREFIXES = ("constrained-", "function-", "lax-or-strict", "json-or-python", "tagged-union")
+# How a `--set` of the job's own argument is told to go after `--` (api_words.py says it as args=[...]).
+JOB_ARGS = "kit submit JOB -- "
 _SCALAR_LABELS = {"str", "int", "float", "bool", "list", "dict"}
 
 
@@ -45,9 +51,22 @@ def _loc_path(loc, model_names: set) -> str:
     return "".join(parts)
 
 
-def _most_relevant(errors: list) -> dict:
-    """The error of the form the user actually wrote: other branches' type mismatches go last."""
-    return sorted(errors, key=lambda e: e["type"] in _BRANCH_MISMATCH and len(errors) > 1)[0]
+def _relevant(errors: list, names: set) -> list[tuple[tuple, dict]]:
+    """(location, error) of each mistake, once: the error of the form the user actually wrote. A type mismatch of
+    a union branch the user did not write goes when an error lies under its place, or another kind of error at it
+    (the branch they did write); one error per place is kept."""
+    located = [(tuple(i for i in e["loc"] if isinstance(i, int) or not _is_label(i, names)), e) for e in errors]
+
+    def written_elsewhere(loc: tuple) -> bool:
+        return any(at[:len(loc)] == loc and (len(at) > len(loc) or other["type"] not in _BRANCH_MISMATCH)
+                   for at, other in located)
+
+    kept: dict[tuple, dict] = {}
+    for loc, e in located:
+        if e["type"] in _BRANCH_MISMATCH and written_elsewhere(loc):
+            continue
+        kept.setdefault(loc, e)
+    return list(kept.items())
 
 
 def _valid_keys(model, loc) -> list[str]:
@@ -64,23 +83,49 @@ def _valid_keys(model, loc) -> list[str]:
     return sorted(getattr(model, "model_fields", {}))
 
 
-def one_line(err: ValidationError, model, source: str, said: dict[str, str] | None = None) -> str:
-    """The first error, as `source: field: what is wrong (the fix)`. With `said` (dotted field -> how the user
-    wrote it on the command line, e.g. "gpus_per_node" -> "--gpus -1"), an error in a field the user set that way
-    is told in their words: `--gpus -1: Input should be ...`."""
-    first = _most_relevant(err.errors(include_url=False))
-    names = _model_names(model)
-    loc = tuple(item for item in first["loc"] if isinstance(item, int) or not _is_label(item, names))
-    where = _loc_path(loc, names) or "(top level)"
-    if first["type"] == "extra_forbidden":
-        keys = ", ".join(_valid_keys(model, loc))
-        return f"{source}: unknown key '{where}'; valid keys here: {keys}"
-    msg = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "missing":
+def _unknown_key(model, loc, where: str, said_as: str | None) -> str:
+    """An unknown key: the key that is close, or for a `--set` of a top-level key the job's own argument."""
+    valid = _valid_keys(model, loc)
+    key = str(loc[-1]) if loc else where
+    # `--set cluster.gpus=8` is told as the user wrote it, `cluster.gpus`, not as the cluster spec's `gpus`.
+    user_key = said_as.removeprefix("--set ").split("=", 1)[0].rstrip("+") if said_as else where
+    shown = user_key.removesuffix(where) + where if user_key.endswith(where) else where
+    if close := did_you_mean(key, valid):
+        return f"unknown key '{shown}'; did you mean '{shown.removesuffix(key) + close}'?"
+    text = f"unknown key '{shown}' (valid keys here: {', '.join(valid)})"
+    if said_as is not None and said_as.startswith("--set ") and not said_as.startswith("--set cluster.") \
+            and len(loc) == 1:
+        value = said_as.split("=", 1)[1]
+        text += (f"; if {key} is an argument of your script, give it after --: {JOB_ARGS}--{key}"
+                 f"{' ' + shlex.quote(value) if value else ''}")
+    return text
+
+
+def _line(loc: tuple, error: dict, model, source: str, said: dict[str, str]) -> str:
+    where = _loc_path(loc, set()) or "(top level)"
+    said_as = next((words for key, words in said.items()
+                    if where == key or where.startswith((key + ".", key + "["))), None)
+    if error["type"] == "extra_forbidden":
+        return f"{said_as or source}: {_unknown_key(model, loc, where, said_as)}"
+    msg = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "missing":
         msg = "required key is missing"
-    for key, words in (said or {}).items():
-        if where == key or where.startswith((key + ".", key + "[")):
-            return f"{words}: {msg}"   # the value is in their words already
-    if first["type"] not in ("value_error", "missing") and "input" in first:
-        msg += f" (got {first['input']!r})"
+    if said_as is not None:
+        return f"{said_as}: {msg}"   # the value is in their words already
+    if error["type"] not in ("value_error", "missing") and "input" in error:
+        msg += f" (got {error['input']!r})"
     return f"{source}: {where}: {msg}"
+
+
+def all_lines(err: ValidationError, model, source: str, said: dict[str, str] | None = None) -> list[str]:
+    """Every mistake, one line each, as `source: field: what is wrong (the fix)`; an unknown key with the valid
+    key that is close (`did you mean 'nodes'?`). With `said` (dotted field -> how the user wrote it on the command
+    line, e.g. "gpus_per_node" -> "--gpus -1"), a mistake in a field the user set that way is told in their words:
+    `--gpus -1: Input should be ...`."""
+    return [_line(loc, e, model, source, said or {})
+            for loc, e in _relevant(err.errors(include_url=False), _model_names(model))]
+
+
+def one_line(err: ValidationError, model, source: str, said: dict[str, str] | None = None) -> str:
+    """The first mistake's line (all_lines)."""
+    return all_lines(err, model, source, said)[0]

@@ -19,9 +19,32 @@ def yaml_no_to_str(value):
     return "no" if value is False else value
 
 
+_ENTRYPOINT_FORMS = ("a script path (entrypoint: train.py), a module (entrypoint: -m pkg.train), or the mapping "
+                     "{script: PATH} or {module: NAME}; the job's arguments go in args: [...]")
+
+
 class Entrypoint(StrictModel):
+    """What each rank runs. In a job file, `entrypoint: train.py` is short for `{script: train.py}` and
+    `entrypoint: -m pkg.train` for `{module: pkg.train}`; nothing else is read from a string (arguments go in
+    `args:`)."""
+
     module: Optional[Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][\w.]*$")]] = None
     script: Optional[str] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def from_string(cls, value):
+        """The short forms of a job file: one script path, or `-m` and one module name."""
+        if isinstance(value, str):
+            words = value.split()
+            if len(words) == 2 and words[0] == "-m":
+                return {"module": words[1]}
+            if len(words) == 1 and words[0] == value and value != "-m":
+                return {"script": value}
+            raise ValueError(f"{value!r} is not one script path or -m MODULE; write {_ENTRYPOINT_FORMS}")
+        if not isinstance(value, (dict, Entrypoint)):
+            raise ValueError(f"{value!r} is not {_ENTRYPOINT_FORMS}")
+        return value
 
     @field_validator("module", mode="before")
     @classmethod

@@ -86,7 +86,7 @@ def test_its_section_help_dry_run_and_doctor_are_its_own(tmp_path, plugin_env):
     # Its section's keys are its own; on another backend's cluster it is another backend's section.
     _, bad = _files(tmp_path, greting="hi")
     r = kit("submit", job, "--cluster", bad, "--dry-run", cwd=tmp_path, env=plugin_env)
-    assert r.returncode == 2 and "unknown key 'echo.greting'; valid keys here: greeting" in r.stderr, r.stderr
+    assert r.returncode == 2 and "unknown key 'echo.greting'; did you mean 'echo.greeting'?" in r.stderr, r.stderr
     local = tmp_path / "local.yaml"
     local.write_text(yaml.safe_dump({"name": "l", "backend": "local", "echo": {"greeting": "hi"}}))
     r = kit("submit", job, "--cluster", str(local), "--dry-run", cwd=tmp_path, env=plugin_env)

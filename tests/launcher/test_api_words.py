@@ -33,6 +33,16 @@ def test_a_wrong_argument_is_named_as_the_caller_wrote_it(given, said):
     assert not str(e.value).startswith("--")
 
 
+def test_a_jobs_own_argument_given_as_a_field_is_pointed_to_args():
+    # The command line says `kit submit JOB -- --lr 0.1`; the API's way to give the job an argument is args=[...].
+    with pytest.raises(KitError) as e:
+        kit.plan(JOB, set={"lr": 0.1, "node": 2})
+    text = str(e.value)
+    assert "set['lr']=0.1: unknown key 'lr'" in text and "give it in args=['--lr', '0.1']" in text, text
+    assert "set['node']=2: unknown key 'node'; did you mean 'nodes'?" in text, text
+    assert "kit submit" not in text, text
+
+
 def test_get_run_refuses_an_empty_id():
     with pytest.raises(KitError, match=r"^run_id='': a run id"):
         kit.get_run("")

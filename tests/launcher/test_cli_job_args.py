@@ -32,6 +32,7 @@ def test_words_after_double_dash_are_the_jobs_even_ones_kit_knows():
     (["submit", JOB, "--node", "2"], "did you mean --nodes for --node?"),
     (["submit", JOB, "--gpu", "1"], "did you mean --gpus for --gpu?"),
     (["submit", JOB, "--mixed_precision", "bf16"], "did you mean --mixed-precision for --mixed_precision?"),
+    (["submit", JOB, "--procs", "2"], "did you mean --procs-per-node for --procs?"),   # the one flag it begins
     (["submit", JOB, "--lr", "3"], "arguments for the job go after --, e.g. kit submit JOB -- --lr 3e-4"),
     (["logs", "r", "--follw"], "did you mean --follow for --follw?"),
 ])

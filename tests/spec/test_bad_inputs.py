@@ -1,6 +1,7 @@
 """A corpus of bad inputs through the real CLI, without --dry-run: each gives exit code 2, one line naming the field,
 and starts and writes nothing. The fixture files are in bad_inputs/; each bad job differs from job.yaml in one place."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -8,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 FIXTURES = Path(__file__).resolve().parent / "bad_inputs"
 MARKER = "STARTED"  # written by start_marker.py, the entrypoint of every job here
@@ -23,7 +25,19 @@ SSH = ["job.yaml", "--cluster", "cluster_ssh.yaml"]
 
 CASES = [
     # malformed YAML
-    case("yaml-malformed", ["job_malformed.yaml"], "job_malformed.yaml: line ", "invalid YAML"),
+    # the line named is the mistake's, as a user counts (PyYAML's problem mark is where it gave up: for a quote or
+    # bracket left open, a later line)
+    case("yaml-malformed", ["job_malformed.yaml"],
+         "job_malformed.yaml: line 2: invalid YAML: a '{' opened here is not closed by a '}'"),
+    case("yaml-unclosed-quote", ["job_yaml_unclosed_quote.yaml"],
+         "job_yaml_unclosed_quote.yaml: line 3: invalid YAML: a quote opened here is never closed"),
+    case("yaml-deeper-indent", ["job_yaml_deeper_indent.yaml"],
+         "job_yaml_deeper_indent.yaml: line 4: invalid YAML: a ':' that cannot be here: this line is indented deeper"),
+    case("yaml-bad-dedent", ["job_yaml_bad_dedent.yaml"],
+         "job_yaml_bad_dedent.yaml: line 4: invalid YAML: this line's indentation does not match the lines above"),
+    case("yaml-tab", ["job_yaml_tab.yaml"], "job_yaml_tab.yaml: line 3: invalid YAML: a tab; YAML indents with spaces"),
+    case("yaml-missing-colon", ["job_yaml_missing_colon.yaml"],
+         "job_yaml_missing_colon.yaml: line 4: invalid YAML: a key without its ':' (write key: value)"),
     case("yaml-malformed-cluster", ["job.yaml", "--cluster", "cluster_malformed.yaml"], "cluster_malformed.yaml",
          "invalid YAML"),
     case("yaml-duplicate-key", ["job_duplicate_key.yaml"], "job_duplicate_key.yaml", "duplicate key 'nodes'"),
@@ -32,6 +46,8 @@ CASES = [
     # unknown keys at every level
     case("unknown-job-key", ["job_unknown_key.yaml"], "job_unknown_key.yaml: unknown key 'epochs'",
          "valid keys here:", "nodes"),
+    case("unknown-job-key-close", ["job_unknown_key_close.yaml"],
+         "job_unknown_key_close.yaml: unknown key 'node'; did you mean 'nodes'?"),
     case("unknown-deepspeed-key", ["job_unknown_deepspeed_key.yaml"],
          "unknown key 'deepspeed.stage3_prefetch_bucket_size'", "zero_stage"),
     case("unknown-fsdp-key", ["job_unknown_fsdp_key.yaml"], "unknown key 'fsdp.sharding_strategy'", "version"),
@@ -75,6 +91,11 @@ CASES = [
     case("global-batch-indivisible", ["job_global_batch.yaml"], "global_batch_size: 10", "multiple of 8"),
     case("offload-param-needs-stage-3", ["job_offload_param_stage2.yaml"], "deepspeed:",
          "offload_param needs zero_stage 3"),
+    case("entrypoint-list", ["job_entrypoint_list.yaml"], "job_entrypoint_list.yaml: entrypoint: ['start_marker.py'] "
+         "is not a script path (entrypoint: train.py), a module (entrypoint: -m pkg.train), or the mapping "
+         "{script: PATH} or {module: NAME}"),
+    case("entrypoint-string-with-args", ["job.yaml", "--set", "entrypoint=start_marker.py --lr 3"],
+         "is not one script path or -m MODULE", "the job's arguments go in args: [...]"),
     case("module-and-script", ["job_module_and_script.yaml"], "entrypoint:", "exactly one"),
     case("ssh-cluster-without-hosts", ["job.yaml", "--cluster", "cluster_ssh_no_hosts.yaml"], "hosts"),
     # a job file and a cluster file the wrong way round
@@ -116,8 +137,12 @@ CASES = [
     case("set-unknown-key", ["job.yaml", "--set", "epochs=3"], "unknown key 'epochs'"),
     case("set-wrong-type", ["job.yaml", "--set", "deepspeed.zero_stage=three"],
          "--set deepspeed.zero_stage=three: ", "0, 1, 2 or 3"),
-    case("set-unknown-cluster-key", ["job.yaml", "--set", "cluster.gpus=8"], "cluster (after overrides)",
-         "unknown key 'gpus'"),
+    case("set-unknown-cluster-key", ["job.yaml", "--set", "cluster.gpus=8"],
+         "--set cluster.gpus=8: unknown key 'cluster.gpus'; did you mean 'cluster.gpus_per_node'?"),
+    case("set-close-key", ["job.yaml", "--set", "node=2"], "--set node=2: unknown key 'node'; did you mean 'nodes'?"),
+    # a job's own argument given as a field
+    case("set-the-jobs-argument", ["job.yaml", "--set", "lr=0.1"], "--set lr=0.1: unknown key 'lr'",
+         "if lr is an argument of your script, give it after --: kit submit JOB -- --lr 0.1"),
     case("nodes-abc", ["job.yaml", "--nodes", "abc"], "--nodes", "'abc'"),
     # a plan of 10^8 nodes used to run out of memory
     case("nodes-huge", ["job.yaml", "--nodes", "99999999"], "nodes: 99999999", "at most 10000"),
@@ -208,6 +233,42 @@ def test_bad_input_exits_2_with_one_line_and_starts_nothing(args, expected, work
         assert text.replace("<workdir>", str(workdir)) in err, err
     assert listing(workdir) == before
     assert not (workdir / "runs").exists() and not (workdir / MARKER).exists()
+
+
+@pytest.mark.parametrize("args, header, lines", [
+    (["job_three_mistakes.yaml"], "job_three_mistakes.yaml: 3 mistakes, each on a line below",
+     ["job_three_mistakes.yaml: entrypoint: ['start_marker.py'] is not a script path",
+      "job_three_mistakes.yaml: strategy: Input should be 'ddp', 'deepspeed' or 'fsdp' (got 'zero')",
+      "job_three_mistakes.yaml: unknown key 'node'; did you mean 'nodes'?"]),
+    (["job.yaml", "--cluster", "cluster_two_mistakes.yaml"], "cluster_two_mistakes.yaml: 2 mistakes",
+     ["cluster_two_mistakes.yaml: unknown key 'hosts[0].gpu'; did you mean 'hosts[0].gpus'?",
+      "cluster_two_mistakes.yaml: hosts[1].gpus: Input should be a valid integer (got 'four')"]),
+], ids=["job", "cluster"])
+def test_a_files_mistakes_are_told_together_one_a_line(args, header, lines, workdir):
+    before = listing(workdir)
+    result = kit(args, workdir)
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr
+    got = result.stderr.splitlines()
+    assert len(got) == 1 + len(lines) and all(line.startswith("kit: error: ") for line in got), result.stderr
+    assert got[0].startswith(f"kit: error: {header}")
+    for line, expected in zip(got[1:], lines):
+        assert line.startswith(f"kit: error: {expected}"), result.stderr
+    assert not any(leak in result.stderr for leak in LEAKS), result.stderr
+    assert listing(workdir) == before and not (workdir / MARKER).exists()
+
+
+@pytest.mark.parametrize("job, mapping", [("job_entrypoint_string.yaml", {"script": "start_marker.py"}),
+                                          ("job_entrypoint_module_string.yaml", {"module": "start_marker"})],
+                         ids=["script", "module"])
+def test_an_entrypoint_string_plans_as_its_mapping(job, mapping, workdir):
+    # `entrypoint: FILE` is {script: FILE}, `entrypoint: -m NAME` is {module: NAME}: the same plan to the byte.
+    (workdir / "mapping.yaml").write_text(yaml.safe_dump({"name": "probe", "entrypoint": mapping,
+                                                          "procs_per_node": 2}))
+    short, long = (kit([path, "--dry-run", "--run-id", "r", "--format", "json"], workdir)
+                   for path in (job, "mapping.yaml"))
+    assert short.returncode == 0, short.stderr
+    assert long.returncode == 0, long.stderr
+    assert json.loads(short.stdout) == json.loads(long.stdout)
 
 
 def test_corpus_size():

@@ -130,7 +130,7 @@ def test_flag_and_set_of_one_field_must_agree():
 def test_overrides_are_revalidated():
     with pytest.raises(KitError, match=r"job \(after overrides\): deepspeed: offload_param needs zero_stage 3"):
         apply_overrides(job(), cluster(LOCAL_CPU), Overrides(sets=("deepspeed.offload_param=cpu",)))
-    with pytest.raises(KitError, match=r"cluster \(after overrides\): unknown key 'gpus'"):
+    with pytest.raises(KitError, match=r"--set cluster.gpus=8: unknown key 'cluster.gpus'"):
         apply_overrides(job(), cluster(LOCAL_CPU), Overrides(sets=("cluster.gpus=8",)))
 
 
