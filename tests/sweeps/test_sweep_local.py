@@ -270,3 +270,30 @@ def test_a_metric_the_trials_do_not_write_stops_the_sweep_and_a_corrected_one_re
     assert r.returncode == 0 and "every trial succeeded already" in r.stderr, r.stderr
     view = status_json(tmp_path, sweep_id)
     assert [t["metric"] for t in view["trials"]] == [1.0, 1.0, 0.0, 0.0] and view["best"] == f"{sweep_id}-t2"
+
+
+def test_a_sweep_an_earlier_kit_recorded_under_the_id_with_its_metric_is_named_and_continued(tmp_path):
+    from launcher.core.prepare import load
+    from launcher.core.request import Request
+    from launcher.sweeps.plan import earlier_sweep_id
+    job = probe_job(tmp_path, {"parameters": {"--x": [1, 2]}})
+    loaded = load(Request(job=job, cluster=LOCAL_CLUSTER))
+    earlier = earlier_sweep_id(loaded.job, loaded.sweep, loaded.cluster, loaded.overrides)
+    # The record an earlier kit wrote: the same sweep, under the id that held its metric.
+    r = _submit(tmp_path, job, "--run-id", earlier)
+    assert r.returncode == 0, r.stderr[-3000:]
+    now = json.loads(kit("submit", job, "--cluster", LOCAL_CLUSTER, "--dry-run", "--format", "json",
+                         cwd=tmp_path).stdout)["sweep_id"]
+    assert now != earlier
+    # The same command is not started over under its new id: one line names both ways, nothing starts.
+    r = _submit(tmp_path, job)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr == (f"kit: error: this sweep was recorded by an earlier kit as {earlier} (its id held "
+                        f"sweep.metric then); continue it with --run-id {earlier}, or start it over with --run-id "
+                        f"{now}\n")
+    assert sweep_ids(tmp_path / "runs") == [earlier]
+    # Named, it continues (its metric can be corrected too): nothing runs again.
+    _metric(job, "final.loss")
+    r = _submit(tmp_path, job, "--run-id", earlier)
+    assert r.returncode == 0 and r.stderr.count("succeeded before") == 2 and "started as run" not in r.stderr
+    assert [t["metric"] for t in status_json(tmp_path, earlier)["trials"]] == [1.0, 0.0]
