@@ -2,9 +2,11 @@
 running trial (trial_proc.py), prints a line as each trial starts and ends, and the table at the end.
 
 A failed trial does not stop the others, unless `sweep.max_failures` trials in a row failed the same way: then no
-more start (streak.py). Ctrl-C or SIGTERM (`kit cancel <sweep>`) stops starting trials and
-forwards the request to every running trial's supervisor, which tears its run down as for a single run (a
-second Ctrl-C shortens the grace period, a third kills); the driver returns once every trial has ended."""
+more start (streak.py); nor once the first trial that succeeds has no number at sweep.metric (those running
+finish: they are kept, and scored once the metric is fixed; exit 2). Ctrl-C or SIGTERM (`kit cancel <sweep>`)
+stops starting trials and forwards the request to every running trial's supervisor, which tears its run down as
+for a single run (a second Ctrl-C shortens the grace period, a third kills); the driver returns once every trial
+has ended."""
 
 import os
 import signal
