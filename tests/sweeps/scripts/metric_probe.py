@@ -24,7 +24,8 @@ while time.monotonic() < deadline or (args.wait_for not in ("", "none") and not 
     time.sleep(0.1)  # short sleeps: SIGTERM's default action ends it at once
 if os.environ.get("RANK", "0") == "0":
     os.makedirs(args.output_dir, exist_ok=True)
-    metrics = {"score": -(args.x - 2.0) ** 2, "evals": [{"accuracy": 0.5}, {"accuracy": args.x / 10}], "final": {"loss": (args.x - 2.0) ** 2},
+    metrics = {"score": -(args.x - 2.0) ** 2, "evals": [{"accuracy": 0.5}, {"accuracy": args.x / 10}],
+               "final": {"loss": (args.x - 2.0) ** 2},
                "host": socket.gethostname()}
     with open(os.path.join(args.output_dir, "metrics.json"), "w") as f:
         json.dump(metrics, f)
