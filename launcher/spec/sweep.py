@@ -16,6 +16,10 @@ FIXED_FIELDS = ("name", "entrypoint", "args", "secret_env", "sweep")
 # A metric is a path into the trial's metrics.json: `test.accuracy`, `evals.-1.accuracy` (the last validation).
 METRIC_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.(-?[0-9]+|[A-Za-z_][A-Za-z0-9_]*))*$"
 
+# Fields that say how trials are scored or when to stop launching, not what a trial runs: left out of the sweep's
+# id, so the same sweep with other values of these continues it (a corrected metric re-scores the trials that ran).
+NOT_IDENTITY = frozenset({"metric", "goal", "max_failures"})
+
 # At most this many trials in one sweep, grid or random: a grid's size is counted before anything is expanded.
 MAX_TRIALS = 10000
 

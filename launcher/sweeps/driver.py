@@ -2,9 +2,11 @@
 running trial (trial_proc.py), prints a line as each trial starts and ends, and the table at the end.
 
 A failed trial does not stop the others, unless `sweep.max_failures` trials in a row failed the same way: then no
-more start (streak.py). Ctrl-C or SIGTERM (`kit cancel <sweep>`) stops starting trials and
-forwards the request to every running trial's supervisor, which tears its run down as for a single run (a
-second Ctrl-C shortens the grace period, a third kills); the driver returns once every trial has ended."""
+more start (streak.py); nor once the first trial that succeeds has no number at sweep.metric (those running
+finish: they are kept, and scored once the metric is fixed; exit 2). Ctrl-C or SIGTERM (`kit cancel <sweep>`)
+stops starting trials and forwards the request to every running trial's supervisor, which tears its run down as
+for a single run (a second Ctrl-C shortens the grace period, a third kills); the driver returns once every trial
+has ended."""
 
 import os
 import signal
@@ -18,7 +20,7 @@ from launcher.supervise import tree
 from launcher.supervise.supervisor import Cancel
 from launcher.sweeps.rerun import trial_state
 from launcher.sweeps.streak import Streak, failure_key
-from launcher.sweeps.table import collect, metric_text, render_text, trial_row
+from launcher.sweeps.table import collect, metric_problem, metric_text, render_text, trial_row
 from launcher.sweeps.trial_proc import start_trial
 from launcher.sweeps.trials import describe
 from launcher.states import RunState
@@ -53,8 +55,13 @@ class Driver:
         self.running: dict[int, _Running] = {}
         self.queues: dict[int, deque] = {}
         self.streak = Streak(plan.spec.max_failures)
+        self.scored = False          # sweep.metric was checked against a succeeded trial's metrics file
+        self.bad_metric = ""         # the line that said it names no number there
+        self.notes = 0
+        self.said_blind = 0
 
     def _note(self, text: str) -> None:
+        self.notes += 1
         self.console.note(text)
 
     def _start(self, trial) -> None:
@@ -83,6 +90,10 @@ class Driver:
             detail = last or f"exit code {'?' if status.exit_code is None else status.exit_code}"
         self._note(f"kit: sweep {self.plan.sweep_id}: trial {trial.index} ({describe(trial.params)}) {state} "
                    f"after {took}: {detail}")
+        if state == RunState.SUCCEEDED and not self.scored:
+            self.scored = True
+            if problem := metric_problem(self.record, self.ctx.run_root, trial.run_id):
+                self._stop_blind(problem)
         if self.streak.ended(state, failure_key(status, last, trial.run_id)):
             self._stop(detail)
 
@@ -99,6 +110,20 @@ class Driver:
                 f"cause and run the same command again to run them")
         self.record.update(stopped=line.removeprefix("kit: "))
         self._note(line)
+
+    def _stop_blind(self, problem: str) -> None:
+        """The first trial that succeeded has no number at sweep.metric: no trial could be scored, so none more
+        starts; those running finish (they are kept, and scored once the metric is fixed)."""
+        left = sum(len(q) for q in self.queues.values())
+        for queue in self.queues.values():
+            queue.clear()
+        wait = f"; the {len(self.running)} running finish" if self.running else ""
+        line = (f"kit: sweep {self.plan.sweep_id}: {problem}; stopped launching trials ({left} not started{wait}); "
+                f"fix sweep.metric and run the same command again: the trials that succeeded are kept")
+        self.bad_metric = line
+        self.record.update(stopped=line.removeprefix("kit: "))
+        self._note(line)
+        self.said_blind = self.notes
 
     def _forward(self, cancel: Cancel, sent: int) -> int:
         if sent == 0 and cancel.count and self.running:
@@ -140,6 +165,12 @@ class Driver:
         view = collect(self.record, self.ctx.run_root)
         if cancel.count:
             state, code = RunState.CANCELLED, 128 + (cancel.signum or signal.SIGINT)
+        elif self.bad_metric:
+            # No table of unscored trials: the one line again, last, if trials that ran on said more after it.
+            self.record.update(state=RunState.FAILED, exit_code=2, finished_at=time.time())
+            if self.notes != self.said_blind:
+                self._note(self.bad_metric)
+            return 2
         elif all(r["state"] == RunState.SUCCEEDED for r in view["trials"]):
             state, code = RunState.SUCCEEDED, 0
         else:

@@ -15,8 +15,9 @@ from launcher.supervise.console import Console
 from launcher.sweeps import forked
 from launcher.sweeps.driver import Driver
 from launcher.sweeps.follow import follow_trials, how_to
-from launcher.sweeps.record import open_sweep
+from launcher.sweeps.record import is_sweep, open_sweep
 from launcher.sweeps.rerun import trials_to_run
+from launcher.sweeps.table import metric_problem
 from launcher.sweeps.context import SweepContext, trial_specs
 from launcher.states import RunState
 
@@ -27,6 +28,16 @@ def _refuse_if_running(record) -> None:
     if driver is not None:
         raise KitError(f"sweep {record.sweep_id} is running already (kit, pid {driver.pid}); follow it with "
                        f"`kit sweep status {record.sweep_id}` or stop it with `kit cancel {record.sweep_id}`")
+
+
+def _refuse_an_earlier_id(plan, run_root: str) -> None:
+    """A sweep an earlier kit recorded under the id that held its metric is continued by naming it, not started
+    over under its new id (which the dry-run showed)."""
+    if plan.earlier_id in (None, plan.sweep_id) or is_sweep(run_root, plan.sweep_id) \
+            or not is_sweep(run_root, plan.earlier_id):
+        return
+    raise KitError(f"this sweep was recorded by an earlier kit as {plan.earlier_id} (its id held sweep.metric then); "
+                   f"continue it with --run-id {plan.earlier_id}, or start it over with --run-id {plan.sweep_id}")
 
 
 def _how_to(record, root_arg: str) -> str:
@@ -81,8 +92,13 @@ def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: str 
         raise KitError("interrupted during the checks; nothing was started") from None
     finally:
         backend.release()   # SSH: the waiting launch channels closed unused, before trials are forked
+    _refuse_an_earlier_id(plan, run_root)
     record = open_sweep(run_root, plan)
     _refuse_if_running(record)
+    # A re-run checks sweep.metric against the trials that succeeded before, before anything starts.
+    if problem := metric_problem(record, run_root):
+        raise KitError(f"sweep {plan.sweep_id}: {problem}; nothing was started (fix sweep.metric: the trials that "
+                       f"succeeded are kept)")
     record.update(workdir=backend.outputs_here(resolved_cluster.workdir, base_dir),
                   created_at=record.read().get("created_at") or time.time())
     # A re-run skips trials that succeeded and sets the others' old records aside.

@@ -38,9 +38,26 @@ def how_to(sweep_id: str, record) -> str:
             f"--follow --run-root {root}`); stop it with `kit cancel {sweep_id} --run-root {root}`.")
 
 
+def _stop_blind(record, problem: str) -> int:
+    """The first trial that succeeded has no number at sweep.metric: the array (one job to SLURM) is cancelled
+    as `kit cancel <sweep>` cancels it; the trials that succeeded are kept, and scored once the metric is fixed."""
+    from launcher.backends import registry
+    data = record.read()
+    said = registry.backend(data.get("backend") or registry.DEFAULT).cancel_many(data, record.path)
+    if said:
+        print(said, file=sys.stderr, flush=True)
+    line = (f"kit: sweep {record.sweep_id}: {problem}; its other trials were cancelled; fix sweep.metric and run "
+            f"the same command again: the trials that succeeded are kept")
+    record.update(state=RunState.FAILED, exit_code=2, finished_at=time.time(), stopped=line.removeprefix("kit: "))
+    print(line, file=sys.stderr, flush=True)
+    return 2
+
+
 def follow_trials(record, run_ids: list[str]) -> int:
-    """Print each trial's state changes until every one has ended. Ctrl-C stops following only."""
-    said, ended = {}, []
+    """Print each trial's state changes until every one has ended. Ctrl-C stops following only. The first trial
+    that succeeds is checked for sweep.metric (_stop_blind)."""
+    from launcher.sweeps.table import metric_problem
+    said, ended, scored = {}, [], False
     try:
         while len(ended) < len(run_ids):
             for run_id in run_ids:
@@ -52,6 +69,10 @@ def follow_trials(record, run_ids: list[str]) -> int:
                     print(f"kit: {run_id}: {line or state}", file=sys.stderr, flush=True)
                 if state not in NOT_OVER:
                     ended.append(run_id)
+                if state == RunState.SUCCEEDED and not scored:
+                    scored = True
+                    if problem := metric_problem(record, os.path.dirname(record.path), run_id):
+                        return _stop_blind(record, problem)
             if len(ended) < len(run_ids):
                 time.sleep(POLL)
     except KeyboardInterrupt:

@@ -2,6 +2,7 @@
 lists). When a trial ends, its metrics file is copied into its run record (read by its backend where the run wrote it),
 so `kit sweep status` works from the record alone, offline, after the outputs are gone."""
 
+import difflib
 import json
 import os
 from typing import Optional
@@ -28,6 +29,48 @@ def lookup(data, path: str) -> Optional[float]:
     if isinstance(cur, bool) or not isinstance(cur, (int, float)):
         return None
     return float(cur)
+
+
+def number_keys(data, prefix: str = "") -> list[str]:
+    """Every path in `data` that leads to a number, dotted as sweep.metric writes it (`final.loss`); a list is
+    entered through its last item only (`evals.-1.accuracy`), as its length differs between trials."""
+    if isinstance(data, bool):
+        return []
+    if isinstance(data, (int, float)):
+        return [prefix] if prefix else []
+    if isinstance(data, dict):
+        return [k for name, v in data.items() if isinstance(name, str)
+                for k in number_keys(v, f"{prefix}.{name}" if prefix else name)]
+    if isinstance(data, list) and data:
+        return number_keys(data[-1], f"{prefix}.-1" if prefix else "-1")
+    return []
+
+
+def _close(metric: str, keys: list[str]) -> Optional[str]:
+    """The one key the user most likely meant: the only key that ends in `metric` (`loss` -> `final.loss`), else
+    the nearest spelling."""
+    tails = [k for k in keys if k.endswith("." + metric)]
+    if len(tails) == 1:
+        return tails[0]
+    close = difflib.get_close_matches(metric, keys, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def metric_problem(data, metric: str, where: str) -> Optional[str]:
+    """None when `metric` leads to a number in `data` (a trial's metrics file, read as JSON; None: none was
+    found), else one line naming the keys that do exist (where: which file of which trial, for the line)."""
+    if data is not None and lookup(data, metric) is not None:
+        return None
+    if data is None:
+        return (f"{where} is missing or not JSON, so no trial can be scored by sweep.metric {metric}; the program "
+                f"must write it (sweep.metrics_file) into the directory its sweep.output_arg names")
+    keys = number_keys(data)
+    if not keys:
+        return f"sweep.metric {metric} names no number in {where}, which holds none at all"
+    shown = ", ".join(keys[:20]) + (f" (and {len(keys) - 20} more)" if len(keys) > 20 else "")
+    close = _close(metric, keys)
+    hint = f" (did you mean {close}?)" if close else ""
+    return f"sweep.metric {metric} names no number in {where}, which has {shown}{hint}"
 
 
 def read_json(path: str):

@@ -16,7 +16,7 @@ from launcher.planning.model import LaunchPlan
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 from launcher.spec.overrides import Overrides, apply_overrides, override_pairs
-from launcher.spec.sweep import SweepSpec
+from launcher.spec.sweep import NOT_IDENTITY, SweepSpec
 from launcher.sweeps.trials import Trial, check_fields, expand, trial_job
 
 
@@ -48,6 +48,8 @@ class SweepPlan:
     # run lane by lane.
     array: Optional[Any] = None
     lanes: int = 1             # how many trials run at once on local and SSH clusters (lanes.py)
+    # The id an earlier kit gave this sweep (its metric was part of it), when the id is kit's, not --run-id's.
+    earlier_id: Optional[str] = None
 
     def to_dict(self) -> dict:
         data = {
@@ -63,14 +65,19 @@ class SweepPlan:
         return data
 
 
-def sweep_id_for(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: Overrides) -> str:
+def sweep_id_for(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: Overrides,
+                 leave_out=NOT_IDENTITY) -> str:
     """The same sweep (job, spec, cluster, overrides) always gets the same id, so running it again continues it
     (trials that already succeeded are skipped) instead of starting over under a new name."""
-    # max_failures says when to stop, not what a trial runs: the same sweep with another one continues it.
     material = json.dumps([job.model_dump(mode="json", exclude={"sweep"}),
-                           spec.model_dump(mode="json", exclude={"max_failures"}),
+                           spec.model_dump(mode="json", exclude=set(leave_out)),
                            cluster.model_dump(mode="json"), dataclasses.asdict(overrides)], sort_keys=True)
     return f"{job.name}-sweep-{hashlib.sha256(material.encode()).hexdigest()[:8]}"
+
+
+def earlier_sweep_id(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: Overrides) -> str:
+    """The id kit gave the same sweep before the metric and goal left it (records from then keep that id)."""
+    return sweep_id_for(job, spec, cluster, overrides, leave_out={"max_failures"})
 
 
 def _flags_in(words) -> set[str]:
@@ -99,6 +106,7 @@ def plan_sweep(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: O
     if sweep_id is not None and TRIAL_ID.search(sweep_id):
         raise KitError(f"--run-id {sweep_id}: a sweep's id may not end in -t<N>, which names trial N of another "
                        f"sweep's run records; pick another id")
+    earlier_id = None if sweep_id else earlier_sweep_id(job, spec, cluster, overrides)
     sweep_id = sweep_id or sweep_id_for(job, spec, cluster, overrides)
     # The specs are resolved once; each trial's job is the resolved job with its values (no override fixes a
     # swept field: _check_overrides), and its plan is built on its lane's cluster with nothing left to apply.
@@ -118,7 +126,7 @@ def plan_sweep(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: O
                                 lanes.clusters[lane], inputs))
     array = placement.array_plan(sweep_id, spec.parallel, trials)
     return SweepPlan(sweep_id, job.name, resolved_cluster.backend, spec, tuple(trials), array,
-                     lanes=lanes.count)
+                     lanes=lanes.count, earlier_id=earlier_id)
 
 
 __all__ = ["SweepPlan", "TrialPlan", "Trial", "plan_sweep", "sweep_id_for"]

@@ -12,6 +12,7 @@ from launcher.core.lookup import DEFAULT_ROOT, all_roots
 from launcher.errors import KitError
 from launcher.filestore import locked, write_atomic
 from launcher.records import LOCK, SWEEP_FILE, own_run_dir, refuse_planted
+from launcher.spec.sweep import NOT_IDENTITY
 from launcher.sweeps.sweep_file import checked
 from launcher.render.text import to_json
 from launcher.states import RunState, TrialState
@@ -75,8 +76,9 @@ def open_sweep(root: str, plan) -> SweepRecord:
 
 
 def _what_runs(spec) -> dict:
-    """A sweep spec less what only says when to stop launching (a record from before that field has none)."""
-    return {k: v for k, v in (spec or {}).items() if k != "max_failures"}
+    """A sweep spec less how trials are scored and when to stop launching (plan.NOT_IDENTITY): a record from before
+    max_failures has none; a corrected metric or goal continues the sweep."""
+    return {k: v for k, v in (spec or {}).items() if k not in NOT_IDENTITY}
 
 
 def _refuse_a_namesake(sweep_id: str, path: str) -> None:

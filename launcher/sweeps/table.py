@@ -32,14 +32,38 @@ def _row(trial: dict, run_root: str, data: dict, driver_alive: bool) -> dict:
         state = RunState.FAILED if error else (RunState.PENDING if driver_alive else TrialState.NOT_RUN)
     value = None
     if state == RunState.SUCCEEDED:
-        spec = data["spec"]
-        found = metrics.trial_metrics(path, data.get("workdir"), trial["output_dir"], spec["metrics_file"])
-        if found is None:   # written where this machine does not see it (a login host's workdir): ask its backend
-            found = metrics.fetch(path, status, trial["output_dir"], spec["metrics_file"])
-        value = None if found is None else metrics.lookup(found, spec["metric"])
+        found = _found(trial, path, data, status)
+        value = None if found is None else metrics.lookup(found, data["spec"]["metric"])
     return {"index": trial["index"], "run_id": trial["run_id"], "params": trial["params"], "state": state,
             "exit_code": status.exit_code if status.run_id else (2 if error else None), "metric": value,
             "duration_s": _duration(status, state), "error": error}
+
+
+def _found(trial: dict, path: str, data: dict, status):
+    """The trial's metrics file, read as JSON (None: not found, or not JSON)."""
+    metrics_file = data["spec"]["metrics_file"]
+    found = metrics.trial_metrics(path, data.get("workdir"), trial["output_dir"], metrics_file)
+    if found is None:   # written where this machine does not see it (a login host's workdir): ask its backend
+        found = metrics.fetch(path, status, trial["output_dir"], metrics_file)
+    return found
+
+
+def metric_problem(record, run_root: str, run_id: Optional[str] = None) -> Optional[str]:
+    """sweep.metric checked against one succeeded trial's metrics file (`run_id`'s, else the first succeeded
+    trial's, by index): None when it is scored, or when no trial succeeded yet; else the line that names the keys
+    the file has (metrics.metric_problem)."""
+    data = record.read()
+    for trial in data["trials"]:
+        if run_id is not None and trial["run_id"] != run_id:
+            continue
+        path = os.path.join(run_root, trial["run_id"])
+        state, status = trial_state(path)
+        if state != RunState.SUCCEEDED:
+            continue
+        where = (f"trial {trial['index']}'s {data['spec']['metrics_file']} "
+                 f"({os.path.join(trial['output_dir'], data['spec']['metrics_file'])})")
+        return metrics.metric_problem(_found(trial, path, data, status), data["spec"]["metric"], where)
+    return None
 
 
 def trial_row(record, run_root: str, run_id: str) -> dict:

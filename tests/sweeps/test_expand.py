@@ -8,7 +8,7 @@ from launcher.errors import KitError
 from launcher.spec import Overrides, load_job
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.load import validate
-from launcher.sweeps.plan import plan_sweep, sweep_id_for
+from launcher.sweeps.plan import earlier_sweep_id, plan_sweep, sweep_id_for
 from launcher.spec.sweep import SweepSpec
 from launcher.sweeps.trials import _with_arg, expand, trial_job
 
@@ -90,6 +90,20 @@ def test_sweep_id_is_deterministic_and_tracks_the_sweep():
     assert a != sweep_id_for(job, spec(seed=1), CLUSTER, Overrides())
     assert a != sweep_id_for(job, spec(), CLUSTER, Overrides(nodes=2))
     assert a.startswith("bert_cls-sweep-")
+
+
+def test_the_metric_and_goal_are_not_part_of_the_sweep_id():
+    # A corrected metric (or goal) is the same sweep: its trials that ran are kept, and scored with it.
+    job = load_job(JOB)
+    a = sweep_id_for(job, spec(), CLUSTER, Overrides())
+    assert a == sweep_id_for(job, spec(metric="evals.-1.accuracy", goal="min", max_failures=None), CLUSTER,
+                             Overrides())
+    assert plan_sweep(job, spec(metric="loss"), CLUSTER, Overrides()).sweep_id == a
+    # The id an earlier kit gave it held the metric: kept to name an earlier record of the same sweep.
+    earlier = earlier_sweep_id(job, spec(), CLUSTER, Overrides())
+    assert earlier != a and earlier != earlier_sweep_id(job, spec(metric="loss"), CLUSTER, Overrides())
+    assert plan_sweep(job, spec(), CLUSTER, Overrides()).earlier_id == earlier
+    assert plan_sweep(job, spec(), CLUSTER, Overrides(), sweep_id="mine").earlier_id is None
 
 
 def test_random_value_is_readable():

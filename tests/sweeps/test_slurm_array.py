@@ -12,6 +12,7 @@ import yaml
 from launcher.backends.slurm.query import sacct_state
 from tests.backends.slurmrun import (cluster_file, kit, kit_background, probe_processes, status_of, wait_for,
                                      wait_state, workdir, write_job)
+from tests.sweeps.sweeprun import probe_job, status_json
 from tests.train.support import synthetic_rows, tiny_args, write_csv
 
 PARAMS = {"--lr": [0.001, 0.002], "--batch-size": [8, 16]}
@@ -104,6 +105,10 @@ def test_a_failing_trial_fails_alone_and_a_rerun_submits_only_it(slurm_cluster, 
     sweep_id = "slurm-sweep-fail"
     for i in range(2):
         os.makedirs(os.path.join(workdir(slurm_cluster), "probe-fail", f"{sweep_id}-t{i}"))
+        # The metrics file the rank probe does not write (a re-run checks sweep.metric against the trial that
+        # succeeded before).
+        with open(os.path.join(workdir(slurm_cluster), "probe-fail", f"{sweep_id}-t{i}", "metrics.json"), "w") as f:
+            json.dump({"rank": 0}, f)
     argv = ("submit", job, "--sweep", sweep, "--cluster", cluster_file(slurm_cluster, tmp_path), "--gpus", "0",
             "--run-id", sweep_id)
     r = kit(*argv, cwd=workdir(slurm_cluster), timeout=300)
@@ -181,3 +186,41 @@ def test_time_limit_warning_requeues_one_array_task_which_runs_again(slurm_clust
     c = kit("cancel", sweep_id, cwd=workdir(slurm_cluster), timeout=180)
     assert c.returncode == 0 and "cancelled" in c.stdout, c.stdout + c.stderr
     assert wait_for(lambda: not probe_processes(slurm_cluster, sweep_id), timeout=30)
+
+
+def test_a_metric_the_trials_do_not_write_cancels_the_array_and_a_corrected_one_reuses_its_trials(slurm_cluster,
+                                                                                                   tmp_path):
+    # metric: loss while the probe writes final.loss. Trial 0 ends at once, trials 1 and 2 wait for their `go`
+    # files: trial 0's metrics.json stops the sweep, and its job array (one job to SLURM) is cancelled as
+    # `kit cancel` does. (A trial that does not wait could start and end in the moment before the check.)
+    go = [tmp_path / "go1", tmp_path / "go2"]
+    job = probe_job(tmp_path, {"metric": "loss", "parallel": 2,
+                               "parameters": {"--wait-for": ["none", *map(str, go)]}})
+    sweep_id = "slurm-sweep-metric"
+    argv = ("submit", job, "--cluster", cluster_file(slurm_cluster, tmp_path), "--gpus", "0", "--run-id", sweep_id)
+    r = kit(*argv, cwd=workdir(slurm_cluster), timeout=300)
+    assert r.returncode == 2, r.stderr[-3000:]
+    assert r.stderr.splitlines()[-1] == (
+        f"kit: sweep {sweep_id}: sweep.metric loss names no number in trial 0's metrics.json (outputs/{sweep_id}-t0/"
+        f"metrics.json), which has score, evals.-1.accuracy, final.loss (did you mean final.loss?); its other "
+        f"trials were cancelled; fix sweep.metric and run the same command again: the trials that succeeded are "
+        f"kept"), r.stderr[-3000:]
+    states = [status_of(slurm_cluster, f"{sweep_id}-t{i}")["state"] for i in range(3)]
+    assert states == ["succeeded", "cancelled", "cancelled"], states
+    array_id = _sweep_record(slurm_cluster, sweep_id)["array_job_id"]
+    assert slurm_cluster.run(["squeue", "-h", "-j", array_id], check=False).stdout.strip() == ""
+    assert not probe_processes(slurm_cluster, sweep_id)
+
+    # Corrected: the same sweep; trial 0 is kept, the other two are submitted again, and all are scored with it.
+    data = yaml.safe_load(open(job))
+    data["sweep"]["metric"] = "final.loss"
+    data["sweep"]["goal"] = "min"
+    open(job, "w").write(yaml.safe_dump(data, sort_keys=False))
+    for path in go:
+        path.write_text("")
+    again = kit(*argv, cwd=workdir(slurm_cluster), timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "(2 trial(s), at most 2 at once; 1 succeeded before)" in again.stderr, again.stderr[-3000:]
+    view = status_json(workdir(slurm_cluster), sweep_id)
+    assert view["metric"] == "final.loss" and view["state"] == "succeeded"
+    assert [t["metric"] for t in view["trials"]] == [1.0, 1.0, 1.0] and view["best"] == f"{sweep_id}-t0"

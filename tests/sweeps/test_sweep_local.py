@@ -199,3 +199,101 @@ def test_a_sweep_id_in_another_run_root_is_not_taken_running_or_over(tmp_path, m
     assert f"sweep id sw is taken by a sweep that ended (succeeded) at {running}; pick another --run-id, e.g. " \
         "sw-2" in r.stderr, r.stderr
     assert not (b / "runs").exists()
+
+
+def _metric(job: str, metric: str) -> None:
+    data = yaml.safe_load(open(job))
+    data["sweep"]["metric"] = metric
+    open(job, "w").write(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_a_metric_the_trials_do_not_write_stops_the_sweep_and_a_corrected_one_reuses_the_trials(tmp_path):
+    # metric: loss while the probe writes final.loss. Two lanes: trial 0 ends at once, trial 1 waits for `go`;
+    # trial 0's metrics.json stops the sweep: trials 2 and 3 never start, trial 1 (in flight) is let finish.
+    go = tmp_path / "go"
+    job = probe_job(tmp_path, {"metric": "loss", "parallel": 2,
+                               "parameters": {"--x": [1, 2], "--wait-for": ["none", str(go)]}})
+    proc = subprocess.Popen([sys.executable, "-m", "launcher", "submit", job, "--cluster", LOCAL_CLUSTER],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: sweep_ids(tmp_path / "runs"), timeout=60)
+        (sweep_id,) = sweep_ids(tmp_path / "runs")
+        assert wait_for(lambda: sweep_json(tmp_path / "runs", sweep_id).get("stopped"), timeout=120), \
+            "the sweep never stopped on its metric"
+        # Stopped while trial 1 still runs: it is let finish, and nothing else starts.
+        assert trial_leftovers(sweep_id, 4).keys() == {f"{sweep_id}-t1"}
+        go.write_text("")
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 2, err[-3000:]
+    assert trial_leftovers(sweep_id, 4) == {}
+    assert err.count("started as run") == 2 and "trial 1 (--x=1, --wait-for=" in err, err
+    where = f"trial 0's metrics.json (outputs/{sweep_id}-t0/metrics.json)"
+    line = (f"kit: sweep {sweep_id}: sweep.metric loss names no number in {where}, which has score, "
+            f"evals.-1.accuracy, final.loss (did you mean final.loss?); stopped launching trials (2 not started; "
+            f"the 1 running finish); fix sweep.metric and run the same command again: the trials that succeeded "
+            f"are kept")
+    assert err.splitlines()[-1] == line, err
+    assert err.count(line) == 2 and out == ""   # said when it stopped, and last; no table of unscored trials
+    view = status_json(tmp_path, sweep_id)
+    assert [t["state"] for t in view["trials"]] == ["succeeded", "succeeded", "not run", "not run"]
+    assert view["stopped"] == line.removeprefix("kit: ")
+
+    # Run again with a metric still wrong: checked against the trials that ran, before anything starts.
+    _metric(job, "scor")
+    r = _submit(tmp_path, job)
+    assert r.returncode == 2 and "started as run" not in r.stderr, r.stderr
+    assert r.stderr.splitlines()[-1] == (
+        f"kit: error: sweep {sweep_id}: sweep.metric scor names no number in {where}, which has score, "
+        f"evals.-1.accuracy, final.loss (did you mean score?); nothing was started (fix sweep.metric: the trials "
+        f"that succeeded are kept)"), r.stderr
+
+    # Corrected: the same sweep (its id does not hold the metric); trials 0 and 1 are kept, 2 and 3 run, and the
+    # table and the best trial are the new metric's, from every trial's metrics.json.
+    _metric(job, "score")
+    r = _submit(tmp_path, job)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert sweep_ids(tmp_path / "runs") == [sweep_id]
+    assert r.stderr.count("succeeded before") == 2 and r.stderr.count("started as run") == 2, r.stderr
+    assert f"trial 2 (--x=2, --wait-for=none) started as run {sweep_id}-t2" in r.stderr
+    view = status_json(tmp_path, sweep_id)
+    assert view["metric"] == "score" and view["state"] == "succeeded" and view["stopped"] is None
+    assert [t["metric"] for t in view["trials"]] == [-1.0, -1.0, 0.0, 0.0]
+    assert view["best"] == f"{sweep_id}-t2"
+    # And the goal too: min of final.loss, the trials scored again from their records, nothing run.
+    data = yaml.safe_load(open(job))
+    data["sweep"].update(metric="final.loss", goal="min")
+    open(job, "w").write(yaml.safe_dump(data, sort_keys=False))
+    r = _submit(tmp_path, job)
+    assert r.returncode == 0 and "every trial succeeded already" in r.stderr, r.stderr
+    view = status_json(tmp_path, sweep_id)
+    assert [t["metric"] for t in view["trials"]] == [1.0, 1.0, 0.0, 0.0] and view["best"] == f"{sweep_id}-t2"
+
+
+def test_a_sweep_an_earlier_kit_recorded_under_the_id_with_its_metric_is_named_and_continued(tmp_path):
+    from launcher.core.prepare import load
+    from launcher.core.request import Request
+    from launcher.sweeps.plan import earlier_sweep_id
+    job = probe_job(tmp_path, {"parameters": {"--x": [1, 2]}})
+    loaded = load(Request(job=job, cluster=LOCAL_CLUSTER))
+    earlier = earlier_sweep_id(loaded.job, loaded.sweep, loaded.cluster, loaded.overrides)
+    # The record an earlier kit wrote: the same sweep, under the id that held its metric.
+    r = _submit(tmp_path, job, "--run-id", earlier)
+    assert r.returncode == 0, r.stderr[-3000:]
+    now = json.loads(kit("submit", job, "--cluster", LOCAL_CLUSTER, "--dry-run", "--format", "json",
+                         cwd=tmp_path).stdout)["sweep_id"]
+    assert now != earlier
+    # The same command is not started over under its new id: one line names both ways, nothing starts.
+    r = _submit(tmp_path, job)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr == (f"kit: error: this sweep was recorded by an earlier kit as {earlier} (its id held "
+                        f"sweep.metric then); continue it with --run-id {earlier}, or start it over with --run-id "
+                        f"{now}\n")
+    assert sweep_ids(tmp_path / "runs") == [earlier]
+    # Named, it continues (its metric can be corrected too): nothing runs again.
+    _metric(job, "final.loss")
+    r = _submit(tmp_path, job, "--run-id", earlier)
+    assert r.returncode == 0 and r.stderr.count("succeeded before") == 2 and "started as run" not in r.stderr
+    assert [t["metric"] for t in status_json(tmp_path, earlier)["trials"]] == [1.0, 0.0]
