@@ -66,10 +66,10 @@ def run_dir_ops(trace: Path, base: Path, run: Path) -> int:
 
 
 def meet(program_text: str, nodes: int, base: Path, mode: str = "strict", absent: tuple = (), wait: float = 60,
-         python_flags: tuple = (), trace: bool = True) -> dict:
+         python_flags: tuple = (), trace: bool = True, env_of: Optional[dict] = None) -> dict:
     """Run the plan's env_check.py as `nodes` local "nodes" (one process each, with the variables a SLURM task
-    has) on one shared run directory, except the nodes in `absent` (they never report). Returns {node: (exit
-    code, stderr, file operations in the run directory or None)}."""
+    has, and `env_of[node]` added) on one shared run directory, except the nodes in `absent` (they never report).
+    Returns {node: (exit code, stderr, file operations in the run directory or None)}."""
     run = base / "runs" / "r"
     run.mkdir(parents=True)
     (run / "env_check.py").write_text(program_text)
@@ -83,7 +83,7 @@ def meet(program_text: str, nodes: int, base: Path, mode: str = "strict", absent
         if trace:
             argv = ["strace", "-f", "-qq", "-s", "4096", "-e", "trace=file", "-o", str(base / f"trace.{i}"), *argv]
         env = {**os.environ, "SLURM_NODEID": str(i), "SLURMD_NODENAME": f"n{i}", "SLURM_JOB_ID": "4242",
-               "SLURM_RESTART_COUNT": "0"}
+               "SLURM_RESTART_COUNT": "0", **(env_of or {}).get(i, {})}
         err = open(base / f"err.{i}", "w")
         procs[i] = (subprocess.Popen(argv, cwd=base, env=env, stdout=subprocess.DEVNULL, stderr=err), err)
     out = {}
