@@ -96,7 +96,8 @@ def test_kit_judges_as_the_nodes_do():
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_env_check", Path(__file__).parents[2] / "bench" / "env_check.py")
+    path = Path(__file__).parents[2] / "bench" / "env_check.py"
+    spec = importlib.util.spec_from_file_location("bench_env_check", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
