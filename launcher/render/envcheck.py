@@ -165,49 +165,131 @@ def kit_env_summary(reports, rows):
     return "; ".join(said)
 
 
-def kit_env_main(argv):
-    """On each task: `env_check.py MODE NODES NODE WAIT KIND TARGET`. Its fingerprint into the run directory,
-    then every node's (at most WAIT s), then the verdict: exit 2 on a difference when MODE is strict."""
-    mode, nodes, node, wait, kind, target = argv[0], int(argv[1]), int(argv[2]), float(argv[3]), argv[4], argv[5]
-    here = os.path.dirname(os.path.abspath(__file__))
-    attempt = os.environ.get("SLURM_RESTART_COUNT") or "0"
-    host = os.environ.get("SLURMD_NODENAME") or os.uname()[1]
-    name = lambda i: os.path.join(here, f"env.{attempt}.node{i}.json")
-    tmp = name(node) + f".{os.getpid()}.tmp"
+KIT_ENV_GRACE = 60   # at most this many seconds (or WAIT) the others wait for node 0's verdict beyond WAIT
+KIT_ENV_POLL = (0.05, 2.0, 2.0)   # first pause, its growth, the longest pause between looks
+
+
+def kit_env_nodes(numbers):
+    """`node 3, node 7 and 2 more`: the nodes named (at most 8)."""
+    said = ", ".join(f"node {i}" for i in numbers[:8])
+    return said + (f" and {len(numbers) - 8} more" if len(numbers) > 8 else "")
+
+
+def kit_env_poll(look, deadline):
+    """look() until it answers (not None) or the deadline passes (then None): one look, then pauses that grow from
+    50 ms to 2 s, so a node's looks grow with how long it waits, not with how many nodes there are."""
+    pause, grow, longest = KIT_ENV_POLL
+    while True:
+        got = look()
+        left = deadline - time.time()
+        if got is not None or left <= 0:
+            return got
+        time.sleep(min(pause, left))
+        pause = min(pause * grow, longest)
+
+
+def kit_env_write(path, data):
+    tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
-        json.dump({"label": f"node {node} ({host})", "env": kit_env_fingerprint(kind, target)}, f)
-    os.replace(tmp, name(node))
-    deadline = time.time() + wait
-    while not all(os.path.exists(name(i)) for i in range(nodes)):
-        if time.time() > deadline:
-            print(f"kit: env_check: not every node reported its environment within {wait:g} s; starting anyway",
-                  file=sys.stderr, flush=True)
-            return 0
-        time.sleep(0.2)
+        json.dump(data, f)
+    os.replace(tmp, path)
+
+
+def kit_env_gather(here, tag, nodes, deadline):
+    """Node 0: {node: file name} of the nodes that reported, all or as many as there are by the deadline. One
+    listing of the run directory a look: each file's name carries its node and its fingerprint's hash."""
+    pattern = re.compile(r"env\." + re.escape(tag) + r"\.node(\d+)\.([0-9a-f]{16})\.json")
+    seen = {}
+
+    def look():
+        for entry in os.listdir(here):
+            m = pattern.fullmatch(entry)
+            if m and int(m.group(1)) < nodes:
+                seen[int(m.group(1))] = entry
+        return seen if len(seen) == nodes else None
+    kit_env_poll(look, deadline)
+    return seen
+
+
+def kit_env_decide(here, mode, nodes, wait, seen):
+    """Node 0's verdict: (exit code, lines every node says, lines node 0 alone says: the table). The files are
+    read only when their hashes differ (to draw the table), once."""
+    strict = mode == "strict"
+    missing = [i for i in range(nodes) if i not in seen]
+    said = []
+    if missing:
+        never = f"kit: env_check: {kit_env_nodes(missing)} sent no environment fingerprint within {wait:g} s"
+        if strict:   # strict leaves no node out: the run stops, every task with this line
+            return 2, [f"{never}, so the nodes cannot all be compared; nothing was started: see that node's task "
+                       f"output (its setup or Python), or set env_check: warn (or off)"], []
+        said.append(f"{never}; not compared (env_check: warn, training anyway)")
+    if len({name.rsplit(".", 2)[1] for name in seen.values()}) < 2:
+        return 0, said, []
     reports = []
-    for i in range(nodes):
-        with open(name(i)) as f:
+    for i in sorted(seen):
+        with open(os.path.join(here, seen[i])) as f:
             got = json.load(f)
         reports.append((got["label"], got["env"]))
     rows = kit_env_differing(reports)
     if not rows:
-        return 0
-    strict = mode == "strict"
-    if node and strict:
-        time.sleep(5)   # node 0 says the table and ends first: the job's cause is its words (srun stops the rest)
-    if node == 0:
-        print("kit: the nodes' environments differ" + (":" if strict else " (env_check: warn, training anyway):"),
-              file=sys.stderr)
-        for line in kit_env_table(reports, rows):
-            print("  " + line, file=sys.stderr)
+        return 0, said, []
+    table = ["kit: the nodes' environments differ" + (":" if strict else " (env_check: warn, training anyway):")]
+    table += ["  " + line for line in kit_env_table(reports, rows)]
     fix = ("make every node's environment the same, or set env_check: warn (or off) to train anyway" if strict
            else "env_check: warn")
-    print(f"kit: environment drift between nodes: {kit_env_summary(reports, rows)}; {fix}", file=sys.stderr,
-          flush=True)
-    return 2 if strict else 0
+    said.append(f"kit: environment drift between nodes: {kit_env_summary(reports, rows)}; {fix}")
+    return (2 if strict else 0), said, table
+
+
+def kit_env_main(argv):
+    """On each task: `env_check.py MODE NODES NODE WAIT KIND TARGET`. Each node writes its fingerprint into the
+    run directory, in a file named by its node and the fingerprint's hash; node 0 alone gathers them (one listing
+    a look, at most WAIT s), decides and writes one verdict file, which every other node waits for (one open a
+    look). Every node then says the same verdict: exit 2 on a difference, or on a node that never reported, when
+    MODE is strict. A node's file operations do not grow with the number of nodes."""
+    mode, nodes, node, wait, kind, target = argv[0], int(argv[1]), int(argv[2]), float(argv[3]), argv[4], argv[5]
+    started = time.time()
+    here = os.path.dirname(os.path.abspath(__file__))
+    tag = "-".join(x for x in (os.environ.get("SLURM_JOB_ID"), os.environ.get("SLURM_RESTART_COUNT") or "0") if x)
+    host = os.environ.get("SLURMD_NODENAME") or os.uname()[1]
+    env = kit_env_fingerprint(kind, target)
+    digest = hashlib.sha256(json.dumps(env, sort_keys=True).encode()).hexdigest()[:16]
+    kit_env_write(os.path.join(here, f"env.{tag}.node{node}.{digest}.json"),
+                  {"label": f"node {node} ({host})", "env": env})
+    verdict_path = os.path.join(here, f"env.{tag}.verdict.json")
+    if node == 0:
+        code, said, table = kit_env_decide(here, mode, nodes, wait,
+                                           kit_env_gather(here, tag, nodes, started + wait))
+        for line in table + said:   # said before the others hear it: the job's cause is these words
+            print(line, file=sys.stderr, flush=True)
+        kit_env_write(verdict_path, {"code": code, "said": said})
+        return code
+
+    def look():
+        try:
+            with open(verdict_path) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+    waited = wait + min(wait, KIT_ENV_GRACE)   # the tasks start seconds apart: node 0 may start later
+    verdict = kit_env_poll(look, started + waited)
+    if verdict is None:
+        verdict = {"code": 2 if mode == "strict" else 0, "said": [
+            f"kit: env_check: node 0 gave no verdict within {waited:g} s (it gathers every node's "
+            f"environment: see its task output); " + ("stopping" if mode == "strict"
+                                                      else "not compared (env_check: warn, training anyway)")]}
+    for line in verdict["said"]:
+        print(line, file=sys.stderr, flush=True)
+    return verdict["code"]
 
 '''
-# The plan's env_check.py: the functions above, run as a program.
+# The plan's env_check.py: the functions above, run as a program. Its own directory (the run directory, shared by
+# every node) is first on sys.path and holds nothing to import: each import would look there first, and list it
+# again whenever another node's file has changed it, so it leaves sys.path before the first import.
+PROLOGUE = '''import os, sys
+if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
+    del sys.path[0]
+'''
 MAIN = '''
 if __name__ == "__main__":
     sys.exit(kit_env_main(sys.argv[1:]))
@@ -218,7 +300,7 @@ MODES = ("strict", "warn", "off")
 
 def program() -> str:
     """The text of the plan's env_check.py."""
-    return SOURCE.lstrip("\n") + MAIN
+    return PROLOGUE + SOURCE + MAIN
 
 
 def probe_lines(marker: str, kind: str, target: str) -> str:

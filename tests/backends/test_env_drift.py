@@ -6,6 +6,7 @@ started, no record), on SLURM in each task before its launcher (the job fails wi
 
 import json
 import os
+from pathlib import Path
 
 from tests.backends import slurmrun
 from tests.backends.drift import metadata_path, seen_on, with_version
@@ -75,8 +76,9 @@ def test_slurm_a_task_with_another_accelerate_fails_the_job_before_training(slur
     assert status["state"] == "failed" and status["exit_code"] == 2 and cause in status["failure"]["last_line"]
     shown = kit("status", "slurm-drift", cwd=slurmrun.workdir(slurm_cluster))
     assert cause in shown.stdout, shown.stdout
-    assert json.load(open(os.path.join(slurmrun.workdir(slurm_cluster), "runs", "slurm-drift", "env.0.node1.json"))
-                     )["env"]["accelerate"] == "1.15.0"
+    run_dir = Path(slurmrun.workdir(slurm_cluster), "runs", "slurm-drift")
+    [node1] = run_dir.glob("env.*-0.node1.*.json")   # env.<job id>-<requeue count>.node<N>.<fingerprint hash>.json
+    assert json.loads(node1.read_text())["env"]["accelerate"] == "1.15.0"
 
 
 def test_slurm_a_task_whose_script_differs_fails_the_job_and_warn_trains(slurm_cluster, tmp_path):
