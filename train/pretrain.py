@@ -21,7 +21,7 @@ import torch
 
 from train import checkpoint, fingerprint, mlm
 from train import model as model_lib
-from train.resume import ResumeRefused, advice
+from train.resume import ResumeRefused, advice, fresh_but_own
 from train.trainer import Trainer
 
 PHASE = "pretrain"
@@ -45,12 +45,17 @@ def enabled(args) -> bool:
 def decide(resume: str, output_dir, current: dict) -> tuple[str, str | None]:
     """Main process: ('fresh'|'done'|'resume', checkpoint); ResumeRefused for another run's pretraining."""
     where = directory(output_dir)
-    if resume in ("no", "none", ""):
-        return "fresh", None
     try:
         done = json.loads((where / FINISHED).read_text())
     except (OSError, ValueError):
         done = None
+    if resume in ("no", "none", ""):   # the first attempt's: a restart continues what this run did (train/resume.py)
+        run_id = os.environ.get("KIT_RUN_ID")
+        if done is not None and run_id and done.get("run_id") == run_id:
+            print("--resume no applies to the run's first attempt: reusing its own finished pretraining", flush=True)
+        else:
+            own = fresh_but_own(where)
+            return ("fresh", None) if own is None else ("resume", str(own))
     if done is not None:
         diffs = fingerprint.differences(done.get("fingerprint"), current)
         if diffs:

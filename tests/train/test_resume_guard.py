@@ -44,6 +44,42 @@ def test_decide(tmp_path):
         resume.decide("auto", tmp_path, FP)
 
 
+def with_run_id(path, run_id):
+    manifest = json.loads((path / checkpoint.MANIFEST).read_text())
+    manifest["run_id"] = run_id
+    (path / checkpoint.MANIFEST).write_text(json.dumps(manifest))
+    return path
+
+
+def test_resume_no_applies_to_a_kit_runs_first_attempt_only(tmp_path, monkeypatch, capsys):
+    """A restarted attempt gets the job's `--resume no` again: it continues the run's own checkpoint (same
+    KIT_RUN_ID) and starts from scratch only over another run's."""
+    monkeypatch.setenv("KIT_RUN_ID", "this-run")
+    with_run_id(with_fingerprint(fake_checkpoint(tmp_path, 4), FP), "earlier-run")
+    assert resume.decide("no", tmp_path, FP) is None
+    mine = with_run_id(with_fingerprint(fake_checkpoint(tmp_path, 8), FP), "this-run")
+    assert resume.decide("no", tmp_path, FP) == mine
+    assert capsys.readouterr().out == (f"--resume no applies to the run's first attempt: continuing its own "
+                                       f"checkpoint {mine}\n")
+    monkeypatch.delenv("KIT_RUN_ID")   # by hand, --resume no is always a fresh start
+    assert resume.decide("no", tmp_path, FP) is None
+
+
+def test_resume_no_on_a_restart_keeps_the_runs_own_pretraining(tmp_path, monkeypatch):
+    from train import pretrain
+    current = pretrain.phase_fingerprint(FP)
+    where = pretrain.directory(tmp_path)
+    monkeypatch.setenv("KIT_RUN_ID", "this-run")
+    with_run_id(with_fingerprint(fake_checkpoint(where, 3), current), "earlier-run")
+    assert pretrain.decide("no", tmp_path, current) == ("fresh", None)
+    mine = with_run_id(with_fingerprint(fake_checkpoint(where, 6), current), "this-run")
+    assert pretrain.decide("no", tmp_path, current) == ("resume", str(mine))
+    (where / pretrain.FINISHED).write_text(json.dumps({"fingerprint": current, "run_id": "this-run"}))
+    assert pretrain.decide("no", tmp_path, current) == ("done", None)
+    (where / pretrain.FINISHED).write_text(json.dumps({"fingerprint": current, "run_id": "earlier-run"}))
+    assert pretrain.decide("no", tmp_path, current) == ("resume", str(mine))
+
+
 def test_fresh_start_clears_an_earlier_run(tmp_path):
     fake_checkpoint(tmp_path, 4)
     for name in ("metrics.json", resume.FINISHED):
