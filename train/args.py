@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from train.model import NGRAM_BUCKETS, PRESETS
+from train.presets import NGRAM_BUCKETS, PRESETS   # not train.model: this parser runs without torch
 
 
 def _positive(kind):
