@@ -78,15 +78,15 @@ def _before_launcher_traceback(lines: list[str]) -> list[str]:
 
 
 def last_words(lines: list[str], node: int, rank: Optional[int]) -> str:
-    """The last meaningful line the failing rank wrote; with no rank named, the node's. Never another rank's line
-    (tagged `[nodeN/rankM]`, or torch's `[rankM]:`): those are its words, not the failing rank's."""
+    """The failing rank's last meaningful line, never another rank's (`[nodeN/rankM]`, `[rankM]:`); or the node's."""
     own = f"[node{node}/rank{rank}] " if rank is not None else None
     said = without_warnings([ln[len(own):] for ln in lines if own and ln.startswith(own)])
     for text in reversed(said):
         if text.strip() and not is_library_note(text, False):
             return _RANK_PREFIX.sub("", text.strip())
     for line in reversed(_before_launcher_traceback(lines)):
-        if rank is not None and (is_worker_line(line) or _someone_elses(strip_tag(line), rank)):
+        if rank is not None and (is_worker_line(line) or ((m := _RANK_PREFIX.match(strip_tag(line)))
+                                                           and int(m.group(1)) != rank)):
             continue
         text = strip_tag(line).strip()
         if text and not is_launcher_noise(text) and not is_library_note(text) and not text.startswith("Traceback"):
@@ -124,7 +124,8 @@ def summarize(node: int, host: str, node_code: int, log_text: str, known: dict =
             words = explained
         elif own:
             words = final_words(own)
-        elif _killed(code) and _teed(ranks_dir, rank - node * procs_per_node):
+        elif meaning(code, known).startswith("killed by ") and glob.glob(os.path.join(
+                ranks_dir, "*", "attempt_*", str(rank - node * procs_per_node), "stderr.log")):
             words = ""   # its stderr is empty: a rank killed from outside said nothing of it (stdout is progress)
         if is_consequence(words):
             rank, code, words = _real_cause(lines, ranks_dir, node, procs_per_node) or (rank, code, words)
@@ -169,8 +170,7 @@ def _real_cause(lines, ranks_dir: str, node: int, procs_per_node: int):
     return None
 
 
-_RANK_PREFIX = re.compile(r"^\[rank\d+\]: ")
-_RANK_NUMBER = re.compile(r"^\[rank(\d+)\]: ")
+_RANK_PREFIX = re.compile(r"^\[rank(\d+)\]: ")
 
 
 def _said(ranks_dir: str, local_rank: int, starting: Optional[str] = None):
@@ -200,21 +200,6 @@ def final_words(lines: list[str]) -> str:
             break
     rest = [ln.strip() for ln in lines if not ln.startswith("Traceback")]
     return rest[-1] if rest else ""
-
-
-def _killed(code: int) -> bool:
-    return code > 128 and code - 128 in signal.Signals._value2member_map_
-
-
-def _teed(ranks_dir: str, local_rank: int) -> bool:
-    """torchrun teed this rank's stderr (its file exists, empty or not)."""
-    return bool(glob.glob(os.path.join(ranks_dir, "*", "attempt_*", str(local_rank), "stderr.log")))
-
-
-def _someone_elses(text: str, rank: int) -> bool:
-    """A line torch prefixed with another rank's `[rankM]:`."""
-    m = _RANK_NUMBER.match(text)
-    return bool(m) and int(m.group(1)) != rank
 
 
 def _others_said(ranks_dir: str, node: int, rank: int, procs_per_node: int, starting: str = "") -> str:
