@@ -113,21 +113,27 @@ def agree(accelerator, resume: str, out: Path, current: dict, shared_fs: bool, s
         raise ResumeRefused(value)
     if value is None:
         return None
+    fresh = resume in ("no", "none", "")   # a restart's own checkpoint: what cannot be continued starts afresh
     if not shared_fs and strategy not in ("ddp", "single"):
-        raise ResumeRefused(f"resume refused: without a shared file system only the main node holds the "
-                            f"{strategy} model states of {value}; put --output-dir on a shared file system, or "
-                            f"{advice()}")
-    _check_every_node_has(accelerator, Path(value))
+        why = (f"without a shared file system only the main node holds the {strategy} model states of {value}")
+        if fresh:
+            accelerator.print(f"--resume no: starting from scratch after all: {why}")
+            return None
+        raise ResumeRefused(f"resume refused: {why}; put --output-dir on a shared file system, or {advice()}")
+    missing = _missing_copies(accelerator, Path(value))
+    if missing and fresh:
+        accelerator.print(f"--resume no: starting from scratch after all: {missing} rank(s) cannot see {value}")
+        return None
+    if missing:
+        raise ResumeRefused(f"resume refused: {missing} rank(s) cannot see a complete copy of {value} "
+                            f"(nodes without a shared file system each need their own): {advice()}")
     return Path(value)
 
 
-def _check_every_node_has(accelerator, path: Path) -> None:
-    """Collective: each rank checks its own file system holds the complete checkpoint."""
+def _missing_copies(accelerator, path: Path) -> int:
+    """Collective: how many ranks' file systems lack the complete checkpoint."""
     missing = torch.tensor([0.0 if checkpoint.is_complete(path) else 1.0], device=accelerator.device)
-    missing = accelerator.reduce(missing, reduction="sum")
-    if missing.item() > 0:
-        raise ResumeRefused(f"resume refused: {int(missing.item())} rank(s) cannot see a complete copy of {path} "
-                            f"(nodes without a shared file system each need their own): {advice()}")
+    return int(accelerator.reduce(missing, reduction="sum").item())
 
 
 def start(out: Path, owner: bool, fresh: bool) -> None:

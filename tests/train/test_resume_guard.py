@@ -168,3 +168,23 @@ def test_without_a_shared_file_system_only_ddp_resumes(tmp_path, monkeypatch):
     peer_lacks_it = SimpleNamespace(**{**vars(acc), "reduce": lambda t, reduction: t + 1})  # one other rank
     with pytest.raises(resume.ResumeRefused, match=r"1 rank\(s\) cannot see a complete copy"):
         resume.agree(peer_lacks_it, "auto", tmp_path, FP, shared_fs=False, strategy="ddp")
+
+
+def test_a_restarts_own_checkpoint_that_cannot_be_continued_starts_afresh_as_resume_no_asks(tmp_path, monkeypatch):
+    """--resume no on a restart continues the run's own checkpoint where it can; where it cannot (no shared file
+    system under DeepSpeed/FSDP, a node without its copy), it starts from scratch as asked: never a refusal."""
+    import accelerate.utils
+    import torch
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(accelerate.utils, "broadcast_object_list", lambda objects: objects)
+    monkeypatch.setenv("KIT_RUN_ID", "this-run")
+    said = []
+    acc = SimpleNamespace(is_main_process=True, device=torch.device("cpu"), reduce=lambda t, reduction: t,
+                          print=said.append)
+    mine = with_run_id(with_fingerprint(fake_checkpoint(tmp_path, 4), FP), "this-run")
+    assert resume.agree(acc, "no", tmp_path, FP, shared_fs=False, strategy="ddp") == mine
+    assert resume.agree(acc, "no", tmp_path, FP, shared_fs=False, strategy="deepspeed_zero3") is None
+    peer_lacks_it = SimpleNamespace(**{**vars(acc), "reduce": lambda t, reduction: t + 1})
+    assert resume.agree(peer_lacks_it, "no", tmp_path, FP, shared_fs=False, strategy="ddp") is None
+    assert [s.split(":")[0] for s in said] == ["--resume no", "--resume no"], said
