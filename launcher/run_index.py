@@ -60,6 +60,16 @@ def where(run_id: str) -> Optional[str]:
     return None
 
 
+def root_flag(record_path: str, default_root: str = "runs") -> str:
+    """` --run-root DIR` for a hint that names `kit status/logs/cancel <id>`, only where those would not find the
+    record by its id alone from here: ./runs holds another run of that id, or the index does not point at it (the
+    same order as core/lookup.py's root_of); else ""."""
+    path = os.path.realpath(record_path)
+    here = os.path.join(default_root, os.path.basename(path))
+    found = here if os.path.isdir(here) else where(os.path.basename(path))
+    return "" if found and os.path.realpath(found) == path else f" --run-root {os.path.dirname(record_path)}"
+
+
 def namesake(run_id: str, path: str) -> Optional[str]:
     """The record directory the index gives `run_id` when it is not `path` (another run of that id elsewhere)."""
     other = where(run_id)

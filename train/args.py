@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from train.model import NGRAM_BUCKETS, PRESETS
+from train.presets import NGRAM_BUCKETS, PRESETS   # not train.model: this parser runs without torch
 
 
 def _positive(kind):
@@ -105,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--resume", default="auto",
                    help="'auto': continue this run's latest complete checkpoint in the output dir, if any (refused, "
                         "exit 5, for a finished run or another run's checkpoint); 'no': start from scratch, "
-                        "removing earlier checkpoints and results there; or a checkpoint dir")
+                        "removing earlier checkpoints and results there (a restarted or requeued attempt of the same "
+                        "kit run continues its own checkpoints); or a checkpoint dir")
     r.add_argument("--no-save-model", dest="save_model", action="store_false", help="skip the final save_pretrained%(default).0s")
     return p
 

@@ -72,7 +72,8 @@ def save(accelerator, output_dir: Path, step: int, state: dict, keep: int, owner
     accelerator.save_state(str(tmp))
     accelerator.wait_for_everyone()
     if owner:
-        manifest = {"step": step, "state": state, "fingerprint": fingerprint, "files": file_sizes(tmp)}
+        manifest = {"step": step, "state": state, "fingerprint": fingerprint, "run_id": os.environ.get("KIT_RUN_ID"),
+                    "files": file_sizes(tmp)}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
         shutil.rmtree(final, ignore_errors=True)
         os.rename(tmp, final)
@@ -122,6 +123,14 @@ def read_state(path: Path) -> dict:
 def read_fingerprint(path: Path) -> dict | None:
     """The fingerprint of the run that wrote the checkpoint (None: written before kit recorded one)."""
     return json.loads((Path(path) / MANIFEST).read_text()).get("fingerprint")
+
+
+def read_run_id(path: Path) -> str | None:
+    """The kit run (KIT_RUN_ID) that wrote the checkpoint; None when written by hand or before kit recorded it."""
+    try:
+        return json.loads((Path(path) / MANIFEST).read_text()).get("run_id")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def resolve_resume(resume: str, output_dir: Path) -> Path | None:

@@ -29,7 +29,8 @@ def save(run) -> None:
     dist.barrier()
     if run.rank == 0:
         manifest = {"step": run.step, "state": {"step": run.step, "pipeline_stages": run.stages},
-                    "fingerprint": run.fingerprint, "files": checkpoint.file_sizes(tmp)}
+                    "fingerprint": run.fingerprint, "run_id": os.environ.get("KIT_RUN_ID"),
+                    "files": checkpoint.file_sizes(tmp)}
         (tmp / checkpoint.MANIFEST).write_text(json.dumps(manifest, indent=1))
         shutil.rmtree(final, ignore_errors=True)
         os.rename(tmp, final)

@@ -21,7 +21,7 @@ import torch
 
 from train import checkpoint, fingerprint, mlm
 from train import model as model_lib
-from train.resume import ResumeRefused, advice
+from train.resume import ResumeRefused, advice, fresh_but_own
 from train.trainer import Trainer
 
 PHASE = "pretrain"
@@ -45,12 +45,17 @@ def enabled(args) -> bool:
 def decide(resume: str, output_dir, current: dict) -> tuple[str, str | None]:
     """Main process: ('fresh'|'done'|'resume', checkpoint); ResumeRefused for another run's pretraining."""
     where = directory(output_dir)
-    if resume in ("no", "none", ""):
-        return "fresh", None
     try:
         done = json.loads((where / FINISHED).read_text())
     except (OSError, ValueError):
         done = None
+    if resume in ("no", "none", ""):   # the first attempt's: a restart continues what this run did (train/resume.py)
+        run_id = os.environ.get("KIT_RUN_ID")
+        if done is not None and run_id and done.get("run_id") == run_id:
+            print("--resume no applies to the run's first attempt: reusing its own finished pretraining", flush=True)
+        else:
+            own = fresh_but_own(where)
+            return ("fresh", None) if own is None else ("resume", str(own))
     if done is not None:
         diffs = fingerprint.differences(done.get("fingerprint"), current)
         if diffs:
@@ -81,17 +86,22 @@ def agree(accelerator, resume: str, output_dir, current: dict, shared: bool, str
     status, kind, path = verdict[0]
     if status == "refused":
         raise ResumeRefused(kind)
+    if kind == "resume" and resume in ("no", "none", "") and not shared and strategy not in ("ddp", "single"):
+        accelerator.print("--resume no: pretraining from scratch after all: without a shared file system only the "
+                          f"main node holds the {strategy} states of {path}")
+        return "fresh", None
     if kind == "resume" and not shared and strategy not in ("ddp", "single"):
         raise ResumeRefused(f"resume refused: without a shared file system only the main node holds the {strategy} "
                             f"pretraining states of {path}; put --output-dir on a shared file system, or {advice()}")
     have = (directory(output_dir) / ENCODER).is_file() if kind == "done" else (
         checkpoint.is_complete(Path(path)) if kind == "resume" else True)
     missing = int(accelerator.reduce(torch.tensor([0.0 if have else 1.0], device=accelerator.device), "sum").item())
-    if missing and kind == "resume":
+    if missing and kind == "resume" and resume not in ("no", "none", ""):
         raise ResumeRefused(f"resume refused: {missing} rank(s) cannot see a complete copy of {path} (nodes "
                             f"without a shared file system each need their own): {advice()}")
-    if missing:  # the encoder file is gone somewhere: pretrain again, from scratch
-        accelerator.print(f"pretrain: {missing} rank(s) miss {directory(output_dir) / ENCODER}; pretraining again")
+    if missing:  # the encoder file (or, under --resume no, the run's own checkpoint) is gone somewhere: start over
+        what = path if kind == "resume" else directory(output_dir) / ENCODER
+        accelerator.print(f"pretrain: {missing} rank(s) miss {what}; pretraining again")
         return "fresh", None
     return kind, path
 

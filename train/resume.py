@@ -6,6 +6,10 @@ checkpoint only if its fingerprint (train/fingerprint.py) matches this run and t
 marker.  A requeued or interrupted run matches and resumes without any flag.  Everything else is refused with one
 line that says what differs and what to do.  A run that starts from scratch clears what an earlier run left.
 
+``--resume no`` applies to a kit run's first attempt only: every checkpoint records the run (KIT_RUN_ID, the same
+in every attempt and requeue), so a restarted attempt continues the run's own newest checkpoint and removes only
+what other runs wrote.  The job's arguments stay as planned: what runs is what `kit submit --dry-run` printed.
+
 The main process decides (it sees the main node's files) and tells the others.  Without a shared file system each
 node must hold its own complete copy of the chosen checkpoint, which only DDP writes (save_on_each_node).
 """
@@ -47,11 +51,30 @@ def _read_finished(out: Path) -> dict | None:
         return None
 
 
+def own_checkpoint(where: Path) -> Path | None:
+    """The newest complete checkpoint under `where` when this kit run wrote it (an earlier attempt), else None."""
+    run_id = os.environ.get("KIT_RUN_ID")
+    path = checkpoint.latest(where)
+    if not run_id or path is None or checkpoint.read_run_id(path) != run_id:
+        return None
+    return path
+
+
+def fresh_but_own(where: Path) -> Path | None:
+    """`--resume no`: None (start from scratch), or the run's own checkpoint that a restarted attempt continues."""
+    path = own_checkpoint(where)
+    if path is not None:
+        print(f"--resume no applies to the run's first attempt: continuing its own checkpoint {path}", flush=True)
+    return path
+
+
 def decide(resume: str, out: Path, current: dict) -> Path | None:
     """Main process: the checkpoint to continue, None to start from scratch; ResumeRefused otherwise."""
     if resume in ("no", "none", ""):
-        return None
-    if resume == "auto":
+        path = fresh_but_own(out)
+        if path is None:
+            return None
+    elif resume == "auto":
         done = _read_finished(out)
         if done is not None:
             diffs = fingerprint.differences(done.get("fingerprint"), current)
@@ -90,21 +113,27 @@ def agree(accelerator, resume: str, out: Path, current: dict, shared_fs: bool, s
         raise ResumeRefused(value)
     if value is None:
         return None
+    fresh = resume in ("no", "none", "")   # a restart's own checkpoint: what cannot be continued starts afresh
     if not shared_fs and strategy not in ("ddp", "single"):
-        raise ResumeRefused(f"resume refused: without a shared file system only the main node holds the "
-                            f"{strategy} model states of {value}; put --output-dir on a shared file system, or "
-                            f"{advice()}")
-    _check_every_node_has(accelerator, Path(value))
+        why = (f"without a shared file system only the main node holds the {strategy} model states of {value}")
+        if fresh:
+            accelerator.print(f"--resume no: starting from scratch after all: {why}")
+            return None
+        raise ResumeRefused(f"resume refused: {why}; put --output-dir on a shared file system, or {advice()}")
+    missing = _missing_copies(accelerator, Path(value))
+    if missing and fresh:
+        accelerator.print(f"--resume no: starting from scratch after all: {missing} rank(s) cannot see {value}")
+        return None
+    if missing:
+        raise ResumeRefused(f"resume refused: {missing} rank(s) cannot see a complete copy of {value} "
+                            f"(nodes without a shared file system each need their own): {advice()}")
     return Path(value)
 
 
-def _check_every_node_has(accelerator, path: Path) -> None:
-    """Collective: each rank checks its own file system holds the complete checkpoint."""
+def _missing_copies(accelerator, path: Path) -> int:
+    """Collective: how many ranks' file systems lack the complete checkpoint."""
     missing = torch.tensor([0.0 if checkpoint.is_complete(path) else 1.0], device=accelerator.device)
-    missing = accelerator.reduce(missing, reduction="sum")
-    if missing.item() > 0:
-        raise ResumeRefused(f"resume refused: {int(missing.item())} rank(s) cannot see a complete copy of {path} "
-                            f"(nodes without a shared file system each need their own): {advice()}")
+    return int(accelerator.reduce(missing, reduction="sum").item())
 
 
 def start(out: Path, owner: bool, fresh: bool) -> None:

@@ -1,10 +1,13 @@
 """Checks kit makes on this machine before anything starts, the same for `--dry-run` as for a run: the `secret_env`
 variables are set, and, where the nodes' code can be read from here (the backend's Placement.code_here), the
-entrypoint is there and compiles, the modules it imports from beside it are among the files sync copies, and a
-DeepSpeed job on CPU asks for the gloo process group. One line naming the file and the fix, exit code 2."""
+entrypoint is there and compiles, the modules it imports from beside it are among the files sync copies, a
+DeepSpeed job on CPU asks for the gloo process group, and the reference job (`python -m train`) accepts its
+arguments (its own parser, which imports no torch). One line naming the file and the fix, exit code 2."""
 
 import os
 import re
+import subprocess
+import sys
 from itertools import chain
 from typing import Iterable, Optional
 
@@ -31,6 +34,8 @@ def check_here(plan: LaunchPlan, entrypoint, args, code_dir: Optional[str], envi
     entry = _entry(plan.sync, code_dir, entrypoint)
     if entry is None:
         return   # a module installed on the nodes, or a script sync does not carry: the nodes' checks look
+    if entrypoint.module == TRAIN_MODULE:
+        _check_train_args(code_dir, args)
     deepspeed_on_cpu = plan.world.strategy == "deepspeed" and plan.world.device == "cpu"
     if plan.sync is None and not deepspeed_on_cpu:
         return   # what follows reads every module of the job's own: only where it matters
@@ -41,6 +46,28 @@ def check_here(plan: LaunchPlan, entrypoint, args, code_dir: Optional[str], envi
         _check_synced(plan.sync, code_dir, entrypoint, imported)
     if deepspeed_on_cpu:
         _check_gloo(entry, imported, args)
+
+
+# The reference job's own parser, as the nodes will run it (the code kit sees here): argparse's usage and error on
+# stderr, exit code 2, for arguments it refuses. train/args.py imports no torch: this takes ~0.1 s.
+TRAIN_MODULE = "train"
+_TRAIN_ARGS = "train/args.py"
+_PARSE = "import sys\nfrom train.args import parse_args\nparse_args(sys.argv[1:])\n"
+
+
+def _check_train_args(code_dir: str, args) -> None:
+    """Arguments `python -m train` refuses fail here, once, not once per rank after the launch (issue 41)."""
+    if not os.path.isfile(os.path.join(code_dir, _TRAIN_ARGS)) or any(a in ("-h", "--help") for a in args):
+        return
+    try:
+        r = subprocess.run([sys.executable, "-c", _PARSE, *args], cwd=code_dir, capture_output=True, text=True,
+                           timeout=60, env={**os.environ, "PYTHONPATH": code_dir})
+    except (OSError, subprocess.TimeoutExpired):
+        return   # not told from here: the nodes' own parser says
+    said = [ln for ln in r.stderr.splitlines() if ": error: " in ln]
+    if r.returncode == 2 and said:
+        error = said[-1].split(": error: ", 1)[1]
+        raise KitError(f"args: python -m train refuses them: {error}; see `python -m train --help`")
 
 
 def _entry(sync: Optional[SyncPlan], code_dir: str, entrypoint) -> Optional[Source]:

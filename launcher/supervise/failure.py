@@ -16,7 +16,8 @@ from typing import Optional
 from launcher.insight.events import is_insight
 from launcher.planning.tags import PROGRESS_MARK
 from launcher.status import HUNG, LOST, NEVER_JOINED, NOT_STARTED, PREEMPTED, Failure
-from launcher.supervise.noise import is_launcher_noise, is_library_note, is_launcher_traceback, strip_tag
+from launcher.supervise.noise import (is_launcher_noise, is_launcher_traceback, is_library_note, is_worker_line,
+                                      strip_tag)
 from launcher.supervise.repeats import without_warnings
 from launcher.supervise.tracebacks import is_consequence
 from launcher.states import RunState
@@ -78,13 +79,16 @@ def _before_launcher_traceback(lines: list[str]) -> list[str]:
 
 
 def last_words(lines: list[str], node: int, rank: Optional[int]) -> str:
-    """The last meaningful line the failing rank (or, failing that, the node) wrote."""
+    """The failing rank's last meaningful line, never another rank's (`[nodeN/rankM]`, `[rankM]:`); or the node's."""
     own = f"[node{node}/rank{rank}] " if rank is not None else None
     said = without_warnings([ln[len(own):] for ln in lines if own and ln.startswith(own)])
     for text in reversed(said):
         if text.strip() and not is_library_note(text, False):
-            return text.strip()
+            return _RANK_PREFIX.sub("", text.strip())
     for line in reversed(_before_launcher_traceback(lines)):
+        if rank is not None and (is_worker_line(line) or ((m := _RANK_PREFIX.match(strip_tag(line)))
+                                                           and int(m.group(1)) != rank)):
+            continue
         text = strip_tag(line).strip()
         if text and not is_launcher_noise(text) and not is_library_note(text) and not text.startswith("Traceback"):
             return text
@@ -121,8 +125,9 @@ def summarize(node: int, host: str, node_code: int, log_text: str, known: dict =
             words = explained
         elif own:
             words = final_words(own)
-        elif not _spoke_in_log(lines, node, rank):
-            words = _others_said(ranks_dir, node, rank, procs_per_node) or words
+        elif meaning(code, known).startswith("killed by ") and glob.glob(os.path.join(
+                ranks_dir, "*", "attempt_*", str(rank - node * procs_per_node), "stderr.log")):
+            words = ""   # its stderr is empty: a rank killed from outside said nothing of it (stdout is progress)
         if is_consequence(words):
             rank, code, words = _real_cause(lines, ranks_dir, node, procs_per_node) or (rank, code, words)
     return Failure(node, host, rank, code, meaning(code, known), words)
@@ -166,7 +171,7 @@ def _real_cause(lines, ranks_dir: str, node: int, procs_per_node: int):
     return None
 
 
-_RANK_PREFIX = re.compile(r"^\[rank\d+\]: ")
+_RANK_PREFIX = re.compile(r"^\[rank(\d+)\]: ")
 
 
 def _said(ranks_dir: str, local_rank: int, starting: Optional[str] = None):
@@ -196,11 +201,6 @@ def final_words(lines: list[str]) -> str:
             break
     rest = [ln.strip() for ln in lines if not ln.startswith("Traceback")]
     return rest[-1] if rest else ""
-
-
-def _spoke_in_log(lines: list[str], node: int, rank: int) -> bool:
-    own = f"[node{node}/rank{rank}] "
-    return any(ln.startswith(own) and ln[len(own):].strip() for ln in lines)
 
 
 def _others_said(ranks_dir: str, node: int, rank: int, procs_per_node: int, starting: str = "") -> str:

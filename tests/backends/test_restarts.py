@@ -9,7 +9,7 @@ import signal
 import pytest
 
 from tests.launcher.localrun import LOCAL_CLUSTER, kit, kit_background, pids_of_run, rank_pids, wait_for
-from tests.train.support import resumable_args, synthetic_rows, write_csv
+from tests.train.support import resumable_args, synthetic_rows, tiny_args, write_csv
 
 
 def _job(tmp_path, args, **fields):
@@ -55,6 +55,50 @@ def test_a_killed_rank_restarts_the_world_which_resumes_from_its_checkpoint(tmp_
     plan = json.loads((here / "runs" / "restarted" / "plan.json").read_text())
     assert first["master_port"] == plan["world"]["master_port"]
     assert pids_of_run("restarted") == []
+
+
+@pytest.mark.slow
+def test_resume_no_applies_to_the_first_attempt_the_restart_continues_its_own_checkpoint(tmp_path):
+    """The README's rerun advice passes `-- --resume no`; the restarted attempt gets it again and must not throw the
+    run's own checkpoints away (issue 41): an earlier run's checkpoint is removed, attempt 1's is continued."""
+    data = write_csv(tmp_path / "d.csv", synthetic_rows(400))
+    out = tmp_path / "out"
+    args = tiny_args(data, out, tmp_path / "cache", "--max-steps", "60", "--save-every", "10", "--no-save-model",
+                     "--log-every", "10")
+    assert args[args.index("--resume") + 1] == "no"
+    earlier = checkpoint_of_another_run(out)
+    job = _job(tmp_path, args, restarts=1)
+    proc = kit_background("submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", "rerun-no", cwd=tmp_path)
+    try:
+        ckpts = out / "checkpoints"
+        assert wait_for(lambda: ckpts.is_dir() and any(n.startswith("step-") and n != earlier.name
+                                                       for n in os.listdir(ckpts)),
+                        timeout=300), proc.stdout.read() if proc.poll() is not None else "no checkpoint"
+        for pid in rank_pids("rerun-no", 1):
+            os.kill(pid, signal.SIGKILL)
+        output, _ = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, output[-4000:]
+    first, _, second = output.partition("kit: run rerun-no attempt 2/2 after:")
+    assert second, output[-4000:]
+    assert "starting from scratch: removing the checkpoints of an earlier run" in first, first[-3000:]
+    assert "starting from scratch" not in second, second[-3000:]
+    assert "--resume no applies to the run's first attempt: continuing its own checkpoint" in second, second[-3000:]
+    resumed = [ln for ln in second.splitlines() if "resumed from" in ln]
+    assert resumed and " at step 0 " not in resumed[0], resumed
+    assert "kit: run rerun-no succeeded (exit code 0)" in output
+    assert pids_of_run("rerun-no") == []
+
+
+def checkpoint_of_another_run(out):
+    """A complete checkpoint that an earlier run left in the output directory (`--resume no` must remove it)."""
+    from tests.train.test_checkpoint import fake_checkpoint
+    path = fake_checkpoint(out, 1000)
+    manifest = json.loads((path / "kit_manifest.json").read_text())
+    (path / "kit_manifest.json").write_text(json.dumps({**manifest, "run_id": "an-earlier-run"}))
+    return path
 
 
 @pytest.mark.slow

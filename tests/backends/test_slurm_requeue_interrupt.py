@@ -25,6 +25,7 @@ class FakeWhere:
 
 
 def _run(tmp_path, monkeypatch, state, capsys):
+    monkeypatch.chdir(tmp_path)   # where the user submitted from: ./runs/r is found without --run-root
     run_dir = tmp_path / "runs" / "r"
     run_dir.mkdir(parents=True)
     (run_dir / "status.json").write_text(json.dumps({
@@ -54,6 +55,7 @@ def test_interrupted_after_the_requeue_says_the_job_will_run(tmp_path, monkeypat
     assert (result.code, result.state) == (130, "still running")
     assert status.state == "requeued" and len(status.attempts) == 1
     assert "kit: stopped following; SLURM job 7 is requeued and will run." in said and "kit cancel r" in said, said
+    assert "--run-root" not in said and said.rstrip().endswith("stop it with `kit cancel r`."), said
 
 
 def test_interrupted_before_the_requeue_keeps_the_failure(tmp_path, monkeypatch, capsys):

@@ -69,6 +69,7 @@ def test_ctrl_c_while_following_leaves_the_job_running(slurm_cluster, tmp_path):
     output, _ = proc.communicate(timeout=30)
     assert proc.returncode == 130, output
     assert "stopped following; the job keeps running" in output and "kit cancel slurm-ctrlc" in output
+    assert "--run-root" not in output, output   # kit's index finds the run by its id (issue 41)
     assert wait_state(slurm_cluster, job_id, ("RUNNING",), timeout=5)
     s = kit("status", "slurm-ctrlc", cwd=workdir(slurm_cluster))
     assert "state running" in s.stdout and "on n[1-2]" in s.stdout, s.stdout

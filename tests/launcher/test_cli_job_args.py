@@ -125,9 +125,10 @@ def test_a_script_runs_in_a_two_process_world_with_its_args(tmp_path):
 
 
 @pytest.mark.parametrize("sets, tail_or_error", [
-    (["args+=--a", "args+=--b"], "-m train --a --b"),                     # appends compose, in order
+    # Flags the reference job takes: its arguments are checked by its own parser at submit (preflight/here.py).
+    (["args+=--no-dedupe", "args+=--no-bucketing"], "-m train --no-dedupe --no-bucketing"),   # appends compose
     (["args+=--a", "args=--b"], "args: --set args+=--a conflicts with --set args=--b"),
-    (["args=--b", "args+=--a"], "-m train --b --a"),                      # replaced, then appended to
+    (["args=--no-bucketing", "args+=--no-dedupe"], "-m train --no-bucketing --no-dedupe"),   # replaced, appended to
 ])
 def test_appends_compose_and_a_replacement_never_silently_drops_one(sets, tail_or_error):
     argv = [word for s in sets for word in ("--set", s)]

@@ -205,3 +205,21 @@ def test_a_run_id_whose_supervisor_is_gone_is_taken_as_lost(home, tmp_path):
     assert r.returncode == 2 and f"run id ghost is taken by a run that ended (lost) at {ghost}; pick another " \
         "--run-id, e.g. ghost-2" in r.stderr, r.stderr
     assert os.readlink(home / "index" / "ghost") == str(ghost)
+
+
+def test_a_hint_names_the_run_root_only_where_the_id_alone_does_not_find_the_run(tmp_path, monkeypatch, home):
+    """Issue 41: after Ctrl-C of a SLURM run the hint added `--run-root DIR`, though `kit status RUN` finds it."""
+    here, other = _dirs(tmp_path)
+    monkeypatch.chdir(here)
+    local = here / "runs" / "r1"
+    local.mkdir(parents=True)
+    assert run_index.root_flag(str(local)) == ""                     # ./runs/r1 from here
+    elsewhere = other / "roots" / "r2"
+    elsewhere.mkdir(parents=True)
+    assert run_index.root_flag(str(elsewhere)) == f" --run-root {other / 'roots'}"   # not indexed
+    run_index.remember(str(elsewhere))
+    assert run_index.root_flag(str(elsewhere)) == ""                  # the index finds it from anywhere
+    namesake = other / "roots" / "r1"                                 # ./runs/r1 here is another run of that id
+    namesake.mkdir()
+    run_index.remember(str(namesake))
+    assert run_index.root_flag(str(namesake)) == f" --run-root {other / 'roots'}"

@@ -71,3 +71,37 @@ def test_a_synced_plan_names_a_module_sync_leaves_behind(tmp_path):
     with pytest.raises(KitError, match=r"^sync: helper.py \(module helper, imported by train.py\) is not among .*; "
                                        r"drop the sync.exclude rule that leaves it out \(or the .kitignore rule"):
         check_here(dataclasses.replace(synced, sync=sync), _entry(script="train.py"), [], str(tmp_path), {})
+
+
+def test_the_reference_jobs_arguments_are_checked_by_its_own_parser_before_anything_starts():
+    """Issue 41: `-- --lr` without a value printed argparse's usage once per rank, 30 s after the submit."""
+    p = plan(job(), cluster(LOCAL_CPU))
+    for args, error in ((["--lr"], "argument --lr: expected one argument"),
+                        (["--lr", "0.1", "--epochs", "1", "--bogus"], "unrecognized arguments: --bogus"),
+                        (["--warmup", "-1"], "--warmup must be >= 0")):
+        with pytest.raises(KitError) as e:
+            check_here(p, _entry(module="train"), args, REPO, {})
+        assert str(e.value) == f"args: python -m train refuses them: {error}; see `python -m train --help`"
+    check_here(p, _entry(module="train"), ["--lr", "0.1", "--epochs", "1"], REPO, {})
+    check_here(p, _entry(module="other"), ["--lr"], REPO, {})   # not the reference job: its own parser is its own
+
+
+def test_the_reference_jobs_parser_imports_no_torch():
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", "import sys, train.args; print('torch' in sys.modules)"], cwd=REPO,
+                       capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip() == "False", r.stderr
+
+
+def test_a_submit_with_an_argument_the_job_refuses_is_one_line_and_starts_nothing(tmp_path):
+    import subprocess
+    import sys
+    for flags in (["--dry-run"], ["--run-id", "refused-args"]):
+        r = subprocess.run([sys.executable, "-m", "launcher", "submit", "jobs/bert_cls.yaml", "--cluster",
+                            "cluster_configs/local.yaml", *flags, "--", "--lr"], cwd=REPO, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 2 and r.stdout == "", r.stdout[-2000:]
+        assert r.stderr == ("kit: error: args: python -m train refuses them: argument --lr: expected one argument; "
+                            "see `python -m train --help`\n"), r.stderr
+    assert not os.path.exists(os.path.join(REPO, "runs", "refused-args"))

@@ -56,3 +56,16 @@ def test_a_rank_that_exits_without_a_traceback_leaves_the_console_without_any(tm
     assert "Traceback" not in r.stdout and "rank 1 gives up at step 3" in r.stdout, r.stdout
     assert r.stderr.splitlines()[-1] == ("kit: run gives-up failed: node 0 (localhost) rank 1 exited 9: rank 1 gives "
                                          "up at step 3"), r.stderr
+
+
+@pytest.mark.slow
+def test_a_killed_rank_that_said_nothing_is_not_given_its_neighbours_traceback(tmp_path):
+    """Issue 41: rank 3 SIGKILLed, rank 2 on the same node died in the all-reduce with a `[rank2]:` traceback; the
+    cause named rank 3 and quoted rank 2. Rank 3 said nothing of its death: nothing is quoted."""
+    r, logs = _run(tmp_path, "killed", "--nodes", "2", "--procs-per-node", "2",
+                   args=["--fail-rank", "3", "--how", "kill", "--quiet"])
+    assert r.returncode == 137, r.stderr
+    assert "[node1/rank2] [rank2]: RuntimeError" in logs   # its neighbour's words are in the node log
+    assert r.stderr.splitlines()[-1] == ("kit: run killed failed: node 1 (localhost) rank 3 killed by SIGKILL (exit "
+                                         "code 137; out of memory? the kernel's OOM killer sends SIGKILL: see dmesg "
+                                         "on the node)"), r.stderr

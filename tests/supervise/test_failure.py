@@ -258,3 +258,81 @@ def test_a_rank_that_exited_by_itself_is_the_cause_of_the_others_abort(tmp_path)
                     if local == 1 else "" for local in range(4)})
     f = summarize(0, "localhost", 1, log, known={}, ranks_dir=str(tmp_path / "node0.ranks"), procs_per_node=4)
     assert (f.rank, f.code, f.last_line) == (2, 9, "rank 2 gives up at step 3")
+
+
+GLOO_RESET = ("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
+              "[127.0.0.1]:7559: Connection reset by peer. This is typically caused by a remote worker hanging or "
+              "bugs in the application.")
+WARNED = ("/w/crash.py:30: FutureWarning: `batch_first` is deprecated and will be removed in a future release\n"
+          "  warnings.warn(\"`batch_first` is deprecated and will be removed in a future release\", FutureWarning)\n")
+# Node 1 of 2 nodes x 2 ranks (seen, issue 41): rank 3 was SIGKILLed; rank 2, its neighbour, died in the gradient
+# all-reduce with torch's `[rank2]:` traceback; torchrun names rank 3 the root cause.
+KILLED_BESIDE = "".join(f"[node1/rank{r}] {ln}\n" for r in (3, 2) for ln in WARNED.splitlines()) + """\
+[node1/rank2] [rank2]: Traceback (most recent call last):
+[node1/rank2] [rank2]:   File "/w/crash.py", line 51, in <module>
+[node1/rank2] [rank2]:     accelerator.backward(loss)
+[node1/rank2] [rank2]: """ + GLOO_RESET + """
+W1207 17:26:57.725000 12350 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 12752 closing signal SIGTERM
+E1207 17:26:58.122000 12350 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -9) local_rank: 1 (pid: 12756) of binary: /venv/bin/python
+Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 383, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+/w/crash.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-12-07_17:26:58
+  host      : localhost
+  rank      : 2 (local_rank: 0)
+  exitcode  : -15 (pid: 12752)  (SIGTERM)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 12752
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-07_17:26:57
+  host      : localhost
+  rank      : 3 (local_rank: 1)
+  exitcode  : -9 (pid: 12756)  (SIGKILL)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 12756
+============================================================
+"""
+
+
+def _tee_node(tmp_path, node: int, said: dict) -> str:
+    for local, text in said.items():
+        d = tmp_path / f"node{node}.ranks" / "none_a" / "attempt_0" / str(local)
+        d.mkdir(parents=True)
+        (d / "stderr.log").write_text(text)
+    return str(tmp_path / f"node{node}.ranks")
+
+
+def test_a_killed_rank_is_never_given_its_neighbours_words(tmp_path):
+    """Issue 41: `rank 3 killed by SIGKILL ...: [rank2]: RuntimeError: ...` put rank 2's words under rank 3's name.
+    Rank 3 said nothing of its death (a warning at start only): the cause quotes nothing."""
+    ranks = _tee_node(tmp_path, 1, {0: WARNED + "".join(f"[rank2]: {ln}\n" for ln in (
+        "Traceback (most recent call last):", "  File \"/w/crash.py\", line 51, in <module>", GLOO_RESET)),
+        1: WARNED})
+    for where in (ranks, ""):   # with the ranks' teed stderr (local, SSH, SLURM) and from the node log alone
+        f = summarize(1, "n2", 137, KILLED_BESIDE, known={}, ranks_dir=where, procs_per_node=2)
+        assert (f.rank, f.code, f.meaning) == (3, 137, "killed by SIGKILL")
+        assert f.last_line == "", (where, f.last_line)
+    # Its own words are quoted, without torch's prefix.
+    first = "[node1/rank2] [rank2]: Traceback"
+    own = KILLED_BESIDE.replace(first, "[node1/rank3] [rank3]: MemoryError: cannot grow the batch\n" + first)
+    assert summarize(1, "n2", 137, own, known={}, procs_per_node=2).last_line == "MemoryError: cannot grow the batch"
+
+
+def test_a_killed_rank_is_never_given_the_main_processs_banner(tmp_path):
+    """The other run of issue 41: the quoted last words were the main process's `precision check:` banner."""
+    log = KILLED_BESIDE.replace("[node1/rank3]", "[node0/rank1]") \
+        .replace("[node1/rank2] [rank2]", "[node0/rank0] [rank0]") \
+        .replace("rank      : 3 (local_rank: 1)", "rank      : 1 (local_rank: 1)")
+    banner = "[node0/rank0] precision check: mixed precision no: a forward computes in float32 (2 linear layers)\n"
+    log = log.replace("W1207 17:26:57", banner + "W1207 17:26:57", 1)
+    for where in (_tee_node(tmp_path, 0, {0: WARNED, 1: WARNED}), ""):
+        f = summarize(0, "n1", 137, log, ranks_dir=where, procs_per_node=2)
+        assert (f.rank, f.last_line) == (1, ""), (where, f.last_line)

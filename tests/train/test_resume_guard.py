@@ -44,6 +44,42 @@ def test_decide(tmp_path):
         resume.decide("auto", tmp_path, FP)
 
 
+def with_run_id(path, run_id):
+    manifest = json.loads((path / checkpoint.MANIFEST).read_text())
+    manifest["run_id"] = run_id
+    (path / checkpoint.MANIFEST).write_text(json.dumps(manifest))
+    return path
+
+
+def test_resume_no_applies_to_a_kit_runs_first_attempt_only(tmp_path, monkeypatch, capsys):
+    """A restarted attempt gets the job's `--resume no` again: it continues the run's own checkpoint (same
+    KIT_RUN_ID) and starts from scratch only over another run's."""
+    monkeypatch.setenv("KIT_RUN_ID", "this-run")
+    with_run_id(with_fingerprint(fake_checkpoint(tmp_path, 4), FP), "earlier-run")
+    assert resume.decide("no", tmp_path, FP) is None
+    mine = with_run_id(with_fingerprint(fake_checkpoint(tmp_path, 8), FP), "this-run")
+    assert resume.decide("no", tmp_path, FP) == mine
+    assert capsys.readouterr().out == (f"--resume no applies to the run's first attempt: continuing its own "
+                                       f"checkpoint {mine}\n")
+    monkeypatch.delenv("KIT_RUN_ID")   # by hand, --resume no is always a fresh start
+    assert resume.decide("no", tmp_path, FP) is None
+
+
+def test_resume_no_on_a_restart_keeps_the_runs_own_pretraining(tmp_path, monkeypatch):
+    from train import pretrain
+    current = pretrain.phase_fingerprint(FP)
+    where = pretrain.directory(tmp_path)
+    monkeypatch.setenv("KIT_RUN_ID", "this-run")
+    with_run_id(with_fingerprint(fake_checkpoint(where, 3), current), "earlier-run")
+    assert pretrain.decide("no", tmp_path, current) == ("fresh", None)
+    mine = with_run_id(with_fingerprint(fake_checkpoint(where, 6), current), "this-run")
+    assert pretrain.decide("no", tmp_path, current) == ("resume", str(mine))
+    (where / pretrain.FINISHED).write_text(json.dumps({"fingerprint": current, "run_id": "this-run"}))
+    assert pretrain.decide("no", tmp_path, current) == ("done", None)
+    (where / pretrain.FINISHED).write_text(json.dumps({"fingerprint": current, "run_id": "earlier-run"}))
+    assert pretrain.decide("no", tmp_path, current) == ("resume", str(mine))
+
+
 def test_fresh_start_clears_an_earlier_run(tmp_path):
     fake_checkpoint(tmp_path, 4)
     for name in ("metrics.json", resume.FINISHED):
@@ -132,3 +168,23 @@ def test_without_a_shared_file_system_only_ddp_resumes(tmp_path, monkeypatch):
     peer_lacks_it = SimpleNamespace(**{**vars(acc), "reduce": lambda t, reduction: t + 1})  # one other rank
     with pytest.raises(resume.ResumeRefused, match=r"1 rank\(s\) cannot see a complete copy"):
         resume.agree(peer_lacks_it, "auto", tmp_path, FP, shared_fs=False, strategy="ddp")
+
+
+def test_a_restarts_own_checkpoint_that_cannot_be_continued_starts_afresh_as_resume_no_asks(tmp_path, monkeypatch):
+    """--resume no on a restart continues the run's own checkpoint where it can; where it cannot (no shared file
+    system under DeepSpeed/FSDP, a node without its copy), it starts from scratch as asked: never a refusal."""
+    import accelerate.utils
+    import torch
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(accelerate.utils, "broadcast_object_list", lambda objects: objects)
+    monkeypatch.setenv("KIT_RUN_ID", "this-run")
+    said = []
+    acc = SimpleNamespace(is_main_process=True, device=torch.device("cpu"), reduce=lambda t, reduction: t,
+                          print=said.append)
+    mine = with_run_id(with_fingerprint(fake_checkpoint(tmp_path, 4), FP), "this-run")
+    assert resume.agree(acc, "no", tmp_path, FP, shared_fs=False, strategy="ddp") == mine
+    assert resume.agree(acc, "no", tmp_path, FP, shared_fs=False, strategy="deepspeed_zero3") is None
+    peer_lacks_it = SimpleNamespace(**{**vars(acc), "reduce": lambda t, reduction: t + 1})
+    assert resume.agree(peer_lacks_it, "no", tmp_path, FP, shared_fs=False, strategy="ddp") is None
+    assert [s.split(":")[0] for s in said] == ["--resume no", "--resume no"], said

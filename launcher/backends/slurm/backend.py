@@ -16,6 +16,7 @@ from launcher.backends.slurm.query import query
 from launcher.environment import process_env
 from launcher.errors import KitError, note
 from launcher.planning.model import LaunchPlan
+from launcher import run_index
 from launcher.records import RunRecord
 from launcher.trust import require_trusted
 from launcher.status import ACTIVE, FINAL, RunStatus
@@ -245,9 +246,9 @@ def _requeue_note(status: RunStatus) -> str:
 
 
 def _how_to(run_id: str, record: RunRecord) -> str:
-    root = os.path.dirname(record.path)
-    return (f"Follow it with `kit logs {run_id} --follow --run-root {root}` or `kit status {run_id} --run-root "
-            f"{root}`; stop it with `kit cancel {run_id} --run-root {root}`.")
+    root = run_index.root_flag(record.path)   # "" where kit's index (or ./runs) finds the run by its id
+    return (f"Follow it with `kit logs {run_id} --follow{root}` or `kit status {run_id}{root}`; stop it with "
+            f"`kit cancel {run_id}{root}`.")
 
 
 BACKEND = SlurmBackend
