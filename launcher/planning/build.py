@@ -19,7 +19,7 @@ from launcher.render.direct import direct_argv, direct_env, is_direct
 from launcher.render.envcheck import file_name as env_check_file, program as env_check_program, task_line
 from launcher.render.fsdp import fsdp_config
 from launcher.render.shell import interface_lines, node_command, threads_lines
-from launcher.preflight import modules as module_check
+from launcher.render import modules as module_check
 from launcher.render.torchrun import torchrun_argv, torchrun_env
 from launcher.render.text import to_json, to_yaml
 from launcher.spec.cluster import ClusterSpec

@@ -51,7 +51,7 @@ class Placement:
     # its launcher, meeting the others in the shared run directory), "checks" (the backend's checks before
     # anything starts), "" (nowhere: the nodes share one machine).
     env_check_where = ""
-    # Each task checks its interpreter has the launch's modules right before its launcher (preflight/modules.py):
+    # Each task checks its interpreter has the launch's modules right before its launcher (render/modules.py):
     # a backend whose nodes kit does not check itself before they start (its checks run no Python on the nodes).
     task_checks = False
 

@@ -1,11 +1,13 @@
-"""The layout issue 30 asks for, measured on the tree: tests/ mirrors launcher/'s packages (each has a test
-directory of the same name with tests in it), and no module of launcher/ or train/ is over 300 lines."""
+"""The layout, measured on the tree: tests/ mirrors launcher/'s packages (each has a test directory of the same name
+with tests in it), and no module of launcher/ or train/ grows past what one concept holds. The old 300-line limit
+split concepts into fragments (issue 36: one concept per module, whole); 1,000 lines is a backstop against a
+module that has become several, not a size to split at (TorchX's SLURM scheduler, one concept, is ~900)."""
 
 import os
 
 from tests.launcher.localrun import REPO
 
-MAX_LINES = 300
+MAX_LINES = 1000
 
 
 def test_every_package_of_launcher_has_its_test_directory():
@@ -21,7 +23,7 @@ def _has_tests(directory: str) -> bool:
     return os.path.isdir(directory) and any(f.startswith("test_") and f.endswith(".py") for f in os.listdir(directory))
 
 
-def test_no_module_is_over_300_lines():
+def test_no_module_is_over_1000_lines():
     long = {}
     for top in ("launcher", "train"):
         for dirpath, _, files in os.walk(os.path.join(REPO, top)):
@@ -32,4 +34,4 @@ def test_no_module_is_over_300_lines():
                         lines = sum(1 for _ in f)
                     if lines > MAX_LINES:
                         long[os.path.relpath(path, REPO)] = lines
-    assert not long, f"split these by responsibility: {long}"
+    assert not long, f"each holds several concepts by now; split them by concept: {long}"

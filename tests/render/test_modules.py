@@ -1,4 +1,4 @@
-"""The launch's modules (preflight/modules.py): what each launcher needs, and the check program run by a real
+"""The launch's modules (render/modules.py): what each launcher needs, and the check program run by a real
 interpreter on a sys.path without them (an empty directory of the name counts as missing)."""
 
 import os
@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from launcher.planning.build import build_plan
-from launcher.preflight import modules
+from launcher.render import modules
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 from launcher.spec.overrides import Overrides
