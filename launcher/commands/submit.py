@@ -49,7 +49,8 @@ def _print_plan(plan, fmt, loaded, node=None) -> int:
     from launcher.environment import dropped_warning
     from launcher.render.dryrun import render_json, render_text
     if node is not None and node >= len(plan.nodes):
-        raise KitError(f"--node {node}: the plan has nodes 0 to {len(plan.nodes) - 1}; choose one of them")
+        raise KitError(f"--node {node}: the plan has nodes 0 to {len(plan.nodes) - 1}; --node K prints node K, "
+                       f"--nodes N sets how many there are")
     if warning := dropped_warning(plan, os.environ):
         print(warning, file=sys.stderr)
     if fmt == "json":

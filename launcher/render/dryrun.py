@@ -225,7 +225,7 @@ def _rule_text(plan: LaunchPlan, rule, values: list[dict[str, str]]) -> str:
     many = len(rule.regular) > 1
     return "\n".join([f"node{'s' * many} {nodes}: {'each ' * many}the same as node 0 (its section and its own "
                       f"files) but for " + ", ".join(said) + "; kit submit --dry-run --node K prints node K in "
-                      f"full:"] + lines)
+                      "full:"] + lines)
 
 
 def render_text(plan: LaunchPlan, node: Optional[int] = None) -> str:
