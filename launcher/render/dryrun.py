@@ -250,7 +250,8 @@ def render_text(plan: LaunchPlan, node: Optional[int] = None) -> str:
     parts += rule_part
     for r in shown[1:]:
         parts.append(_node_text(plan, plan.nodes[r], mask_env(plan.nodes[r].env, plan.nodes[r].secret_env)))
-    hidden = {f for r, files in enumerate(own) if r not in shown for f in files}
+    hidden = ({f for r, files in enumerate(own) if r not in shown for f in files}
+              - {f for r in shown for f in own[r]})
     programs = _kit_programs(plan) if node is None else {}
     for path in plan.files:
         if path not in hidden:

@@ -133,6 +133,16 @@ def test_an_irregular_node_1_does_not_hide_the_rule_of_the_others():
     assert "node 1  host gpu1  machine_rank 1  workdir /elsewhere" in text
 
 
+def test_a_file_some_nodes_share_is_printed_while_one_printed_node_needs_it():
+    p = plan(job(), ssh_cluster([f"gpu{i}" for i in range(4)]), nodes=4)
+    extra = "runs/test-run/extra.txt"
+    nodes = tuple(dataclasses.replace(n, files=n.files + (extra,)) if n.machine_rank < 2 else n for n in p.nodes)
+    p = dataclasses.replace(p, nodes=nodes, files={**p.files, extra: "only nodes 0 and 1\n"})
+    text = render_text(p)
+    assert "node 1: the same as node 0" in text and "nodes 2-3: differ from node 0 beyond that rule" in text
+    assert f"--- file {extra}\nonly nodes 0 and 1\n" in text
+
+
 def test_a_plan_whose_text_spells_a_hole_prints_every_node_in_full():
     p = plan(job(args=["--tag", "<i>"]), ssh_cluster(["a", "b", "c"]), nodes=3)
     text = render_text(p)
