@@ -72,6 +72,8 @@ def _submit_args(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the plan; start and write nothing")
     p.add_argument("--attempt", type=int, metavar="K", help="with --dry-run: the plan of attempt K, a restart (the "
                                                             "job's restarts): its fresh master port and hosts")
+    p.add_argument("--node", type=int, metavar="K", help="with --dry-run: print node K in full (the dry-run shows "
+                                                          "node 0 in full and what differs for the others as a rule)")
     # No default: a --format given without --dry-run is an error, not a real run.
     p.add_argument("--format", choices=FORMATS, help="dry-run output format (default: text); needs --dry-run")
     p.add_argument("--detach", action="store_true",
@@ -234,6 +236,10 @@ def _check_submit(args) -> None:
     if args.attempt is not None and (not args.dry_run or args.attempt < 1):
         raise UsageError(f"--attempt {args.attempt} prints the plan of attempt K >= 1 (a restart) and needs "
                          f"--dry-run: kit submit JOB --dry-run --attempt 2")
+    if args.node is not None and (not args.dry_run or args.node < 0 or args.format == "json"):
+        raise UsageError(f"--node {args.node} prints node K >= 0 of a dry-run's text and needs --dry-run (not "
+                         f"--format json, which holds every node): kit submit JOB --dry-run --node 3; the number "
+                         f"of nodes is --nodes")
     if args.format is not None and not args.dry_run:
         raise UsageError(f"--format {args.format} prints a plan and needs --dry-run; add --dry-run, "
                          f"or drop --format to start the run")

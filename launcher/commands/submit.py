@@ -5,6 +5,7 @@ import os
 import sys
 
 from launcher.commands.fastpath import FastStart
+from launcher.errors import KitError
 # The rest of kit (schemas, plan, backends) is imported later, once the early logins have started.
 
 
@@ -24,12 +25,14 @@ def submit(args) -> int:
             from launcher.core.prepare import dry_checks, load, plan_for, prepare
             loaded = load(request)
             if loaded.sweep is not None:
+                if getattr(args, "node", None) is not None:
+                    raise KitError(f"--node {args.node} prints one node of a run's plan, not of a sweep; drop it")
                 from launcher.commands.sweep import submit_sweep
                 return submit_sweep(args, loaded)
             plan = plan_for(loaded, args.run_id, args.attempt or 1)
             if args.dry_run:
                 dry_checks(loaded, plan)
-                return _print_plan(plan, args.format, loaded)
+                return _print_plan(plan, args.format, loaded, getattr(args, "node", None))
             prepared = prepare(loaded, plan)
         from launcher.core.launch import launch
         launched = launch(prepared, os.getcwd(), detach=args.detach, on_checked=fast.checked)
@@ -42,9 +45,12 @@ def submit(args) -> int:
     return launched.result.code
 
 
-def _print_plan(plan, fmt, loaded) -> int:
+def _print_plan(plan, fmt, loaded, node=None) -> int:
     from launcher.environment import dropped_warning
     from launcher.render.dryrun import render_json, render_text
+    if node is not None and node >= len(plan.nodes):
+        raise KitError(f"--node {node}: the plan has nodes 0 to {len(plan.nodes) - 1}; --node K prints node K, "
+                       f"--nodes N sets how many there are")
     if warning := dropped_warning(plan, os.environ):
         print(warning, file=sys.stderr)
     if fmt == "json":
@@ -52,7 +58,7 @@ def _print_plan(plan, fmt, loaded) -> int:
         return 0
     if loaded.built:
         sys.stdout.write(_built_job_text(loaded.resolved_job))
-    sys.stdout.write(render_text(plan))
+    sys.stdout.write(render_text(plan, node=node))
     return 0
 
 

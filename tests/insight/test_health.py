@@ -89,11 +89,11 @@ def test_kit_hosts_lists_and_clears_and_the_dry_run_shows_the_move(tmp_path):
     dry = kit("submit", str(jobfile), "--cluster", str(cfg), "--dry-run", cwd=tmp_path)
     assert dry.returncode == 0, dry.stderr
     assert "host health: host n2 failed in run lost-one (lost, " in dry.stdout
-    assert "node 1  host n1-spare" in dry.stdout
+    assert "<host> of node i is the i-th of (from node 0): n1, n1-spare\n" in dry.stdout
     assert kit("hosts", "--clear", "n2", cwd=tmp_path).returncode == 0
     assert "ok" in kit("hosts", cwd=tmp_path).stdout.splitlines()[2]
     again = kit("submit", str(jobfile), "--cluster", str(cfg), "--dry-run", cwd=tmp_path)
-    assert "host health" not in again.stdout and "node 1  host n2" in again.stdout
+    assert "host health" not in again.stdout and "(from node 0): n[1-2]\n" in again.stdout
     bad = kit("hosts", "--clear", "nope", cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.startswith("kit: error: --clear nope: no run of yours used")
 

@@ -42,7 +42,7 @@ def test_a_host_that_was_lost_is_avoided_next_time_and_listed(ssh_hosts, tmp_pat
     (tmp_path / "out2").mkdir()
     said = "kit: host n2 failed in run health-1 (lost, "
     dry = kit("submit", quick, "--cluster", cfg, "--run-id", "health-2", "--dry-run", cwd=workdir(ssh_hosts))
-    assert "host health: host n2 failed in run health-1 (lost, " in dry.stdout and "node 1  host n1-spare" in dry.stdout
+    assert "host health: host n2 failed in run health-1 (lost, " in dry.stdout and "(from node 0): n1, n1-spare\n" in dry.stdout
     r = kit("submit", quick, "--cluster", cfg, "--run-id", "health-2", cwd=workdir(ssh_hosts), timeout=120)
     assert r.returncode == 0, r.stderr
     moved = [ln for ln in r.stderr.splitlines() if ln.startswith(said)]
@@ -51,4 +51,4 @@ def test_a_host_that_was_lost_is_avoided_next_time_and_listed(ssh_hosts, tmp_pat
     assert "kit-test host n1" in open(f"{workdir(ssh_hosts)}/runs/health-2/node1.log").read()   # on n1's machine
     assert kit("hosts", "--clear", "n2", cwd=workdir(ssh_hosts)).returncode == 0
     after = kit("submit", quick, "--cluster", cfg, "--run-id", "health-3", "--dry-run", cwd=workdir(ssh_hosts))
-    assert "host health" not in after.stdout and "node 1  host n2 " in after.stdout
+    assert "host health" not in after.stdout and "(from node 0): n[1-2]\n" in after.stdout

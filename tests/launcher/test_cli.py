@@ -55,7 +55,7 @@ def test_a_command_parses_alike_with_only_its_own_parser_built(argv):
 
 
 @pytest.mark.parametrize("argv, word", [
-    (["submit", JOB, "--node", "2", "--dry-run"], "--node 2"),
+    (["submit", JOB, "--gpu", "2", "--dry-run"], "--gpu 2"),
     (["submit", JOB, "--dry", "--run-id", "r"], "--dry"),
     (["logs", "r", "--nod", "1"], "--nod 1"),
     (["runs", "--run-r", "x"], "--run-r x"),
@@ -65,11 +65,34 @@ def test_abbreviation_is_an_error(argv, word):
         parse(argv)
 
 
-def test_node_abbreviation_is_one_line_exit_2():
-    result = kit("submit", JOB, "--node", "2", "--dry-run", "--run-id", "r")
+def test_gpus_abbreviation_is_one_line_exit_2():
+    result = kit("submit", JOB, "--gpu", "2", "--dry-run", "--run-id", "r")
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr == ("kit: error: unrecognized arguments: --node 2; did you mean --nodes for --node? "
+    assert result.stderr == ("kit: error: unrecognized arguments: --gpu 2; did you mean --gpus for --gpu? "
                              "(see kit submit --help)\n")
+
+
+def test_dry_run_node_k_prints_node_k_in_full():
+    every = kit("submit", JOB, "--dry-run", "--run-id", "r", "--nodes", "3").stdout
+    one = kit("submit", JOB, "--dry-run", "--run-id", "r", "--nodes", "3", "--node", "2")
+    assert one.returncode == 0 and one.stderr == ""
+    section = one.stdout.split("\n\n")[1]
+    assert section.startswith("node 2  host ") and "--machine_rank 2 " in section
+    assert "\nnode 2  host " not in every and "nodes 1-2: each the same as node 0" in every
+    assert "--- file runs/r/accelerate.node2.yaml\n" in one.stdout and "accelerate.node0.yaml" not in one.stdout
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--dry-run", "--node", "3"], "--node 3: the plan has nodes 0 to 2; --node K prints node K, --nodes N sets"),
+    (["--node", "1"], "--node 1 prints node K >= 0 of a dry-run's text and needs --dry-run"),
+    (["--dry-run", "--node", "-1"], "--node -1 prints node K >= 0"),
+    (["--dry-run", "--format", "json", "--node", "1"], "(not --format json, which holds every node)"),
+])
+def test_node_out_of_range_or_without_dry_run_is_one_line_exit_2(argv, says, tmp_path):
+    result = kit("submit", JOB, "--run-id", "r", "--nodes", "3", *argv, cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == "" and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("kit: error: ") and says in result.stderr
+    assert not (tmp_path / "runs").exists()
 
 
 def test_format_without_dry_run_is_an_error(tmp_path):

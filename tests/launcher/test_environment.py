@@ -128,7 +128,9 @@ def test_cli_dry_run_shows_the_visible_slices(tmp_path, monkeypatch, capsys):
     assert main(["submit", str(job_file), "--nodes", "2", "--gpus", "2", "--dry-run", "--run-id", "g1"]) == 0
     out = capsys.readouterr().out
     assert "world: 2 node(s) x 2 process(es) = 4, device cuda" in out
-    assert out.count("--gpu_ids 4,5 ") == 1 and out.count("--gpu_ids 6,7 ") == 1
+    # Node 0's slice in full, node 1's as the rule's value (kit submit --dry-run --node 1 prints it in full).
+    assert out.count("--gpu_ids 4,5 ") == 1 and "--gpu_ids <gpus> " in out
+    assert "<gpus> of node i: node 0: 4,5; node 1: 6,7\n" in out
     assert "--gpu_ids 0,1" not in out
 
 

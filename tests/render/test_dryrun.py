@@ -17,11 +17,12 @@ def kit(*argv, cwd, env=None):
                           env={**os.environ, **(env or {})}, timeout=60)
 
 
-def test_text_dry_run_shows_every_node_and_file(tmp_path):
+def test_text_dry_run_shows_node_0_the_rule_for_the_others_and_every_file(tmp_path):
     r = kit("submit", JOB, "--cluster", SLURM, "--nodes", "2", "--gpus", "8", "--dry-run", "--run-id", "r1",
             cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert "node 0  host slurm-node-0" in r.stdout and "node 1  host slurm-node-1" in r.stdout
+    assert "node 0  host slurm-node-0" in r.stdout and "node 1: the same as node 0" in r.stdout
+    assert "<host> of node i is the i-th of (from node 0): slurm-node-[0-1]" in r.stdout
     assert "--- file runs/r1/job.sbatch" in r.stdout and "--- file runs/r1/accelerate.yaml" in r.stdout
     assert "world: 2 node(s) x 8 process(es) = 16" in r.stdout
     assert os.listdir(tmp_path) == []

@@ -48,6 +48,25 @@ def rendered(strategy: str, backend: str, precision: str, launcher: str = "accel
     return render_text(plan(spec, cluster(base), run_id=RUN_ID, nodes=2, **overrides))
 
 
+# The same job on 512 nodes of each backend (the local one simulates CPU nodes): the text stays one node in full,
+# the others as a rule, within a page or two whatever the size.
+SCALE_NODES = 512
+SCALE_HOSTS = [{"name": f"gpu{i:03d}", "address": f"10.0.{i // 250}.{i % 250 + 1}"} for i in range(1, 513)]
+SCALE_BACKENDS = {
+    "local": ({"name": "workstation", "backend": "local", "gpus_per_node": 0, "procs_per_node": 1,
+               "cpus": 2048}, {}),
+    "ssh": ({**BACKENDS["ssh"][0], "hosts": SCALE_HOSTS}, {}),
+    "slurm": BACKENDS["slurm"],
+}
+
+
+def rendered_at_scale(backend: str) -> str:
+    base, overrides = SCALE_BACKENDS[backend]
+    spec = job(name="bert_cls", args=["--epochs", "1"], batch_size_per_device=8, mixed_precision="bf16",
+               strategy="ddp")
+    return render_text(plan(spec, cluster(base), run_id=RUN_ID, nodes=SCALE_NODES, **overrides))
+
+
 def check_golden(path: Path, text: str, update: bool) -> None:
     if update:
         path.write_text(text, encoding="utf-8")
@@ -71,6 +90,15 @@ def test_torchrun_dry_run_matches_golden(strategy, backend, precision, request):
                  request.config.getoption("--update-golden"))
 
 
+@pytest.mark.parametrize("backend", SCALE_BACKENDS)
+def test_dry_run_at_512_nodes_matches_golden_and_fits_150_lines(backend, request):
+    text = rendered_at_scale(backend)
+    check_golden(GOLDEN / f"scale{SCALE_NODES}-ddp-{backend}-bf16.txt", text,
+                 request.config.getoption("--update-golden"))
+    assert text.count("\n") <= 150
+    assert f"nodes 1-{SCALE_NODES - 1}: each the same as node 0" in text and "beyond that rule" not in text
+
+
 def test_missing_or_different_golden_fails_with_the_regenerate_hint(tmp_path):
     path = tmp_path / "x.txt"
     with pytest.raises(pytest.fail.Exception, match="is missing.*--update-golden"):
@@ -83,7 +111,8 @@ def test_missing_or_different_golden_fails_with_the_regenerate_hint(tmp_path):
 
 
 def test_no_stray_golden_files():
-    expected = {f"{s}-{b}-{m}.txt" for s, b, m in MATRIX} | {f"torchrun-{s}-{b}-{m}.txt" for s, b, m in TORCHRUN}
+    expected = ({f"{s}-{b}-{m}.txt" for s, b, m in MATRIX} | {f"torchrun-{s}-{b}-{m}.txt" for s, b, m in TORCHRUN}
+                | {f"scale{SCALE_NODES}-ddp-{b}-bf16.txt" for b in SCALE_BACKENDS})
     assert {p.name for p in GOLDEN.glob("*.txt")} <= expected
 
 
