@@ -31,9 +31,9 @@ test: venv
 test-fast: venv
 	$(PY) -m pytest -q -p no:cacheprovider -m "not harness and not slow"
 
-# ruff and mypy on launcher/, configured in pyproject.toml; .ci/run runs this before the tests.
+# ruff on launcher/, train/, bench/, tools/ and kit/, mypy on launcher/ (pyproject.toml); .ci/run runs this first.
 lint: venv
-	$(VENV)/bin/ruff check launcher
+	$(VENV)/bin/ruff check launcher train bench tools kit
 	$(VENV)/bin/mypy
 
 # Every benchmark runs; any missed target (a non-zero exit) fails the target at the end.

@@ -133,7 +133,8 @@ def main() -> int:
     med = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
     budget = med["teardown_s"] + TARGET * med["fresh_s"]
     ok = med["restart_s"] <= budget
-    print(f"median: fresh {med['fresh_s']:.2f} s, teardown {med['teardown_s']:.2f} s, restart {med['restart_s']:.2f} s; "
+    print(f"median: fresh {med['fresh_s']:.2f} s, teardown {med['teardown_s']:.2f} s, "
+          f"restart {med['restart_s']:.2f} s; "
           f"restart / (teardown + fresh) = {med['restart_s'] / (med['teardown_s'] + med['fresh_s']):.2f}; target: "
           f"restart <= teardown + {TARGET} x fresh = {budget:.2f} s: {'met' if ok else 'MISSED'}")
     return 0 if ok else 1

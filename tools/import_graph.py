@@ -249,7 +249,7 @@ def main(argv=None) -> int:
     cycles = sccs(graph)
     names = backend_names(mods)
     compared, literal, touched = [], [], set()
-    for mod, path in sorted(mods.items()):
+    for _mod, path in sorted(mods.items()):
         rel = os.path.relpath(path, ROOT)
         inside = rel.startswith(os.path.join("launcher", "backends") + os.sep)
         c, lit = name_uses(path, names)

@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--val-fraction", type=_fraction, default=0.1, help="share of examples for validation")
     d.add_argument("--test-fraction", type=_fraction, default=0.1, help="share of examples for test")
     d.add_argument("--no-dedupe", dest="dedupe", action="store_false",
-                   help="keep duplicate texts (by default they are dropped so they cannot leak across splits)%(default).0s")
+                   help="keep duplicate texts (by default they are dropped so they cannot leak across splits)"
+                        "%(default).0s")
     d.add_argument("--cache-dir", default=os.environ.get("KIT_TRAIN_CACHE", os.path.expanduser("~/.cache/kit/train")),
                    help="where trained tokenizers and tokenized data are cached (env KIT_TRAIN_CACHE)")
     m = p.add_argument_group("model")
@@ -107,7 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "exit 5, for a finished run or another run's checkpoint); 'no': start from scratch, "
                         "removing earlier checkpoints and results there (a restarted or requeued attempt of the same "
                         "kit run continues its own checkpoints); or a checkpoint dir")
-    r.add_argument("--no-save-model", dest="save_model", action="store_false", help="skip the final save_pretrained%(default).0s")
+    r.add_argument("--no-save-model", dest="save_model", action="store_false",
+                   help="skip the final save_pretrained%(default).0s")
     return p
 
 

@@ -139,7 +139,7 @@ class PipelineRun:
             self.schedule.step(target=labels, losses=losses)
         else:
             self.schedule.step()
-        return float(sum(l.item() for l in losses) / len(losses)) if losses else None
+        return float(sum(loss.item() for loss in losses) / len(losses)) if losses else None
 
     def _sync_and_clip(self) -> None:
         params = [p for p in self.module.parameters() if p.grad is not None]
@@ -239,7 +239,6 @@ def run(args, stages: int) -> int:
 
 
 def _run(run_: PipelineRun) -> int:
-    args = run_.args
     try:
         if run_.rank == 0:
             run_.out.mkdir(parents=True, exist_ok=True)

@@ -96,7 +96,7 @@ def _metrics(args, accelerator, trainer, test: dict, report: dict) -> dict:
         "test": {"loss": test["loss"], "accuracy": test["accuracy"], "examples": test["examples"]},
         "labels": trainer.labels, "resources": report, "gpu": _gpu_rows(report), "pretrain": trainer.pretrain,
         "run_id": os.environ.get("KIT_RUN_ID"),
-        "args": {k: v for k, v in vars(args).items()},
+        "args": dict(vars(args)),
     }
 
 

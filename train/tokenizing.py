@@ -100,7 +100,8 @@ def train_wordpiece(texts: list[str], vocab_size: int, out_dir: Path, cjk: str =
     tok.add_special_tokens(SPECIAL_TOKENS)  # already ids 0-4: this only marks them special
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
     _as_transformers(tok).save_pretrained(str(out_dir))
 
 
@@ -138,7 +139,8 @@ def trained_tokenizer_dir(cache_dir: Path, splits: Splits, vocab_size: int, cjk:
 
 def encode_splits(cache_dir: Path, splits: Splits, tokenizer_dir: Path, max_length: int) -> dict[str, Encoded]:
     """Tokenized train/validation/test, from the cache or built and cached now."""
-    key = f"{splits.fingerprint}-{tokenizer_fingerprint(tokenizer_dir)}-L{max_length}-C{ngram_head.CHARS_VERSION}-{ngram_head.MAX_CHARS}"
+    key = (f"{splits.fingerprint}-{tokenizer_fingerprint(tokenizer_dir)}-L{max_length}"
+           f"-C{ngram_head.CHARS_VERSION}-{ngram_head.MAX_CHARS}")
     final = cache_dir / f"encoded-{key}"
     if not (final / "splits.pt").is_file():
         _atomic_dir(final, lambda tmp: _encode_to(tmp, splits, tokenizer_dir, max_length))
