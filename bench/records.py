@@ -134,7 +134,9 @@ def main() -> int:
                         (f"kit status {probe_id}", ["status", probe_id]), ("kit status (latest)", ["status"])]
             for label, words in commands:
                 new = timed(REPO, words, elsewhere, home, args.repeat)
-                before = timed(old, words, elsewhere, home, args.baseline_repeat) if old else None
+                # The older kit has no --all: its `kit runs` lists every run.
+                before = (timed(old, [w for w in words if w != "--all"], elsewhere, home, args.baseline_repeat)
+                          if old else None)
                 table.append((n, label, before, new))
                 print(_line(n, label, before, new), flush=True)
             entries = os.path.join(home, "index", ".entries")
