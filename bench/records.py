@@ -16,7 +16,6 @@ import argparse
 import dataclasses
 import os
 import random
-import resource
 import shutil
 import statistics
 import subprocess

@@ -104,16 +104,37 @@ def _read_entries(path: str) -> tuple[dict, int]:
             raw = f.read()
     except OSError:
         return {}, 0
-    found: dict = {}
     lines = raw.split(b"\n")
-    for line in lines:
-        try:
-            entry = json.loads(line)
-        except ValueError:   # a line cut short (a full disk) or an empty one: that entry is repaired when listed
-            continue
-        if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+    if lines and not lines[-1]:
+        lines.pop()
+    try:   # all at once, as one JSON list: ~3x faster than line by line
+        parsed = json.loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:   # a line cut short (a full disk), or damaged: the others still count
+        parsed = []
+        for line in lines:
+            try:
+                parsed.append(json.loads(line))
+            except ValueError:
+                continue
+    found: dict = {}
+    for entry in parsed:
+        if _well_formed(entry):
             found[entry["path"]] = entry
     return found, len(lines)
+
+
+_SHAPE = {"path": str, "id": str, "kind": str, "backend": str, "state": str, "created": (int, float), "sig": list}
+
+
+def _well_formed(entry) -> bool:
+    """An entry with the fields a listing sorts and shows, of their types; any other line is skipped (its record
+    is read again when listed, and its entry written anew)."""
+    if not isinstance(entry, dict):
+        return False
+    for key, kind in _SHAPE.items():
+        if not isinstance(entry.get(key), kind):
+            return False
+    return entry["path"].endswith("/" + entry["id"])
 
 
 def _compact(path: str) -> None:
@@ -132,17 +153,19 @@ def _compact(path: str) -> None:
 
 def linked() -> dict:
     """run id -> the absolute record path its link names, for every link in the index (records not checked)."""
+    index = _index_dir()
     try:
-        names = os.listdir(_index_dir())
+        names = os.listdir(index)
     except OSError:
         return {}
     out = {}
     for name in names:
         if not name.startswith("."):
             try:
-                out[name] = os.path.abspath(os.path.join(_index_dir(), os.readlink(os.path.join(_index_dir(), name))))
+                target = os.readlink(os.path.join(index, name))
             except OSError:
                 continue
+            out[name] = target if target.startswith("/") else os.path.abspath(os.path.join(index, target))
     return out
 
 

@@ -7,8 +7,6 @@ import sys
 import time
 
 from launcher.commands.status_text import status_text, when as _when
-from launcher.core.cancel import cancel_run
-from launcher.core.describe import describe
 from launcher.errors import KitError
 from launcher.render.text import duration
 from launcher.core.listing import PAGE, listing
@@ -80,6 +78,7 @@ def status(args) -> int:
     if is_sweep(root, run_id):
         from launcher.sweeps.status import print_status
         return print_status(root, run_id, "json" if getattr(args, "json", False) else "text")
+    from launcher.core.describe import describe   # here, not at the top: `kit runs` needs none of it
     record = find_record(args.run_root, run_id)
     record.read_status(strict=True)
     state, note = state_now(record)
@@ -100,5 +99,6 @@ def cancel(args) -> int:
         from launcher.sweeps.cancel import cancel_sweep
         print(cancel_sweep(find_sweep(root, args.run_id)))
         return 0
+    from launcher.core.cancel import cancel_run
     print(cancel_run(find_record(args.run_root, args.run_id)))
     return 0
