@@ -72,26 +72,30 @@ def make_records(base: str, first: int, count: int, total: int, seed: int = 37) 
                            node_exit_codes=[code] * len(plan.nodes))
 
 
-def measured(argv: list, cwd: str, env: dict) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB, stdout) of one command, run by a fresh Python process of its own so that
-    RUSAGE_CHILDREN's peak is this command's alone."""
+def measured(argv: list, cwd: str, env: dict) -> tuple[float, float, float, str]:
+    """(wall seconds, CPU seconds, peak RSS in MB, stdout) of one command, run by a fresh Python process of its own
+    so that RUSAGE_CHILDREN's figures are this command's alone. CPU seconds (user + system) say what the command
+    costs whatever else the machine is doing; wall seconds grow with the machine's load."""
     probe = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
              "r = subprocess.run(sys.argv[1:], capture_output=True, text=True); w = time.perf_counter() - t; "
-             "sys.stdout.write(f'{w} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\\n' + r.stdout); "
+             "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+             "sys.stdout.write(f'{w} {u.ru_utime + u.ru_stime} {u.ru_maxrss}\\n' + r.stdout); "
              "sys.exit(r.returncode)")
     r = subprocess.run([sys.executable, "-c", probe, *argv], cwd=cwd, env=env, capture_output=True, text=True)
     head, _, out = r.stdout.partition("\n")
-    if r.returncode not in (0, 1) or not head:
+    if not head or "Traceback" in r.stderr:   # `kit status` exits with the run's own code: any is an answer
         raise SystemExit(f"{' '.join(argv)} failed ({r.returncode}): {r.stderr.strip()[-400:]}")
-    wall, kb = head.split()
-    return float(wall), int(kb) / 1024, out
+    wall, cpu, kb = head.split()
+    return float(wall), float(cpu), int(kb) / 1024, out
 
 
-def timed(code: str, words: list, cwd: str, home: str, repeat: int) -> tuple[float, float, int]:
-    """(median wall s, peak RSS MB, lines printed) of `python -m launcher WORDS` with `code` on PYTHONPATH."""
+def timed(code: str, words: list, cwd: str, home: str, repeat: int) -> tuple[float, float, float, int]:
+    """(median wall s, median CPU s, peak RSS MB, lines printed) of `python -m launcher WORDS`, `code` on
+    PYTHONPATH."""
     env = {**os.environ, "PYTHONPATH": code, "KIT_HOME": home}
     runs = [measured([sys.executable, "-m", "launcher", *words], cwd, env) for _ in range(repeat)]
-    return statistics.median(w for w, _, _ in runs), max(m for _, m, _ in runs), len(runs[-1][2].splitlines())
+    return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs), max(r[2] for r in runs),
+            len(runs[-1][3].splitlines()))
 
 
 def baseline_copy(ref: str, where: str) -> str:
@@ -143,8 +147,9 @@ def main() -> int:
             table.append((n, "kit runs (no entries yet)", None, timed(REPO, ["runs"], elsewhere, home, 1)))
             print(_line(*table[-1]), flush=True)
         print()
-        print(f"{'records':>7}  {'command':<32} {'before s':>9} {'before MB':>9}  {'after s':>8} {'after MB':>8}  "
-              f"lines")
+        print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+        print(f"{'records':>7}  {'command':<32} {'before s':>8} {'cpu s':>6} {'MB':>4}  {'after s':>8} {'cpu s':>6} "
+              f"{'MB':>4}  lines")
         for row in table:
             print(_line(*row))
     finally:
@@ -156,8 +161,8 @@ def main() -> int:
 
 
 def _line(n, label, before, new) -> str:
-    b = f"{before[0]:9.2f} {before[1]:9.0f}" if before else f"{'-':>9} {'-':>9}"
-    return f"{n:>7}  {label:<32} {b}  {new[0]:8.2f} {new[1]:8.0f}  {new[2]}"
+    b = f"{before[0]:8.2f} {before[1]:6.2f} {before[2]:4.0f}" if before else f"{'-':>8} {'-':>6} {'-':>4}"
+    return f"{n:>7}  {label:<32} {b}  {new[0]:8.2f} {new[1]:6.2f} {new[2]:4.0f}  {new[3]}"
 
 
 if __name__ == "__main__":
