@@ -92,18 +92,20 @@ def note(*entries: dict) -> None:
 def entries() -> dict:
     """record path -> its latest entry. Rewrites the file without superseded lines when they are too many."""
     path = os.path.join(_index_dir(), ENTRIES)
-    found, lines = _read_entries(path)
+    found, lines, seen = _read_entries(path)
     if lines > 2 * len(found) + _SLACK:
-        _compact(path)
+        _compact(path, found, seen)
     return found
 
 
-def _read_entries(path: str) -> tuple[dict, int]:
+def _read_entries(path: str) -> tuple[dict, int, tuple]:
+    """(record path -> entry, lines read, the file read: its inode and size)."""
     try:
         with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
             raw = f.read()
     except OSError:
-        return {}, 0
+        return {}, 0, ()
     lines = raw.split(b"\n")
     if lines and not lines[-1]:
         lines.pop()
@@ -120,7 +122,7 @@ def _read_entries(path: str) -> tuple[dict, int]:
     for entry in parsed:
         if _well_formed(entry):
             found[entry["path"]] = entry
-    return found, len(lines)
+    return found, len(lines), (st.st_ino, len(raw))
 
 
 _SHAPE = {"path": str, "id": str, "kind": str, "backend": str, "state": str, "created": (int, float), "sig": list}
@@ -137,13 +139,16 @@ def _well_formed(entry) -> bool:
     return entry["path"].endswith("/" + entry["id"])
 
 
-def _compact(path: str) -> None:
-    """Rewrite the entries with one line per record that is still there, under the lock appenders take."""
+def _compact(path: str, found: dict, seen: tuple) -> None:
+    """Rewrite the entries with one line per record that is still there, under the lock appenders take: `found`,
+    read from the file `seen`, unless lines came (or the file was rewritten) since, then the file as it is now."""
     from launcher.errors import KitError
     from launcher.filestore import locked, write_atomic
     try:
         with locked(os.path.join(_index_dir(), _ENTRIES_LOCK)):
-            found, _ = _read_entries(path)
+            st = os.stat(path)
+            if (st.st_ino, st.st_size) != seen:
+                found, _, _ = _read_entries(path)
             kept = [e for p, e in found.items() if os.path.isdir(p)]
             write_atomic(path, "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in kept))
             os.chmod(path, 0o600)
