@@ -137,11 +137,8 @@ def get_run(run_id: Optional[str] = None, run_root: Optional[str] = None) -> "Ru
 def runs_under(run_root: Optional[str] = None) -> list:
     """Every run under `run_root`, or (None) every run of yours kit's index knows and those under ./runs; oldest
     first."""
-    from launcher.core.lookup import all_roots
-    found = [(st.created_at or 0, os.path.abspath(os.path.join(root, run_id)))
-             for root in ([run_root] if run_root is not None else all_roots())
-             for run_id, st in records.list_records(root)]
-    return [Run(path) for _, path in sorted(found)]
+    from launcher.core.listing import record_paths
+    return [Run(path) for path in record_paths(run_root)]
 
 
 class Run:

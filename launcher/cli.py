@@ -103,6 +103,9 @@ def _record_args(sub) -> None:
     p.add_argument("--backend", help=f"only runs of this backend ({_backends()}) or sweeps (sweep)")
     p.add_argument("--since", metavar="WHEN", help="only runs started since WHEN: 30m, 6h, 2d, or a date "
                                                    "(2026-12-01 or '2026-12-01 08:00')")
+    page = p.add_mutually_exclusive_group()
+    page.add_argument("--limit", type=int, metavar="N", help="show the newest N runs (default 50)")
+    page.add_argument("--all", action="store_true", help="show every run")
 
 
 def _trust_arg(p) -> None:

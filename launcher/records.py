@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from launcher import run_index
 from launcher.errors import KitError
 from launcher.filestore import locked, publish_new, reserve_room, unlink_quietly, write_atomic
 from launcher.planning.model import LaunchPlan
@@ -127,10 +128,29 @@ class RunRecord:
                     self.write_failed = True
                     print(f"kit: warning: cannot write {self.file(STATUS)}: {e.strerror or e}; the run goes on, "
                           f"its record keeps its last good state", file=sys.stderr, flush=True)
+                return status
+            if run_index.indexed(self.path):   # still under the lock: the index's entry follows every write
+                try:
+                    run_index.note(self.index_entry(status, os.stat(self.file(STATUS))))
+                except OSError:
+                    pass
             return status
+
+    def index_entry(self, status: RunStatus, st: os.stat_result) -> dict:
+        """What `kit runs` shows of this record (run_index.py), `st` being its status file's stat."""
+        return {"path": os.path.abspath(self.path), "id": os.path.basename(self.path), "kind": "run",
+                "job": status.job, "backend": status.backend, "state": str(status.state.value),
+                "exit": status.exit_code, "created": status.created_at or 0, "began": status.began,
+                "finished": status.finished_at, "job_id": status.scheduler_job_id, "owner": st.st_uid,
+                "sig": signature(st)}
 
     def _locked(self):
         return locked(self.file(LOCK))
+
+
+def signature(st: os.stat_result) -> list:
+    """What tells one write of a record's file from another: each write is a new file renamed into place."""
+    return [st.st_ino, st.st_mtime_ns, st.st_size]
 
 
 def _verdict_kept(current: RunStatus, fields: dict, reopen: bool) -> dict:

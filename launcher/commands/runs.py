@@ -2,20 +2,17 @@
 through kit's index of this user's runs (run_index.py) or under --run-root."""
 
 import json
-import os
 import re
 import sys
 import time
 
-from launcher import records
 from launcher.commands.status_text import status_text, when as _when
-from launcher.core.cancel import cancel_run
-from launcher.core.describe import describe
 from launcher.errors import KitError
 from launcher.render.text import duration
-from launcher.core.lookup import all_roots, find_record, resolve_id, root_of, state_now
-from launcher.status import ACTIVE, FINAL, NOT_OVER, QUEUED
-from launcher.sweeps.record import find_sweep, is_sweep, list_sweeps, state_now as sweep_state
+from launcher.core.listing import PAGE, listing
+from launcher.core.lookup import find_record, resolve_id, root_of, state_now
+from launcher.status import FINAL, NOT_OVER
+from launcher.sweeps.record import find_sweep, is_sweep
 from launcher.core.waiting import status_code
 from launcher.states import RunState, TrialState
 
@@ -38,54 +35,38 @@ def since(text: str, now: float) -> float:
                    f"or '2026-12-01 08:00'")
 
 
-def _rows(roots: list[str], now: float) -> list[dict]:
-    rows = []
-    for root in roots:
-        for run_id, st in records.list_records(root):
-            state, _ = state_now(records.RunRecord(os.path.join(root, run_id)), st)
-            start = st.began
-            end = st.finished_at if state not in ACTIVE + QUEUED else now
-            rows.append({"id": run_id, "backend": st.backend, "state": state, "exit": st.exit_code,
-                         "created": st.created_at or 0, "started": start,
-                         "duration": (end - start) if start and end else None,
-                         "job_id": st.scheduler_job_id})
-        for sweep_id, data in list_sweeps(root):   # its trials are runs <sweep>-t<N> of their own
-            state = sweep_state(data)
-            start, end = data.get("created_at"), data.get("finished_at") or (now if state == RunState.RUNNING else None)
-            rows.append({"id": sweep_id, "backend": "sweep", "state": state, "exit": data.get("exit_code"),
-                         "created": start or 0, "started": start,
-                         "duration": (end - start) if start and end else None,
-                         "job_id": data.get("array_job_id")})
-    return rows
-
-
 def runs_cmd(args) -> int:
+    """The newest runs and sweeps (a page: --limit N, --all), newest first, from kit's index (core/listing.py)."""
     now = time.time()
-    roots = [args.run_root] if args.run_root is not None else all_roots()
     states = NOT_OVER + FINAL + (RunState.LOST, RunState.CORRUPT, TrialState.ARRAY)
     if args.state and args.state not in states:
         raise KitError(f"--state {args.state}: a run is one of {', '.join(states)}")
-    rows = _rows(roots, now)
-    if args.state:
-        rows = [r for r in rows if r["state"] == args.state]
-    if args.backend:
-        rows = [r for r in rows if r["backend"] == args.backend]
-    if args.since:
-        cutoff = since(args.since, now)
-        rows = [r for r in rows if r["created"] >= cutoff]
+    limit = getattr(args, "limit", None)
+    if limit is not None and limit < 1:
+        raise KitError(f"--limit {limit}: the number of runs to show, at least 1 (or --all for every one)")
+    cutoff = since(args.since, now) if args.since else None
+    filtered = args.state or args.backend or args.since
+
+    def keep(r: dict) -> bool:
+        return ((not args.state or r["state"] == args.state) and (not args.backend or r["backend"] == args.backend)
+                and (cutoff is None or r["created"] >= cutoff))
+
+    shown = None if getattr(args, "all", False) else limit or PAGE
+    rows, total = listing(args.run_root, now, keep if filtered else None, shown)
     if not rows:
-        filtered = args.state or args.backend or args.since
         print("no runs match" if filtered else
               f"no runs under {args.run_root}/" if args.run_root is not None else "no runs yet; start one with "
               "`kit submit`")
         return 0
-    rows.sort(key=lambda r: r["created"], reverse=True)   # newest first
     width = max(44, *(len(r["id"]) + 1 for r in rows))
     print(f"{'RUN':<{width}} {'BACKEND':<8} {'STATE':<10} {'EXIT':>4}  {'STARTED':<19}  DURATION")
     for r in rows:
         code = "" if r["exit"] is None else r["exit"]
         print(f"{r['id']:<{width}} {r['backend']:<8} {r['state']:<10} {code:>4}  {_when(r['started']):<19}  "
               f"{duration(r['duration'])}")
+    if total > len(rows):
+        print(f"(the newest {len(rows)} of {total}{' that match' * bool(filtered)}; `kit runs --all` for every one, "
+              f"--limit N for the newest N)")
     return 0
 
 
@@ -97,6 +78,7 @@ def status(args) -> int:
     if is_sweep(root, run_id):
         from launcher.sweeps.status import print_status
         return print_status(root, run_id, "json" if getattr(args, "json", False) else "text")
+    from launcher.core.describe import describe   # here, not at the top: `kit runs` needs none of it
     record = find_record(args.run_root, run_id)
     record.read_status(strict=True)
     state, note = state_now(record)
@@ -117,5 +99,6 @@ def cancel(args) -> int:
         from launcher.sweeps.cancel import cancel_sweep
         print(cancel_sweep(find_sweep(root, args.run_id)))
         return 0
+    from launcher.core.cancel import cancel_run
     print(cancel_run(find_record(args.run_root, args.run_id)))
     return 0

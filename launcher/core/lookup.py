@@ -63,12 +63,11 @@ def root_of(run_root: Optional[str], run_id: Optional[str]) -> str:
 
 def latest_run(run_root: Optional[str]) -> tuple[str, Optional[str]]:
     """(run root, id) of the newest run under `run_root`, or of all this user's runs when None."""
-    roots = [run_root] if run_root is not None else all_roots()
-    newest = [(st.created_at or 0, root, run_id) for root in roots for run_id, st in records.list_records(root)]
-    if not newest:
+    from launcher.core.listing import newest_run
+    path = newest_run(run_root)
+    if path is None:
         return run_root or DEFAULT_ROOT, None
-    _, root, run_id = max(newest)
-    return root, run_id
+    return (run_root if run_root is not None else os.path.dirname(path)), os.path.basename(path)
 
 
 SHOWN_CANDIDATES = 4

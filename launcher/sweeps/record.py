@@ -11,7 +11,7 @@ from typing import Optional
 from launcher.core.lookup import DEFAULT_ROOT, all_roots
 from launcher.errors import KitError
 from launcher.filestore import locked, write_atomic
-from launcher.records import LOCK, SWEEP_FILE, own_run_dir, refuse_planted
+from launcher.records import LOCK, SWEEP_FILE, own_run_dir, refuse_planted, signature
 from launcher.spec.sweep import NOT_IDENTITY
 from launcher.sweeps.sweep_file import checked
 from launcher.render.text import to_json
@@ -42,10 +42,23 @@ class SweepRecord:
 
     def update(self, **fields) -> dict:
         """Read, change, write back, under the record's lock (the driver, a cancel and a status may all write)."""
+        from launcher import run_index
         with locked(self.file(LOCK)):
             data = {**self.read(), **fields}
             write_atomic(self.file(SWEEP_FILE), to_json(data))
+            if run_index.indexed(self.path):   # the index's entry follows every write (run_index.py)
+                run_index.note(self.index_entry(data, os.stat(self.file(SWEEP_FILE))))
         return data
+
+    def index_entry(self, data: dict, st: os.stat_result) -> dict:
+        """What `kit runs` shows of this sweep (run_index.py), `st` being its sweep.json's stat."""
+        created = data.get("created_at")
+        return {"path": os.path.abspath(self.path), "id": self.sweep_id, "kind": "sweep", "job": "",
+                "backend": "sweep", "state": str(data.get("state") or (TrialState.ARRAY if data.get("array_job_id")
+                                                                       else "?")),
+                "exit": data.get("exit_code"), "created": created or 0, "began": created,
+                "finished": data.get("finished_at"), "job_id": data.get("array_job_id"), "owner": st.st_uid,
+                "sig": signature(st)}
 
     def trial_dir(self, run_id: str) -> str:
         """Trials' records sit next to the sweep's, under the same run root."""
