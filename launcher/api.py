@@ -21,7 +21,8 @@ from launcher.backends import registry
 from launcher.core.cancel import cancel_run
 from launcher.core.hosts import hosts   # noqa: F401  (kit.hosts(clear=None): the hosts' health, as kit hosts --json)
 from launcher.core.launch import launch
-from launcher.core.lookup import find_record, state_now
+from launcher.core.listing import find_record
+from launcher.core.lookup import state_now
 from launcher.core.prepare import dry_checks, load, plan_for, prepare
 from launcher.core.request import Request
 from launcher.errors import KitError

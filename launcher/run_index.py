@@ -35,9 +35,20 @@ def _index_dir() -> str:
     return os.path.join(kit_home(), INDEX)
 
 
-def remember(record_path: str) -> None:
-    """Index the record at `record_path` under its directory's name, with its entry. Best effort: a kit home that
-    cannot be written (a read-only home) costs only the index, never the run."""
+# Readers of record kinds above this layer, by the file that marks such a record: a listing of runs and sweeps asks
+# them (sweeps/record.py registers the sweep's when it is imported), and this layer imports nothing above it.
+KIND_READERS: dict = {}
+
+
+def register_kind(marker_file: str, entry, state_now) -> None:
+    """`entry(path, stat_of_marker) -> dict`: the record's index entry, read in full; `state_now(path) -> str`."""
+    KIND_READERS[marker_file] = (entry, state_now)
+
+
+def remember(record_path: str, entry=None) -> None:
+    """Index the record at `record_path` under its directory's name, with its entry (`entry()`, called after the
+    link is made: the caller reads it under the record's lock). Best effort: a kit home that cannot be written (a
+    read-only home) costs only the index, never the run."""
     name = os.path.basename(record_path.rstrip("/"))
     link = os.path.join(_index_dir(), name)
     tmp = os.path.join(_index_dir(), f".new-{os.getpid()}-{name}")   # a dot name: never a run id
@@ -55,10 +66,9 @@ def remember(record_path: str) -> None:
         except OSError:
             pass
         return
-    from launcher.core.listing import entry_under_lock
-    entry = entry_under_lock(record_path)   # under the record's lock: no status write of it falls in between
-    if entry is not None:
-        note(entry)
+    found = entry() if entry is not None else None
+    if found is not None:
+        note(found)
 
 
 def indexed(record_path: str) -> bool:

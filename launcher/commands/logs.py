@@ -7,7 +7,8 @@ import time
 
 from launcher import records
 from launcher.backends import registry
-from launcher.core.lookup import find_record, resolve_id, root_of, state_now
+from launcher.core.listing import find_record
+from launcher.core.lookup import resolve_id, root_of, state_now
 from launcher.errors import KitError
 from launcher.status import NOT_OVER
 from launcher.planning.tags import PROGRESS_MARK, is_tagged, node_tag

@@ -6,7 +6,7 @@ import sys
 
 
 def report(args) -> int:
-    from launcher.core.lookup import find_record
+    from launcher.core.listing import find_record
     from launcher.core.report import draw_png, report_run
     from launcher.insight.report_text import report_text
     data = report_run(find_record(args.run_root, args.run_id))

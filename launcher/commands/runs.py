@@ -10,7 +10,9 @@ from launcher.commands.status_text import status_text, when as _when
 from launcher.errors import KitError
 from launcher.render.text import duration
 from launcher.core.listing import PAGE, listing
-from launcher.core.lookup import find_record, resolve_id, root_of, state_now
+from launcher.sweeps import record as _sweep_record  # noqa: F401  (registers the sweep's reader with the index)
+from launcher.core.listing import find_record
+from launcher.core.lookup import resolve_id, root_of, state_now
 from launcher.status import FINAL, NOT_OVER
 from launcher.sweeps.record import find_sweep, is_sweep
 from launcher.core.waiting import status_code

@@ -4,7 +4,8 @@ one, a SLURM job) and exit with its exit code; its outcome line on stderr."""
 import sys
 
 from launcher.errors import KitError
-from launcher.core.lookup import find_record, resolve_id, root_of
+from launcher.core.listing import find_record
+from launcher.core.lookup import resolve_id, root_of
 from launcher.trust import require_trusted
 from launcher.supervise.failure import outcome_line
 from launcher.sweeps.record import is_sweep

@@ -9,6 +9,7 @@ from launcher import records, run_index
 from launcher.backends.attempts import run_attempts
 from launcher.backends import registry
 from launcher.backends.base import Result
+from launcher.core import listing
 from launcher.environment import dropped_warning
 from launcher.errors import KitError, note, one_line
 from launcher.planning.inputs import PlanInputs, replanner
@@ -57,7 +58,8 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
         backend.check(plan, base_dir)
         # Again, as late as can be: a run of this id from another run root may have started during the checks.
         refuse_a_taken_id(plan.run_id, record.path)
-    run_index.remember(record.path)   # `kit status RUN` finds it from any directory
+    # `kit status RUN` finds it from any directory; its entry read under the record's lock (no write in between)
+    run_index.remember(record.path, entry=lambda: listing.entry_under_lock(record.path))
     if on_checked is not None:
         on_checked()
     procs, nodes = plan.world.world_size, len(plan.nodes)

@@ -10,7 +10,7 @@ import sys
 from typing import Callable, Optional
 
 from launcher import records, run_index
-from launcher.core.lookup import DEFAULT_ROOT, UNTRUSTED, state_now
+from launcher.core.lookup import DEFAULT_ROOT, UNTRUSTED, resolve_id, root_of, state_now
 from launcher.errors import KitError
 from launcher.filestore import locked
 from launcher.states import ACTIVE, NOT_OVER, QUEUED, RunState
@@ -30,9 +30,11 @@ def read_entry(path: str) -> Optional[dict]:
         if name == records.STATUS:
             record = records.RunRecord(path)
             return record.index_entry(record.read_status(), st)
-        from launcher.sweeps.record import SweepRecord
+        reader = run_index.KIND_READERS.get(name)
+        if reader is None:   # sweeps/record.py not imported: a listing of runs only
+            return None
         try:
-            return SweepRecord(path).index_entry(SweepRecord(path).read(), st)
+            return reader[0](path, st)
         except KitError as e:
             print(f"kit: warning: {e}", file=sys.stderr, flush=True)
     return None
@@ -107,9 +109,9 @@ def _row(entry: dict, now: float) -> dict:
     start, end, code, job_id = entry.get("began"), entry.get("finished"), entry.get("exit"), entry.get("job_id")
     if entry["kind"] == "sweep":
         if state == RunState.RUNNING:
-            from launcher.sweeps.record import SweepRecord, state_now as sweep_state
+            reader = run_index.KIND_READERS.get(records.SWEEP_FILE)
             try:
-                state = sweep_state(SweepRecord(path).read())
+                state = reader[1](path) if reader is not None else state
             except KitError:
                 pass
         end = end or (now if state == RunState.RUNNING else None)
@@ -175,3 +177,34 @@ def newest_run(run_root: Optional[str]) -> Optional[str]:
     """The record path of the newest run under `run_root` (None: of all this user's), or None."""
     rows, _ = listing(run_root, 0.0, limit=1, kinds=("run",), rows=False)
     return rows[0]["path"] if rows else None
+
+
+def latest_run(run_root: Optional[str]) -> tuple[str, Optional[str]]:
+    """(run root, id) of the newest run under `run_root`, or of all this user's runs when None."""
+    path = newest_run(run_root)
+    if path is None:
+        return run_root or DEFAULT_ROOT, None
+    return (run_root if run_root is not None else os.path.dirname(path)), os.path.basename(path)
+
+
+def find_record(run_root: Optional[str], run_id: Optional[str], *,
+                how=("`kit submit`", "see `kit runs`, or give --run-root DIR")) -> records.RunRecord:
+    """The record of `run_id` (the latest run when None) under `run_root` (None: wherever kit's index says, else
+    ./runs); a one-line KitError when none. `how`: what the error tells its reader to do (the CLI's words by
+    default; the Python API's are its own)."""
+    start, find = how
+    run_id = resolve_id(run_root, run_id)
+    if run_id is None:
+        run_root, run_id = latest_run(run_root)
+        if run_id is None:
+            where = f"under {run_root}/" if run_root != DEFAULT_ROOT else "yet"
+            raise KitError(f"no runs {where}; start one with {start}")
+    given = run_root is not None
+    root = root_of(run_root, run_id)
+    try:
+        return records.find(root, run_id)
+    except KitError:
+        if given:
+            raise
+        raise KitError(f"run {run_id}: no record in kit's index ({run_index.kit_home()}/index) or under "
+                       f"{DEFAULT_ROOT}/; {find}") from None

@@ -61,15 +61,6 @@ def root_of(run_root: Optional[str], run_id: Optional[str]) -> str:
     return os.path.dirname(found) if found else DEFAULT_ROOT
 
 
-def latest_run(run_root: Optional[str]) -> tuple[str, Optional[str]]:
-    """(run root, id) of the newest run under `run_root`, or of all this user's runs when None."""
-    from launcher.core.listing import newest_run
-    path = newest_run(run_root)
-    if path is None:
-        return run_root or DEFAULT_ROOT, None
-    return (run_root if run_root is not None else os.path.dirname(path)), os.path.basename(path)
-
-
 SHOWN_CANDIDATES = 4
 
 
@@ -104,24 +95,3 @@ def resolve_id(run_root: Optional[str], run_id: Optional[str]) -> Optional[str]:
     return run_id   # none: the caller's own error says there is no such run
 
 
-def find_record(run_root: Optional[str], run_id: Optional[str], *,
-                how=("`kit submit`", "see `kit runs`, or give --run-root DIR")) -> records.RunRecord:
-    """The record of `run_id` (the latest run when None) under `run_root` (None: wherever kit's index says, else
-    ./runs); a one-line KitError when none. `how`: what the error tells its reader to do (the CLI's words by
-    default; the Python API's are its own)."""
-    start, find = how
-    run_id = resolve_id(run_root, run_id)
-    if run_id is None:
-        run_root, run_id = latest_run(run_root)
-        if run_id is None:
-            where = f"under {run_root}/" if run_root != DEFAULT_ROOT else "yet"
-            raise KitError(f"no runs {where}; start one with {start}")
-    given = run_root is not None
-    root = root_of(run_root, run_id)
-    try:
-        return records.find(root, run_id)
-    except KitError:
-        if given:
-            raise
-        raise KitError(f"run {run_id}: no record in kit's index ({run_index.kit_home()}/index) or under "
-                       f"{DEFAULT_ROOT}/; {find}") from None

@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
+from launcher import run_index
+from launcher.core.listing import entry_under_lock
 from launcher.core.lookup import DEFAULT_ROOT, all_roots
 from launcher.errors import KitError
 from launcher.filestore import locked, write_atomic
@@ -78,13 +80,11 @@ def open_sweep(root: str, plan) -> SweepRecord:
             raise KitError(f"sweep {plan.sweep_id} already exists at {record.path} with other trials; "
                            f"pick another --run-id")
         record.update(**data)
-        from launcher import run_index
-        run_index.remember(record.path)
+        run_index.remember(record.path, entry=lambda: entry_under_lock(record.path))
         return record
     own_run_dir(record.path, plan.sweep_id)
     write_atomic(record.file(SWEEP_FILE), to_json({**data, "created_at": time.time()}))
-    from launcher import run_index
-    run_index.remember(record.path)
+    run_index.remember(record.path, entry=lambda: entry_under_lock(record.path))
     return record
 
 
@@ -162,3 +162,12 @@ def latest_sweep_root(run_root: Optional[str]) -> str:
     roots = [run_root] if run_root is not None else all_roots()
     newest = [(data.get("created_at") or 0, root) for root in roots for _, data in list_sweeps(root)]
     return max(newest)[1] if newest else (run_root or DEFAULT_ROOT)
+
+
+def _entry(path: str, st: os.stat_result) -> dict:
+    record = SweepRecord(path)
+    return record.index_entry(record.read(), st)
+
+
+# `kit runs` lists sweeps beside runs through the index's reader of this kind (run_index.py, a layer below).
+run_index.register_kind(SWEEP_FILE, _entry, lambda path: state_now(SweepRecord(path).read()))
