@@ -37,7 +37,8 @@ def _calls(log: str) -> list[tuple[float, int, list[str]]]:
 
 def _queries(calls) -> list:
     """The calls that ask slurmctld about jobs (`scontrol show hostnames` only parses its argument, here)."""
-    return [c for c in calls if c[2][0] in ("squeue", "sacct") or (c[2][0] == "scontrol" and c[2][1:3] != ["show", "hostnames"])]
+    return [c for c in calls
+            if c[2][0] in ("squeue", "sacct") or (c[2][0] == "scontrol" and c[2][1:3] != ["show", "hostnames"])]
 
 
 def _window(queries, start: float, end: float) -> list:
@@ -77,9 +78,10 @@ def test_a_sweep_of_4_trials_is_one_batched_query_and_its_cancel_asks_in_rounds(
         os.makedirs(os.path.join(here, "probe-polled", f"{sweep_id}-t{i}"))
     # Four 1-node trials at once on the 2-node cluster (2 CPUs each); the ranks stop 6 s after SIGTERM.
     job = write_job(tmp_path, name="polledswp", nodes=1, args=["--linger", "300", "--on-term", "save:6"])
-    follower = subprocess.Popen([sys.executable, "-m", "launcher", "submit", job, "--sweep", _sweep(tmp_path, "probe-polled", 4, [3, 4, 5, 6]),
-                              "--cluster", cluster_file(slurm_cluster, tmp_path, cpu_threads_per_process=1),
-                              "--gpus", "0", "--run-id", sweep_id], cwd=here, env=env, stdout=subprocess.PIPE,
+    sweep = _sweep(tmp_path, "probe-polled", 4, [3, 4, 5, 6])
+    follower = subprocess.Popen([sys.executable, "-m", "launcher", "submit", job, "--sweep", sweep,
+                                 "--cluster", cluster_file(slurm_cluster, tmp_path, cpu_threads_per_process=1),
+                                 "--gpus", "0", "--run-id", sweep_id], cwd=here, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
     try:
         trials = [f"{sweep_id}-t{i}" for i in range(4)]
