@@ -8,7 +8,7 @@ import pytest
 from launcher.backends.slurm.follow import attempt_start, ends_this_attempt
 from launcher.backends.slurm.files import REQUEUES_EXHAUSTED, TIME_LIMIT_NO_REQUEUE
 from launcher.backends.slurm.outcome import describe, final_fields
-from launcher.backends.slurm.query import JobInfo, _exit_code, _started
+from launcher.backends.slurm.query import JobInfo, _exit_code, started_from
 from launcher.transport.where import Local
 from launcher.render.slurm import sbatch_script
 from launcher.spec.cluster import ClusterSpec
@@ -38,8 +38,10 @@ def test_an_attempt_starts_when_slurm_started_it_within_what_kit_saw():
     assert attempt_start(JobInfo("7", "RUNNING", started_at=4000.0), status, 110.0) == 110.0  # another zone
     assert attempt_start(JobInfo("7", "RUNNING"), status, 110.0) == 110.0
     # RunTime is whole seconds, cut down: the earliest start it allows, so no rank's mark comes before it.
-    assert _started("00:00:05", 100.0) == 94.0 and _started("1-02:03:04", 100000.0) == 100000.0 - 93784 - 1
-    assert _started("INVALID", 100.0) is None and _started("", 100.0) is None
+    assert started_from("00:00:05", 100.0) == 94.0 and started_from("1-02:03:04", 100000.0) == 100000.0 - 93784 - 1
+    assert started_from("INVALID", 100.0) is None and started_from("", 100.0) is None
+    # squeue's TimeUsed drops leading zero fields (the poller reads it): "m:ss", "h:mm:ss".
+    assert started_from("0:05", 100.0) == 94.0 and started_from("1:00:05", 4000.0) == 4000.0 - 3605 - 1
 
 
 def test_a_requeued_job_is_never_described_as_failed():

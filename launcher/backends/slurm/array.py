@@ -9,6 +9,7 @@ import time
 
 from launcher import records
 from launcher.backends.slurm.array_script import array_option
+from launcher.backends.slurm.poller import poller
 from launcher.environment import process_env
 from launcher.errors import KitError
 from launcher.secrets import is_secret
@@ -91,6 +92,10 @@ def cancel_array(backend, sweep_data: dict, sweep_path: str) -> str:
     where = where_at(login, {**(sweep_data.get("login_ssh") or {}), "accept_new_host_keys": False})
     where.cancel(str(array_id))
     trials = [records.RunRecord(os.path.join(os.path.dirname(sweep_path), t["run_id"])) for t in sweep_data["trials"]]
+    # Every task asked in one query per round, backing off (current_state asks the same poller), not each every tick.
+    polls = poller(where)
+    polls.watch(s.handle.job_id for s in (t.read_status() for t in trials if t.exists()) if s.handle.job_id)
+    polls.nudge()
 
     def states() -> dict:
         out = {}

@@ -12,6 +12,7 @@ from launcher.backends.base import Backend, Result
 from launcher.backends.slurm.follow import follow, note_info
 from launcher.backends.slurm.files import clear_node_exit_codes, confine, copy_node_logs
 from launcher.backends.slurm.outcome import describe, failure_of, final_fields, record_end, settle
+from launcher.backends.slurm.poller import poller
 from launcher.backends.slurm.query import query
 from launcher.environment import process_env
 from launcher.errors import KitError, note
@@ -155,9 +156,11 @@ class SlurmBackend(Backend):
         # next periodic pass, ~15 s on the test cluster).
         time.sleep(REQUEUE_DELAY)
         self.where.run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], timeout=SUBMIT_TIMEOUT)
+        polls = poller(self.where)
+        polls.nudge()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:   # until SLURM says it waits again (not the attempt that ended)
-            if not query(self.where, job_id).finished:
+            if not polls.info(job_id).finished:
                 return True
             time.sleep(0.5)
         return False
@@ -180,8 +183,10 @@ class SlurmBackend(Backend):
         if state in FINAL or not status.handle.job_id:
             return state, status.ended_by or _requeue_note(status) or status.note
         where = where_of(record, status)
-        info = settle(where, status, query(where, status.handle.job_id))
+        polls = poller(where)   # a `kit status` asks once; a sweep's follower asks for all its trials at once
+        info = settle(where, status, polls.info(status.handle.job_id))
         if info.finished:
+            polls.forget(status.handle.job_id)
             copy_node_logs(where, status, record.path)   # the failure summary reads the record's copy
             fields = record_end(record, final_fields(where, status, info, record.path))
             return fields["state"], fields["ended_by"] or f"{describe(info)}, exit code {fields['exit_code']}"
@@ -195,6 +200,7 @@ class SlurmBackend(Backend):
         from launcher.backends.slurm.array import create_records, submit_array
         made = create_records(self.record_root(self.workdir, base_dir), todo, specs)
         array_id, argv = submit_array(self, sweep, todo, made, SUBMIT_TIMEOUT)
+        poller(self.where).watch(f"{array_id}_{t.index}" for t in todo)   # followed as one: one query for all
         via = f" via {self.where.where}" if self.where.remote else ""
         skipped = len(sweep.trials) - len(todo)
         note(f"kit: sweep {sweep.sweep_id}: submitted SLURM job array {array_id}{via} ({len(todo)} trial(s), at "
@@ -225,11 +231,14 @@ class SlurmBackend(Backend):
         where = where_of(record, status)
         job_id = status.handle.job_id
         where.cancel(job_id)
+        polls = poller(where)
+        polls.nudge()
         deadline = time.monotonic() + CANCEL_WAIT
-        info = settle(where, status, query(where, job_id))
-        while not info.finished and time.monotonic() < deadline:
+        info = settle(where, status, polls.info(job_id))
+        while not info.finished and time.monotonic() < deadline:   # asked as the poller backs off, not each tick
             time.sleep(0.5)
-            info = settle(where, status, query(where, job_id))
+            info = settle(where, status, polls.info(job_id))
+        polls.forget(job_id)
         if not info.finished:
             still = info.kit_state or info.slurm_state
             return f"kit: run {status.run_id}: scancel sent to SLURM job {job_id}; it is still {still}"

@@ -15,6 +15,7 @@ from launcher.status import RunStatus
 from launcher.transport.where import CommandError
 
 _NODE_LOG = re.compile(r"^node\d+\.log$")
+_NODE_EXIT = re.compile(r"^node\d+\.exit$")
 # What the plan's batch shell says (render/slurm.py) when the requeue budget is spent; a pure test checks that
 # the rendered script still says it.
 TIME_LIMIT_NO_REQUEUE = "kit: time limit near, no requeue left"
@@ -61,6 +62,15 @@ def node_exit_codes(where, status: dict, n_nodes: int) -> list[Optional[int]]:
         except ValueError:
             codes.append(None)
     return codes
+
+
+def exits_written(where, status) -> int:
+    """How many nodes wrote their exit file so far: one listing of the run directory (a job whose node ended is
+    asked about at once, not at the poller's next round)."""
+    try:
+        return sum(1 for n in where.listdir(run_dir_on_cluster(status)) if _NODE_EXIT.match(n))
+    except (OSError, CommandError):
+        return 0
 
 
 def clear_node_exit_codes(where, status) -> None:

@@ -5,9 +5,10 @@ import dataclasses
 import os
 import time
 
-from launcher.backends.slurm.files import batch_output, copy_node_logs
+from launcher.backends.slurm.files import batch_output, copy_node_logs, exits_written
 from launcher.backends.slurm.outcome import describe, final_fields, record_end, settle
-from launcher.backends.slurm.query import hostnames, query
+from launcher.backends.slurm.poller import poller
+from launcher.backends.slurm.query import hostnames
 from launcher.backends.slurm.requeues import requeued_attempts
 from launcher.errors import KitError, note
 from launcher.insight.watch import InsightWatch
@@ -24,22 +25,36 @@ from launcher.supervise.ranks_view import RanksView
 from launcher.supervise.world import WorldWatch, ranks_started
 from launcher.transport.where import CommandError
 
-POLL = 1.0
+POLL = 1.0   # the watches' and the logs' tick; SLURM itself is asked through the poller, which backs off
 REACH_TIMEOUT = 60.0
 
 
 def follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: int = 0) -> dict:
     """Follow the job to its end. After kit requeued it (`requeues`: the count SLURM must show by then), an end
     counts once the controller shows that count or this attempt was seen running: a controller slow to answer
-    leaves accounting's word, which can still be the previous attempt's end."""
+    leaves accounting's word, which can still be the previous attempt's end. SLURM is asked through this
+    process's poller (one query for every job followed, backing off); a node's exit file asks it at once."""
+    job_id = record.read_status().handle.job_id
+    try:
+        return _follow(where, workdir, plan, record, requeues)
+    finally:
+        poller(where).forget(job_id)
+
+
+def _follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: int) -> dict:
     status = record.read_status()
+    polls, exits = poller(where), exits_written(where, status)
     # A requeued attempt's lines follow the last one's in the same logs: shown from where those end.
     offsets, pending, noise, said = (_log_ends(record.path) if requeues else {}), {}, {}, None
     view = RanksView(plan.run_id)   # later ranks' tracebacks and repeated warnings: in the node logs only
     watch, hang, insight, stopped_by, last_output = None, None, None, None, [time.monotonic()]
     seen_running, attempt_restarts = False, requeues
     while True:
-        info = settle(where, status, query(where, status.handle.job_id))
+        written = exits_written(where, status)
+        if written > exits:   # a node's command ended: the job may have, with it
+            exits = written
+            polls.nudge()
+        info = settle(where, status, polls.info(status.handle.job_id))
         seen_running = seen_running or (info.kit_state == RunState.RUNNING and info.restarts >= requeues)
         if info.finished and not ends_this_attempt(info, requeues, seen_running):
             time.sleep(POLL)
@@ -83,6 +98,7 @@ def _cancel(where, record: RunRecord, status: RunStatus, failure) -> None:
     record.update_status(stopping=failure)
     try:
         where.cancel(status.handle.job_id)
+        poller(where).nudge()
     except (KitError, CommandError) as e:
         note(f"kit: warning: could not cancel SLURM job {status.handle.job_id} ({e}); still following it "
              f"(kit cancel {status.run_id} tries again)")

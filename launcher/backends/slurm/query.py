@@ -102,16 +102,17 @@ def query(where, job_id: str) -> JobInfo:
     return JobInfo(job_id, state.split()[0], reason=fields.get("Reason", ""), nodes=fields.get("NodeList", ""),
                    restarts=int(fields.get("Restarts", "0") or 0), exit_code=code,
                    forgotten=invalid and state == "UNKNOWN", from_controller=bool(fields),
-                   started_at=_started(fields.get("RunTime", ""), asked) if state.startswith("RUNNING")
+                   started_at=started_from(fields.get("RunTime", ""), asked) if state.startswith("RUNNING")
                    else None)
 
 
-def _started(run_time: str, asked: float) -> Optional[float]:
-    """The earliest the job can have started: `asked` (when kit asked) - scontrol's RunTime ("[days-]hh:mm:ss",
-    whole seconds, cut down) - 1 s, so the start is never after what the job's processes did (CI saw "process
-    started" before "attempt started" with `now - RunTime`). A duration, so neither the controller's time zone nor
-    its clock (StartTime is printed in the zone of the host that runs scontrol) moves it."""
-    m = re.match(r"^(?:(\d+)-)?(\d+):(\d\d):(\d\d)$", run_time or "")
+def started_from(run_time: str, asked: float) -> Optional[float]:
+    """The earliest the job can have started: `asked` (when kit asked) - scontrol's RunTime ("[days-]hh:mm:ss";
+    squeue's TimeUsed drops leading zero fields: "m:ss", "h:mm:ss"; whole seconds, cut down) - 1 s, so the start
+    is never after what the job's processes did (CI saw "process started" before "attempt started" with
+    `now - RunTime`). A duration, so neither the controller's time zone nor its clock (StartTime is printed in the
+    zone of the host that runs scontrol) moves it."""
+    m = re.match(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d\d)$", run_time or "")
     if not m:
         return None
     days, hours, minutes, seconds = (int(g or 0) for g in m.groups())
