@@ -10,6 +10,7 @@ process of its own, as with `kit submit --detach`: the calling program may exit.
 the one line the CLI prints, before anything is written or started. Relative paths (job and cluster files, the
 cluster's workdir, run records) are taken from the current directory, as the CLI takes them."""
 
+import json
 import logging
 import os
 import time
@@ -52,6 +53,11 @@ def _request(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precisio
     return Request(job=os.fspath(job), cluster=_path(cluster), sweep=_path(sweep), run_id=run_id, nodes=nodes,
                    gpus=gpus, procs_per_node=procs_per_node, strategy=strategy, mixed_precision=mixed_precision,
                    port=port, sets=tuple(_set_item(k, v) for k, v in (set or {}).items()), args=tuple(args or ()))
+
+
+def _plain(data):
+    """`data` as `--json` prints it: plain str, int, float, list and dict (a typed state is its word)."""
+    return json.loads(json.dumps(data))
 
 
 def _path(p) -> Optional[str]:
@@ -184,12 +190,12 @@ class Run:
         """The run as data, as `kit status RUN --json` prints it: state, exit_code, failure, attempts, nodes, ..."""
         from launcher.core.describe import describe
         state, note = state_now(self.record)
-        return describe(self.record, self.record.read_status(), state, note)
+        return _plain(describe(self.record, self.record.read_status(), state, note))
 
     def report(self, png: Optional[str] = None) -> dict:
         """Where the run's time went, as `kit report RUN --json` prints it; `png`: the timeline drawn there too."""
         from launcher.core.report import report_run
-        return report_run(self.record, png=_path(png))
+        return _plain(report_run(self.record, png=_path(png)))
 
     def logs(self, node: Optional[int] = None) -> str:
         """The node logs' text (one node's with `node`), brought up to date where they are written elsewhere."""

@@ -100,9 +100,13 @@ def test_end_codes():
 def test_the_api_describes_a_run_as_kit_status_json_does(tmp_path):
     from tests.launcher.apirun import run_api
     _restarted(tmp_path)
-    seen = run_api("seen['data'] = kit.get_run('again').describe()", cwd=tmp_path)
+    seen = run_api("data = kit.get_run('again').describe(); seen['data'] = data\n"
+                   "seen['types'] = sorted({type(v).__name__ for a in data['attempts'] for v in a.values()} |\n"
+                   "                       {type(data['state']).__name__})", cwd=tmp_path)
     printed = json.loads(kit("status", "again", "--json", cwd=tmp_path).stdout)
     assert seen["data"] == printed
+    # Plain data, as --json prints it: a state is its word (a str), never a typed state's repr.
+    assert set(seen["types"]) <= {"str", "int", "float", "NoneType"}, seen["types"]
 
 
 def test_a_record_kit_does_not_trust_is_read_never_asked_about(tmp_path):
