@@ -29,7 +29,8 @@ def test_words_after_double_dash_are_the_jobs_even_ones_kit_knows():
 @pytest.mark.parametrize("argv, message", [
     (["submit", "--dry-run"], "no job given: kit submit JOB.yaml, kit submit SCRIPT.py or kit submit -m MODULE"),
     (["submit", "train.py", "-m", "train"], "give a job (train.py) or -m train, not both"),
-    (["submit", JOB, "--node", "2"], "did you mean --nodes for --node?"),
+    (["submit", JOB, "--gpu", "2"], "did you mean --gpus for --gpu?"),
+    (["submit", JOB, "--node", "2"], "needs --dry-run .*; the number of nodes is --nodes"),
     (["submit", JOB, "--gpu", "1"], "did you mean --gpus for --gpu?"),
     (["submit", JOB, "--mixed_precision", "bf16"], "did you mean --mixed-precision for --mixed_precision?"),
     (["submit", JOB, "--procs", "2"], "did you mean --procs-per-node for --procs?"),   # the one flag it begins
