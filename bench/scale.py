@@ -23,8 +23,8 @@ ranks are still starting: item 6 of issue 37). Columns:
                RSS in that run (target for 32 hosts: <= 20 s, <= 100 MB)
 
 The tracers stop every syscall of what they trace (importing torch under strace took 2x as long here): the times
-are those of a traced cluster, an upper bound. The plot (bench/scale.png) draws each figure against N, and a line to 1,024 nodes from
-the growth measured between the two largest N (a power law through them).
+are those of a traced cluster, an upper bound. The plot (bench/scale.png) draws each figure against N, and a line
+to 1,024 nodes from the growth measured between the two largest N (a power law through them).
 
     .venv/bin/python bench/scale.py [--sizes 2,8,32] [--backends ssh,slurm] [--json FILE] [--plot FILE]
 """
