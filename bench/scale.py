@@ -27,6 +27,7 @@ are those of a traced cluster, an upper bound. The plot (bench/scale.png) draws 
 to 1,024 nodes from the growth measured between the two largest N (a power law through them).
 
     .venv/bin/python bench/scale.py [--sizes 2,8,32] [--backends ssh,slurm] [--json FILE] [--plot FILE]
+    .venv/bin/python bench/scale.py --from-json bench/scale.json      (table and plot again, nothing run)
 """
 
 import argparse
@@ -279,7 +280,7 @@ def plot(rows: list[dict], path: Path, to: int = 1024) -> None:
     fig, axes = plt.subplots(math.ceil(len(keys) / cols), cols, figsize=(5 * cols, 3.6 * math.ceil(len(keys) / cols)))
     for ax, (key, label) in zip(axes.flat, keys):
         for backend, color in (("ssh", "tab:blue"), ("slurm", "tab:orange")):
-            pts = sorted((r["nodes"], r[key]) for r in rows if r["backend"] == backend and r.get(key) is not None)
+            pts = sorted((r["nodes"], r[key]) for r in rows if r["backend"] == backend and (r.get(key) or 0) > 0)
             if not pts:
                 continue
             xs, ys = [p[0] for p in pts], [p[1] for p in pts]
@@ -290,7 +291,7 @@ def plot(rows: list[dict], path: Path, to: int = 1024) -> None:
                 ax.plot(grid, [ys[-1] * (g / xs[-1]) ** b for g in grid], "--", color=color, alpha=0.6)
                 ax.annotate(f"{at:.3g} (N^{b:.2f})", (to, at), fontsize=8, color=color, ha="right")
         ax.set_xscale("log", base=2)
-        ax.set_yscale("symlog", linthresh=1)
+        ax.set_yscale("log")
         ax.set_title(label)
         ax.set_xlabel("nodes")
         ax.legend(fontsize=8)
@@ -308,7 +309,13 @@ def main() -> int:
     p.add_argument("--no-early", action="store_true", help="skip the SSH run stopped while the ranks start")
     p.add_argument("--json", type=Path, default=REPO / "bench" / "scale.json", help="rows written here too")
     p.add_argument("--plot", type=Path, default=REPO / "bench" / "scale.png")
+    p.add_argument("--from-json", type=Path, help="measure nothing: the table and plot of rows written before")
     args = p.parse_args()
+    if args.from_json:
+        rows = json.loads(args.from_json.read_text())
+        print(table(rows))
+        plot(rows, args.plot)
+        return 0
     sizes = [int(x) for x in args.sizes.split(",")]
     backends = args.backends.split(",")
     compileall.compile_dir(str(REPO / "launcher"), quiet=1)   # as a pip install does (PYTHONDONTWRITEBYTECODE)
