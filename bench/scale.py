@@ -31,6 +31,7 @@ to 1,024 nodes from the growth measured between the two largest N (a power law t
 """
 
 import argparse
+import traceback
 import compileall
 import json
 import math
@@ -45,6 +46,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import yaml  # noqa: E402
+
 from tests.harness.configs import slurm_cluster_config, ssh_cluster_config  # noqa: E402
 from tests.harness.session import harness  # noqa: E402
 
@@ -58,15 +61,23 @@ COLUMNS = [("started_s", "started s", "{:.1f}"), ("world_s", "world s", "{:.1f}"
            ("early_stop_s", "early stop s", "{:.1f}"), ("early_kit_mb", "early MB", "{:.0f}")]
 
 
+LIVE_TRACERS: list[subprocess.Popen] = []   # stopped by _clean_up after a failed run
+
+
 def trace_daemons(h, pids: list[int], out: Path) -> list[subprocess.Popen]:
     """strace attached to each host's daemon (sshd or slurmd) and to all it starts from then on: file syscalls
     only, lines naming a run directory kept (a grep fed by strace: the whole trace is millions of lines)."""
-    return [subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=file", "-o", f"|grep -F runs/ >> {out}.{pid}",
-                              "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            for pid in pids]
+    procs = [subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=file", "-o", f"|grep -F runs/ >> {out}.{pid}",
+                               "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for pid in pids]
+    LIVE_TRACERS.extend(procs)
+    return procs
 
 
 def stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p in LIVE_TRACERS:
+            LIVE_TRACERS.remove(p)
     for p in procs:
         if p.poll() is None:
             p.send_signal(signal.SIGINT)   # strace detaches from its tracees and exits
@@ -131,8 +142,10 @@ def kit_argv(usage: Path, *argv) -> list[str]:
 def trace_kit(pid: int, run_id: str, out: Path) -> subprocess.Popen:
     """strace attached to kit (and what it forks from then on), once its python runs: before it has planned, so
     before the run directory exists. (Started under strace instead, kit ignored Ctrl-C: seen here twice.)"""
-    return subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=file", "-o", f"|grep -F runs/{run_id} > {out}",
+    proc = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=file", "-o", f"|grep -F runs/{run_id} > {out}",
                              "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    LIVE_TRACERS.append(proc)
+    return proc
 
 
 def kit_pid(tracer_proc) -> int:
@@ -155,7 +168,7 @@ def count(path: Path, needle: str) -> int:
         return 0
 
 
-def one_run(h, base: Path, backend: str, n: int, early: bool = False) -> dict:
+def one_run(h, base: Path, backend: str, n: int, early: bool = False, trace: bool = True) -> dict:
     run_id = f"scale-{backend}-{n}" + ("-early" if early else "")
     work = Path(h.bed.path("work"))
     d = base / run_id
@@ -166,6 +179,12 @@ def one_run(h, base: Path, backend: str, n: int, early: bool = False) -> dict:
                                "nodes": n, "procs_per_node": 1}))
     if backend == "ssh":
         cluster = ssh_cluster_config(h.ssh, d / "cluster.yaml", python=sys.executable)
+        # Logins under the tracer and a shared machine's load: 32 hosts' handshakes took more than the harness's
+        # 5 s here (paramiko: "No existing session" on 11 of 32), so the bench allows what a slow site would.
+        data = yaml.safe_load(open(cluster))
+        data["ssh"]["connect_timeout"] = 30.0
+        with open(cluster, "w") as f:
+            yaml.safe_dump(data, f, sort_keys=False)
         extra = []
     else:
         cluster = slurm_cluster_config(h.slurm, d / "cluster.yaml", python=sys.executable)
@@ -176,7 +195,7 @@ def one_run(h, base: Path, backend: str, n: int, early: bool = False) -> dict:
     if h.slurm is not None:
         env["SLURM_CONF"] = h.slurm.conf
     argv = ["submit", str(job), "--cluster", cluster, "--run-id", run_id, *extra]
-    row = {"backend": backend, "nodes": n}
+    row: dict = {}
     if not early:
         dry = subprocess.run([sys.executable, "-m", "launcher", *argv, "--dry-run"], cwd=work, env=env,
                              capture_output=True, text=True, timeout=120)
@@ -185,13 +204,13 @@ def one_run(h, base: Path, backend: str, n: int, early: bool = False) -> dict:
         row["dry_lines"] = len(dry.stdout.splitlines())
         log.write_text("")   # the dry-run makes no scheduler call; counted from the submit on
     daemons = list((h.ssh.sshd_pids if backend == "ssh" else h.slurm.slurmd_pids).values())
-    tracers = trace_daemons(h, daemons, d / "hosts.trace")
+    tracers = trace_daemons(h, daemons, d / "hosts.trace") if trace else []
     time.sleep(1)   # strace has attached
     started = time.time()
     proc = subprocess.Popen(kit_argv(d / "usage", *argv), cwd=work, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     pid = kit_pid(proc)
-    kit_tracer = trace_kit(pid, run_id, d / "kit.trace")
+    kit_tracer = trace_kit(pid, run_id, d / "kit.trace") if trace else None
     if early:
         wait(lambda: stamps(d / "stamps", "started"), 600, "the first rank to start", proc)
     else:
@@ -213,7 +232,8 @@ def one_run(h, base: Path, backend: str, n: int, early: bool = False) -> dict:
                 for c in psutil.Process(proc.pid).children(recursive=True)]
         proc.kill()
         raise RuntimeError(f"kit did not end within 300 s of Ctrl-C; under the tracer: {tree}") from None
-    kit_tracer.wait(30)
+    if kit_tracer is not None:
+        stop([kit_tracer])
     followed = interrupted - started
     job_id = ""
     if backend == "slurm":
@@ -248,8 +268,24 @@ def one_run(h, base: Path, backend: str, n: int, early: bool = False) -> dict:
     needle = f"runs/{run_id}"
     kit_ops = count(d / "kit.trace", needle)
     host_ops = sum(count(Path(f"{d / 'hosts.trace'}.{pid}"), needle) for pid in daemons)
-    row.update(file_ops=kit_ops + host_ops, kit_file_ops=kit_ops, ops_per_node=(kit_ops + host_ops) / n)
+    if trace:
+        row.update(file_ops=kit_ops + host_ops, kit_file_ops=kit_ops, ops_per_node=(kit_ops + host_ops) / n)
     return row
+
+
+def _clean_up(h) -> None:
+    """After a failed run: kill what its runs left on the hosts (the hosts' own processes but their daemons and
+    init), so the next run starts on idle hosts. Only this harness's hosts' PID namespaces are touched."""
+    stop(LIVE_TRACERS[:])
+    keep = set(getattr(h.ssh, "sshd_pids", {}).values()) | set(getattr(h.slurm, "slurmd_pids", {}).values())
+    for host in h.bed.hosts:
+        for p in host.processes():
+            if p["pid"] not in keep and p["pid"] != host.init_pid and p["nspid"] > 2 and \
+                    not any(x in " ".join(p["cmdline"]) for x in ("sshd", "slurmd", "strace", "grep")):
+                try:
+                    os.kill(p["pid"], signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
 
 def table(rows: list[dict]) -> str:
@@ -307,6 +343,7 @@ def main() -> int:
     p.add_argument("--sizes", default="2,8,32", help="comma-separated host counts (default 2,8,32)")
     p.add_argument("--backends", default="ssh,slurm")
     p.add_argument("--no-early", action="store_true", help="skip the SSH run stopped while the ranks start")
+    p.add_argument("--no-trace", action="store_true", help="no strace (no file ops column): untraced times")
     p.add_argument("--json", type=Path, default=REPO / "bench" / "scale.json", help="rows written here too")
     p.add_argument("--plot", type=Path, default=REPO / "bench" / "scale.png")
     p.add_argument("--from-json", type=Path, help="measure nothing: the table and plot of rows written before")
@@ -329,9 +366,14 @@ def main() -> int:
             base = Path(h.bed.path("bench"))
             base.mkdir()
             for backend in backends:
-                row = one_run(h, base, backend, n)
-                if backend == "ssh" and not args.no_early:
-                    row.update(one_run(h, base, backend, n, early=True))
+                row = {"backend": backend, "nodes": n}
+                for early in (False, True) if backend == "ssh" and not args.no_early else (False,):
+                    try:   # a failed run is a row saying so; the next still runs on the same hosts
+                        row.update(one_run(h, base, backend, n, early=early, trace=not args.no_trace))
+                    except Exception as e:
+                        traceback.print_exc()
+                        row["early_error" if early else "error"] = str(e)[-1500:]
+                        _clean_up(h)
                 row["load"] = os.getloadavg()[0]
                 rows.append(row)
                 print(json.dumps(row), flush=True)
