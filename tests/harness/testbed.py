@@ -69,6 +69,7 @@ def bring_up(n_hosts):
             host_dir = bed.path("hosts", name)
             os.makedirs(host_dir)
             bed.hosts.append(start_host(name, slot.host_address(i), ns, hosts_file, host_dir))
+        network.pin_neighbours(slot, n_hosts)
     except BaseException:
         bed.down()
         raise
