@@ -248,8 +248,19 @@ def one_run(h, base: Path, backend: str, n: int, early: bool = False, trace: boo
         stop_from = interrupted
         if proc.returncode != 130:
             raise RuntimeError(f"kit exited {proc.returncode} after Ctrl-C:\n{output[-3000:]}")
-    wait(lambda: not run_processes(h, run_id, job_id), 300, "nothing of the run on any host", interval=0.2)
+    seen: list = []   # (seconds after the stop, what was still there): what the stop waits for
+
+    def gone():
+        left = run_processes(h, run_id, job_id)
+        if left:
+            seen.append((round(time.time() - stop_from, 1), left))
+        return not left
+    wait(gone, 300, "nothing of the run on any host", interval=0.2)
     row["early_stop_s" if early else "stop_s"] = time.time() - stop_from
+    if seen:
+        at, left = seen[-1]
+        row["early_last_left" if early else "last_left"] = f"{at} s: {len(left)} left, e.g. {left[:3]}"
+        row["early_left_at_5s" if early else "left_at_5s"] = next((len(x) for t, x in seen if t >= 5), 0)
     stop(tracers)
     user, system, max_kb = (d / "usage").read_text().split()[-3:]
     row["early_kit_mb" if early else "kit_mb"] = int(max_kb) / 1024
@@ -343,6 +354,7 @@ def main() -> int:
     p.add_argument("--sizes", default="2,8,32", help="comma-separated host counts (default 2,8,32)")
     p.add_argument("--backends", default="ssh,slurm")
     p.add_argument("--no-early", action="store_true", help="skip the SSH run stopped while the ranks start")
+    p.add_argument("--early-only", action="store_true", help="SSH: only the run stopped while the ranks start")
     p.add_argument("--no-trace", action="store_true", help="no strace (no file ops column): untraced times")
     p.add_argument("--json", type=Path, default=REPO / "bench" / "scale.json", help="rows written here too")
     p.add_argument("--plot", type=Path, default=REPO / "bench" / "scale.png")
@@ -367,7 +379,8 @@ def main() -> int:
             base.mkdir()
             for backend in backends:
                 row = {"backend": backend, "nodes": n}
-                for early in (False, True) if backend == "ssh" and not args.no_early else (False,):
+                kinds = (False, True) if backend == "ssh" and not args.no_early else (False,)
+                for early in (True,) if args.early_only and backend == "ssh" else kinds:
                     try:   # a failed run is a row saying so; the next still runs on the same hosts
                         row.update(one_run(h, base, backend, n, early=early, trace=not args.no_trace))
                     except Exception as e:
