@@ -59,3 +59,13 @@ def test_each_host_writes_its_own_home(testbed):
         assert set(n2.run(["ls", "-A", home]).stdout.split()) == set(os.listdir(home))
     finally:
         n1.run(["rm", "-f", f"{home}/{name}"])
+
+
+def test_a_testbed_of_more_hosts_than_its_subnet_holds_is_refused_before_anything_starts():
+    from tests.harness.shell import HarnessError
+    from tests.harness.testbed import MAX_HOSTS, bring_up
+    before = sorted(os.listdir("/tmp"))
+    for n in (0, MAX_HOSTS + 1):
+        with pytest.raises(HarnessError, match=f"1 to {MAX_HOSTS} hosts"):
+            bring_up(n)
+    assert not [p for p in set(os.listdir("/tmp")) - set(before) if p.startswith("kit-harness-")]

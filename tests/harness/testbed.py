@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from tests.harness import network
 from tests.harness.hosts import Host, start_host
+from tests.harness.shell import HarnessError
 from tests.harness.slots import Slot, acquire_slot, release_slot
 
 
@@ -24,8 +25,9 @@ class Testbed:
 
     @property
     def unused_address(self):
-        """An address on the test subnet where no host answers: connecting to it times out (unreachable host)."""
-        return self.slot.host_address(240)
+        """An address on the test subnet where no host answers: connecting to it times out (unreachable host).
+        Host i is at .(10+i) from i = 1, so .10 is never a host's, whatever their number."""
+        return self.slot.host_address(0)
 
     def host(self, name):
         return next(h for h in self.hosts if h.name == name)
@@ -44,8 +46,16 @@ class Testbed:
             self.slot.lock_fd = -1
 
 
+# Host i is at 10.200.<slot>.(10+i) on a /24: .254 is the last address a host can have.
+MAX_HOSTS = 244
+
+
 def bring_up(n_hosts):
-    """Hosts n1..nN at 10.200.<slot>.11.. each with its own namespaces, /etc/hosts and hostname."""
+    """Hosts n1..nN at 10.200.<slot>.11.. each with its own namespaces, /etc/hosts and hostname.
+    Nothing else limits N: one bridge (1,024 ports), one slurmd port and one sshd port shared by every host (each
+    listens in its own network namespace), one NodeName line per host in slurm.conf."""
+    if not 1 <= n_hosts <= MAX_HOSTS:
+        raise HarnessError(f"a testbed has 1 to {MAX_HOSTS} hosts (one /24 subnet per slot), not {n_hosts}")
     slot = acquire_slot()
     bed = Testbed(slot, tempfile.mkdtemp(prefix=f"kit-harness-{slot.number}-"),
                   controller=socket.gethostname().split(".")[0])
@@ -59,6 +69,7 @@ def bring_up(n_hosts):
             host_dir = bed.path("hosts", name)
             os.makedirs(host_dir)
             bed.hosts.append(start_host(name, slot.host_address(i), ns, hosts_file, host_dir))
+        network.pin_neighbours(slot, n_hosts)
     except BaseException:
         bed.down()
         raise
