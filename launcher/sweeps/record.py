@@ -47,6 +47,13 @@ class SweepRecord:
             write_atomic(self.file(SWEEP_FILE), to_json(data))
         return data
 
+    def set_trial(self, index: int, **fields) -> None:
+        """Change one trial's entry (what the sweep learnt as it went: its study trial, the values chosen)."""
+        with locked(self.file(LOCK)):
+            data = self.read()
+            data["trials"] = [{**t, **fields} if t["index"] == index else t for t in data["trials"]]
+            write_atomic(self.file(SWEEP_FILE), to_json(data))
+
     def trial_dir(self, run_id: str) -> str:
         """Trials' records sit next to the sweep's, under the same run root."""
         return os.path.join(os.path.dirname(self.path), run_id)
@@ -61,10 +68,11 @@ def open_sweep(root: str, plan) -> SweepRecord:
     data = plan.to_dict()
     if os.path.exists(record.file(SWEEP_FILE)):
         old = record.read()
-        if old.get("trials") != data["trials"] or _what_runs(old.get("spec")) != _what_runs(data["spec"]):
+        if _planned(old.get("trials"), data["trials"]) != data["trials"] \
+                or _what_runs(old.get("spec")) != _what_runs(data["spec"]):
             raise KitError(f"sweep {plan.sweep_id} already exists at {record.path} with other trials; "
                            f"pick another --run-id")
-        record.update(**data)
+        record.update(**{**data, "trials": _kept(old["trials"], data["trials"])})
         from launcher import run_index
         run_index.remember(record.path)
         return record
@@ -73,6 +81,21 @@ def open_sweep(root: str, plan) -> SweepRecord:
     from launcher import run_index
     run_index.remember(record.path)
     return record
+
+
+def _planned(old: Optional[list], new: list) -> Optional[list]:
+    """The recorded trials as the plan writes them: without what the sweep learnt as it went (the study trial each
+    was asked as, the values the study chose where the plan has none)."""
+    if not isinstance(old, list) or len(old) != len(new):
+        return old
+    return [{**{k: v for k, v in o.items() if k != "asked"}, **({"params": None} if n.get("params") is None else {})}
+            for o, n in zip(old, new)]
+
+
+def _kept(old: list, new: list) -> list:
+    """The plan's trials, with what the sweep learnt as it went kept (a re-run runs a chosen trial's values)."""
+    return [{**n, **({"asked": o["asked"]} if "asked" in o else {}),
+             **({"params": o.get("params")} if n.get("params") is None else {})} for o, n in zip(old, new)]
 
 
 def _what_runs(spec) -> dict:

@@ -1,0 +1,28 @@
+"""A sweep trial with a known learning curve (no torch): loss(step) = (lr - 0.3)^2 + 1/step, one line per step
+into <output dir>/metrics.jsonl (kit.report_metric), a short sleep between steps, metrics.json at the end."""
+
+import argparse
+import json
+import os
+import time
+
+from kit.metrics import report_metric
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--output-dir", required=True)
+parser.add_argument("--lr", type=float, default=1.0)
+parser.add_argument("--steps", type=int, default=20)
+parser.add_argument("--sleep", type=float, default=0.05)
+args = parser.parse_args()
+
+
+def loss(step: int) -> float:
+    return (args.lr - 0.3) ** 2 + 1.0 / step
+
+
+for step in range(1, args.steps + 1):
+    time.sleep(args.sleep)
+    report_metric(args.output_dir, step, loss=loss(step))
+if os.environ.get("RANK", "0") == "0":
+    with open(os.path.join(args.output_dir, "metrics.json"), "w") as f:
+        json.dump({"loss": loss(args.steps), "steps": args.steps}, f)
