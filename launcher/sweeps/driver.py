@@ -93,7 +93,7 @@ class Driver:
             self.record.update(errors={**(data.get("errors") or {}), trial.run_id: line})
             self._note(f"kit: sweep {self.plan.sweep_id}: trial {trial.index} ({describe(params)}) failed: {line}")
             return None
-        self.record.set_trial(trial.index, params=params, asked=number)
+        self.record.set_trial(trial.index, params=params, asked=number, pruned_at=None)
         return trial
 
     def _start(self, trial) -> None:

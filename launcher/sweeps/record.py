@@ -83,18 +83,22 @@ def open_sweep(root: str, plan) -> SweepRecord:
     return record
 
 
+# What a trial's entry learns as the sweep goes: the study trial it was asked as, the step its pruner stopped it at.
+LEARNT = ("asked", "pruned_at")
+
+
 def _planned(old: Optional[list], new: list) -> Optional[list]:
     """The recorded trials as the plan writes them: without what the sweep learnt as it went (the study trial each
     was asked as, the values the study chose where the plan has none)."""
     if not isinstance(old, list) or len(old) != len(new):
         return old
-    return [{**{k: v for k, v in o.items() if k != "asked"}, **({"params": None} if n.get("params") is None else {})}
-            for o, n in zip(old, new)]
+    return [{**{k: v for k, v in o.items() if k not in LEARNT},
+             **({"params": None} if n.get("params") is None else {})} for o, n in zip(old, new)]
 
 
 def _kept(old: list, new: list) -> list:
     """The plan's trials, with what the sweep learnt as it went kept (a re-run runs a chosen trial's values)."""
-    return [{**n, **({"asked": o["asked"]} if "asked" in o else {}),
+    return [{**n, **{k: o[k] for k in LEARNT if k in o},
              **({"params": o.get("params")} if n.get("params") is None else {})} for o, n in zip(old, new)]
 
 
