@@ -32,7 +32,7 @@ from launcher.states import RunState
 POLL_SECONDS = 0.2
 # How often each running trial's metrics.jsonl is read for early stopping: the local file often, a remote one
 # (SFTP, a login host) less often.
-READ_SECONDS = {"local": 0.5}
+READ_SECONDS = {"local": POLL_SECONDS}
 READ_SECONDS_ELSEWHERE = 2.0
 
 
@@ -129,6 +129,8 @@ class Driver:
         if run.pruned is not None and state in (RunState.CANCELLED, RunState.PRUNED):
             records.RunRecord(os.path.join(self.ctx.run_root, trial.run_id)).update_status(state=RunState.PRUNED)
             state = RunState.PRUNED
+        elif run.pruned is not None:   # it ended on its own before the stop reached it: not pruned
+            self.record.set_trial(trial.index, pruned_at=None)
         if state == RunState.SUCCEEDED:
             row = trial_row(self.record, self.ctx.run_root, trial.run_id)
             value = row["metric"]

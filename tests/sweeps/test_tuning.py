@@ -81,6 +81,8 @@ def test_asha_prunes_bad_trials_stops_them_and_records_them_pruned(tmp_path):
     assert {t["params"]["--lr"] for t in pruned} >= {1.3, 1.5, 2.0}, states
     assert view["counts"].get("pruned") == len(pruned) and view["state"] == "succeeded"
     assert view["best"] == "asha-t0"
+    import kit
+    assert kit.get_sweep("asha", run_root=str(tmp_path / "runs")).counts == view["counts"]   # the API counts alike
     for t in pruned:
         record = _trial_record(tmp_path / "runs", t["run_id"])
         assert record["state"] == "pruned"
@@ -89,6 +91,7 @@ def test_asha_prunes_bad_trials_stops_them_and_records_them_pruned(tmp_path):
         assert 2 <= len(lines) < 40 and t["pruned_at"] < 40
         assert not os.path.exists(tmp_path / "outputs" / t["run_id"] / "metrics.json")
     assert trial_leftovers("asha", 5) == {}
+    assert (tmp_path / "runs" / "asha" / "sweep.png").stat().st_size > 1000   # with the curves, pruned marked
     assert "pruned: stopped early by sweep.early_stopping" in kit("sweep", "status", "asha", cwd=tmp_path).stdout
     told = {t.user_attrs["kit_trial"]: t.state.name for t in _study_trials(tmp_path / "runs", "asha")}
     assert told == {t["index"]: ("PRUNED" if t["state"] == "pruned" else "COMPLETE") for t in view["trials"]}

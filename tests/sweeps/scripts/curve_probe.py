@@ -1,5 +1,6 @@
-"""A sweep trial with a known learning curve (no torch): loss(step) = (lr - 0.3)^2 + 1/step, one line per step
-into <output dir>/metrics.jsonl (kit.report_metric), a short sleep between steps, metrics.json at the end."""
+"""A sweep trial with a known learning curve (no torch): loss(step) = (lr - 0.3)^2 + (x - 0.7)^2 + 1/step (the
+optimum lr 0.3, x 0.7), one line per step into <output dir>/metrics.jsonl (kit.report_metric), a short sleep
+between steps, metrics.json at the end. Used by tests/sweeps/test_tuning*.py and bench/tuning.py."""
 
 import argparse
 import json
@@ -11,13 +12,14 @@ from kit.metrics import report_metric
 parser = argparse.ArgumentParser()
 parser.add_argument("--output-dir", required=True)
 parser.add_argument("--lr", type=float, default=1.0)
+parser.add_argument("--x", type=float, default=0.7)
 parser.add_argument("--steps", type=int, default=20)
 parser.add_argument("--sleep", type=float, default=0.05)
 args = parser.parse_args()
 
 
 def loss(step: int) -> float:
-    return (args.lr - 0.3) ** 2 + 1.0 / step
+    return (args.lr - 0.3) ** 2 + (args.x - 0.7) ** 2 + 1.0 / step
 
 
 for step in range(1, args.steps + 1):
