@@ -24,6 +24,9 @@ from launcher.states import RunState
 
 class Backend(abc.ABC):
     name = "?"
+    # A run goes on when its kit supervisor stops (a scheduler keeps the job): a sweep driver that stops a trial
+    # (pruned, cancelled) then stops it as `kit cancel` does (Backend.cancel), not only through its supervisor.
+    outlives_supervisor = False
 
     @property
     def record_stays_here(self) -> bool:

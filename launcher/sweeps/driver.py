@@ -10,6 +10,7 @@ has ended."""
 
 import os
 import signal
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from launcher.sweeps.streak import Streak, failure_key
 from launcher.sweeps.table import collect, metric_problem, metric_text, render_text, trial_row
 from launcher.sweeps.trial_proc import start_trial
 from launcher.sweeps.trials import describe
-from launcher.states import RunState
+from launcher.states import NOT_OVER, RunState
 
 POLL_SECONDS = 0.2
 # How often each running trial's metrics.jsonl is read for early stopping: the local file often, a remote one
@@ -44,6 +45,7 @@ class _Running:
     started: float
     curve: Any = None          # the trial's metrics.jsonl as read so far (curves.Curve), with early stopping
     pruned: Any = None         # (step, value) the pruner stopped it at
+    stopping: bool = False     # kit cancel's stop of its run is under way (a scheduler's job: _stop_run)
 
 
 def _console_path(record, trial) -> str:
@@ -185,10 +187,7 @@ class Driver:
                        f"(a Ctrl-C shortens the wait)")
         for _ in range(cancel.count - sent):
             for run in self.running.values():
-                try:
-                    os.kill(run.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
+                self._stop_run(run)
         return cancel.count
 
     def _read_curves(self) -> None:
@@ -209,10 +208,37 @@ class Driver:
                 self.record.set_trial(run.trial.index, pruned_at=points[-1][0])
                 self._note(f"kit: sweep {self.plan.sweep_id}: trial {run.trial.index} pruned at step "
                            f"{points[-1][0]} ({self.plan.spec.metric} {metric_text(points[-1][1])}); stopping it")
+                self._stop_run(run)
+
+    def _stop_run(self, run: _Running) -> None:
+        """Stop one trial as `kit cancel <trial>` would: its supervisor tears its run down; where a scheduler keeps
+        the job after that (SLURM), the backend's cancel (scancel, then the job's end recorded) runs beside the
+        driver, which reaps the supervisor once its following sees the job end."""
+        try:
+            os.kill(run.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        from launcher.backends import registry
+        if run.stopping or not getattr(registry.backend(self.plan.backend), "outlives_supervisor", False):
+            return
+        run.stopping = True
+        record = records.RunRecord(os.path.join(self.ctx.run_root, run.trial.run_id))
+
+        def cancel() -> None:
+            deadline = time.time() + 120
+            while time.time() < deadline:   # a trial whose job is not submitted yet: cancel once it is
+                status = record.read_status() if record.exists() else None
+                if status is not None and (status.state not in NOT_OVER or status.handle.job_id):
+                    break
+                time.sleep(0.5)
+            status = record.read_status()
+            if status.state in NOT_OVER and status.handle.job_id:
                 try:
-                    os.kill(run.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
+                    self.console.note(registry.backend(status.backend).cancel(record, status))
+                except Exception as e:   # the supervisor's own following still ends it when the job ends
+                    self.console.note(f"kit: could not cancel trial {run.trial.run_id}: {e}")
+
+        threading.Thread(target=cancel, daemon=True).start()
 
     def _reap(self) -> None:
         for lane, run in list(self.running.items()):
