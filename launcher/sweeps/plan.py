@@ -75,8 +75,10 @@ def sweep_id_for(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides:
                  leave_out=NOT_IDENTITY) -> str:
     """The same sweep (job, spec, cluster, overrides) always gets the same id, so running it again continues it
     (trials that already succeeded are skipped) instead of starting over under a new name."""
+    # A sweep without early stopping keeps the id it had before kit had early stopping.
+    leave_out = set(leave_out) | ({"early_stopping"} if spec.early_stopping is None else set())
     material = json.dumps([job.model_dump(mode="json", exclude={"sweep"}),
-                           spec.model_dump(mode="json", exclude=set(leave_out)),
+                           spec.model_dump(mode="json", exclude=leave_out),
                            cluster.model_dump(mode="json"), dataclasses.asdict(overrides)], sort_keys=True)
     return f"{job.name}-sweep-{hashlib.sha256(material.encode()).hexdigest()[:8]}"
 

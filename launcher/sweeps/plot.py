@@ -6,6 +6,8 @@ import json
 import math
 import os
 
+from launcher.states import RunState
+
 PNG = "sweep.png"
 KEY = ".sweep.png.key"   # what the plot shows, hashed: `kit sweep status` redraws it only when that changed
 
@@ -87,13 +89,13 @@ def _curves_panel(ax, view: dict, trail: dict) -> None:
         if not points:
             continue
         steps, values = [p[0] for p in points], [p[1] for p in points]
-        pruned = r["state"] == "pruned"
+        pruned = r["state"] == RunState.PRUNED
         line, = ax.plot(steps, values, linestyle="--" if pruned else "-", linewidth=1, alpha=0.8)
         if pruned:
             ax.scatter([steps[-1]], [values[-1]], marker="x", color=line.get_color(), s=30)
         ax.annotate(f"t{r['index']}", (steps[-1], values[-1]), textcoords="offset points", xytext=(3, 0),
                     fontsize="x-small", color="dimgray")
-    ax.plot([], [], linestyle="--", color="gray", marker="x", label="pruned")
+    ax.plot([], [], linestyle="--", color="gray", marker="x", label=str(RunState.PRUNED))
     ax.set_xlabel("step")
     ax.set_ylabel(view["metric"])
     ax.set_title("learning curves", fontsize="small")
