@@ -200,15 +200,18 @@ class Driver:
         for run in self.running.values():
             if run.pruned is not None or run.curve is None:
                 continue
-            points = run.curve.read()
-            for step, value in points:
+            # The pruner is asked after each line, in order, as if each had been read alone: a rung compares the
+            # trials' values at its own step, however many lines one read brought (a later step's value, lower on
+            # a learning curve, would beat the others' at the rung).
+            for step, value in run.curve.read():
                 self.study.report(run.trial.index, step, value)
-            if points and self.study.should_prune(run.trial.index):
-                run.pruned = points[-1]
-                self.record.set_trial(run.trial.index, pruned_at=points[-1][0])
-                self._note(f"kit: sweep {self.plan.sweep_id}: trial {run.trial.index} pruned at step "
-                           f"{points[-1][0]} ({self.plan.spec.metric} {metric_text(points[-1][1])}); stopping it")
-                self._stop_run(run)
+                if self.study.should_prune(run.trial.index):
+                    run.pruned = (step, value)
+                    self.record.set_trial(run.trial.index, pruned_at=step)
+                    self._note(f"kit: sweep {self.plan.sweep_id}: trial {run.trial.index} pruned at step {step} "
+                               f"({self.plan.spec.metric} {metric_text(value)}); stopping it")
+                    self._stop_run(run)
+                    break
 
     def _stop_run(self, run: _Running) -> None:
         """Stop one trial as `kit cancel <trial>` would: its supervisor tears its run down; where a scheduler keeps

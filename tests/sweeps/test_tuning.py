@@ -100,6 +100,25 @@ def test_asha_prunes_bad_trials_stops_them_and_records_them_pruned(tmp_path):
     assert again.returncode == 0 and "nothing to run" in again.stderr, again.stderr
 
 
+def test_a_rung_compares_values_at_its_own_step_however_many_lines_one_read_brings(tmp_path):
+    # Trial 1 (lr 0.5) writes its first 9 steps in one write: the driver reads them together. At rung 0 (step 1)
+    # it is worse than trial 0 (1.04 against 1.0) and is pruned there; judged by its step-9 value (0.151) it
+    # would pass rungs 0 (step 1) and 1 (step 3) and be pruned only at step 9.
+    sweep = {"method": "grid", "parameters": {"--lr": [0.3, 0.5]},
+             "early_stopping": {"method": "asha", "min_steps": 1, "reduction_factor": 3}}
+    job = curve_job(tmp_path, sweep, steps=30, sleep=0.1)
+    data = yaml.safe_load(open(job))
+    data["args"] += ["--burst", "9", "--burst-lr", "0.5"]
+    open(job, "w").write(yaml.safe_dump(data, sort_keys=False))
+    r = kit("submit", job, "--run-id", "burst", cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    view = status_json(tmp_path, "burst")
+    assert [t["state"] for t in view["trials"]] == ["succeeded", "pruned"], view["trials"]
+    assert view["trials"][1]["pruned_at"] == 1
+    told = {t.user_attrs["kit_trial"]: t for t in _study_trials(tmp_path / "runs", "burst")}
+    assert sorted(told[1].intermediate_values) == [1]      # the lines after the step it was pruned at: unreported
+
+
 def test_sigkill_of_kit_mid_sweep_then_the_same_command_finishes_exactly_the_planned_trials(tmp_path):
     sweep = {"method": "tpe", "trials": 6, "seed": 1, "parameters": {"--lr": {"low": 0.0, "high": 1.0}},
              "early_stopping": {"method": "median", "min_steps": 3}}
