@@ -124,8 +124,8 @@ def write_plot(record, view: dict, note) -> None:
     best = next((r for r in scored if r["run_id"] == view["best"]), None)
     key = hashlib.sha256(json.dumps([[r["index"], r["params"], r["metric"]] for r in scored] +
                                     [view["best"], view["metric"], view["goal"], names] +
-                                    ([trail, [r.get("state") for r in view["trials"]]] if trail else []), sort_keys=True,
-                                    default=str).encode()).hexdigest()
+                                    ([trail, [r.get("state") for r in view["trials"]]] if trail else []),
+                                    sort_keys=True, default=str).encode()).hexdigest()
     if _drawn(record, key):
         note(f"kit: plot: {record.file(PNG)} (unchanged)")
         return
