@@ -270,12 +270,6 @@ class Sweep:
         return self.view()["trials"]
 
     @property
-    def counts(self) -> dict:
-        """How many trials are in each state: {"succeeded": 14, "pruned": 10}; pruned (stopped early by
-        sweep.early_stopping) is counted apart from failed."""
-        return self.view()["counts"]
-
-    @property
     def best(self) -> Optional[dict]:
         view = self.view()
         return next((t for t in view["trials"] if t["run_id"] == view["best"]), None)

@@ -2,8 +2,7 @@
 
 from launcher.render.dryrun import masked_dict, render_text
 from launcher.render.text import to_json
-from launcher.sweeps import curves
-from launcher.sweeps.study import JOURNAL as STUDY_JOURNAL   # (study.py imports Optuna only on use)
+from launcher.spec.sweep import CURVE_FILE, STUDY_JOURNAL, line_key
 
 
 def trial_table(plan) -> str:
@@ -54,8 +53,8 @@ def _early_stopping(plan) -> str:
     how = {"asha": f"asynchronous successive halving, rungs at {es.min_steps} x {es.reduction_factor}^k steps",
            "hyperband": f"hyperband, from {es.min_steps} steps, reduction factor {es.reduction_factor}",
            "median": f"below the median of earlier trials at the same step, from step {es.min_steps}"}[es.method]
-    return (f"early stopping: {es.method} ({how}); each trial appends {{\"step\": S, \"{curves.line_key(s.metric)}\": "
-            f"V}} lines to <its dir>/{curves.CURVE_FILE}; a trial pruned is stopped as `kit cancel` stops a run "
+    return (f"early stopping: {es.method} ({how}); each trial appends {{\"step\": S, \"{line_key(s.metric)}\": "
+            f"V}} lines to <its dir>/{CURVE_FILE}; a trial pruned is stopped as `kit cancel` stops a run "
             f"and recorded pruned\n")
 
 

@@ -20,6 +20,18 @@ METRIC_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.(-?[0-9]+|[A-Za-z_][A-Za-z0-9_]*))*
 # id, so the same sweep with other values of these continues it (a corrected metric re-scores the trials that ran).
 NOT_IDENTITY = frozenset({"metric", "goal", "max_failures"})
 
+# A sweep that learns: each trial's learning curve, lines appended to <output dir>/CURVE_FILE (sweeps/curves.py),
+# and the study, a journal file in the sweep's record directory (sweeps/study.py).
+CURVE_FILE = "metrics.jsonl"
+STUDY_JOURNAL = "study.journal"
+
+
+def line_key(metric: str) -> str:
+    """The key a curve line holds the metric under: its last name (`evals.-1.accuracy` -> `accuracy`)."""
+    names = [p for p in metric.split(".") if not p.lstrip("-").isdigit()]
+    return names[-1] if names else metric
+
+
 # At most this many trials in one sweep, grid or random: a grid's size is counted before anything is expanded.
 MAX_TRIALS = 10000
 

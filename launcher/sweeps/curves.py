@@ -8,15 +8,10 @@ import math
 import os
 from typing import Optional
 
-CURVE_FILE = "metrics.jsonl"   # beside the trial's metrics.json, in its output directory
+from launcher.spec.sweep import CURVE_FILE, line_key
+
 COPY = "curve.jsonl"           # the copy in the trial's run record
 MAX_BYTES = 16 * 1024 * 1024
-
-
-def line_key(metric: str) -> str:
-    """The key a curve line holds the metric under: its last name (`evals.-1.accuracy` -> `accuracy`)."""
-    names = [p for p in metric.split(".") if not p.lstrip("-").isdigit()]
-    return names[-1] if names else metric
 
 
 def point(line, metric: str) -> Optional[tuple[int, float]]:

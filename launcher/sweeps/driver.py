@@ -22,19 +22,16 @@ from launcher.render.text import duration
 from launcher.supervise import tree
 from launcher.supervise.supervisor import Cancel
 from launcher.sweeps import curves
+from launcher.sweeps.cancel import cancel_when_submitted
 from launcher.sweeps.plan import replan
 from launcher.sweeps.rerun import trial_state
 from launcher.sweeps.streak import Streak, failure_key
 from launcher.sweeps.table import collect, metric_problem, metric_text, render_text, trial_row
 from launcher.sweeps.trial_proc import start_trial
 from launcher.sweeps.trials import describe
-from launcher.states import NOT_OVER, RunState
+from launcher.states import RunState
 
 POLL_SECONDS = 0.2
-# How often each running trial's metrics.jsonl is read for early stopping: the local file often, a remote one
-# (SFTP, a login host) less often.
-READ_SECONDS = {"local": POLL_SECONDS}
-READ_SECONDS_ELSEWHERE = 2.0
 
 
 @dataclass
@@ -193,8 +190,7 @@ class Driver:
     def _read_curves(self) -> None:
         """Each running trial's new metrics.jsonl lines, reported to its study trial; a trial the pruner picks is
         stopped as `kit cancel` stops a run (its supervisor tears it down), and recorded pruned when it has ended."""
-        every = READ_SECONDS.get(self.plan.backend, READ_SECONDS_ELSEWHERE)
-        if self.backend is None or time.time() - self.read_at < every:
+        if self.backend is None or time.time() - self.read_at < self.backend.curve_read_seconds:
             return
         self.read_at = time.time()
         for run in self.running.values():
@@ -226,22 +222,7 @@ class Driver:
             return
         run.stopping = True
         record = records.RunRecord(os.path.join(self.ctx.run_root, run.trial.run_id))
-
-        def cancel() -> None:
-            deadline = time.time() + 120
-            while time.time() < deadline:   # a trial whose job is not submitted yet: cancel once it is
-                status = record.read_status() if record.exists() else None
-                if status is not None and (status.state not in NOT_OVER or status.handle.job_id):
-                    break
-                time.sleep(0.5)
-            status = record.read_status()
-            if status.state in NOT_OVER and status.handle.job_id:
-                try:
-                    self.console.note(registry.backend(status.backend).cancel(record, status))
-                except Exception as e:   # the supervisor's own following still ends it when the job ends
-                    self.console.note(f"kit: could not cancel trial {run.trial.run_id}: {e}")
-
-        threading.Thread(target=cancel, daemon=True).start()
+        threading.Thread(target=cancel_when_submitted, args=(record, self.console.note), daemon=True).start()
 
     def _reap(self) -> None:
         for lane, run in list(self.running.items()):

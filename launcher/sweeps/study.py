@@ -14,10 +14,8 @@ import os
 import warnings
 from typing import Any, Optional
 
-from launcher.spec.sweep import Range, SweepSpec
+from launcher.spec.sweep import STUDY_JOURNAL as JOURNAL, Range, SweepSpec
 from launcher.states import RunState
-
-JOURNAL = "study.journal"
 
 
 def _distribution(choice):
