@@ -35,6 +35,9 @@ class RunState(Word):
     CANCELLED = "cancelled"
     TIMEOUT = "timeout"
     PREEMPTED = "preempted"
+    # A sweep trial stopped early because its intermediate values were poor (sweep.early_stopping): a verdict of
+    # its own, not a failure. It is stopped as `kit cancel` stops a run, then recorded pruned (CANCELLED -> PRUNED).
+    PRUNED = "pruned"
     # Over without a verdict: the kit process that followed the run (its supervisor, a sweep's driver) died
     # before recording one. Not a host that stopped answering: that is a failure's meaning (Meaning.HOST_LOST).
     LOST = "lost"
@@ -100,7 +103,8 @@ State = RunState   # the name older code imports
 ACTIVE = (RunState.STARTING, RunState.RUNNING)
 QUEUED = (RunState.PENDING, RunState.REQUEUED)
 NOT_OVER = ACTIVE + QUEUED
-FINAL = (RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED, RunState.TIMEOUT, RunState.PREEMPTED)
+FINAL = (RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED, RunState.TIMEOUT, RunState.PREEMPTED,
+         RunState.PRUNED)
 OVER = FINAL + (RunState.LOST,)
 _OVER = frozenset(OVER)
 
@@ -113,6 +117,8 @@ TRANSITIONS = {
     # A run found lost is found so again; a supervisor that was only slow (its record says lost) still ends it.
     RunState.LOST: set(FINAL),
     **{s: set() for s in FINAL},
+    # The sweep driver stopped a trial its pruner picked as a cancel does, then records the cancelled run pruned.
+    RunState.CANCELLED: {RunState.PRUNED},
 }
 # What a restart (the job's `restarts`, a SLURM requeue) may do to an ended run, or to the attempt that just ended.
 REOPEN = {RunState.STARTING, RunState.REQUEUED}

@@ -178,6 +178,10 @@ def main() -> None:
         val_loss, preds, refs = evaluate(model, eval_loaders["validation"], accelerator)
         evals.append({"epoch": epoch, "step": step, "loss": val_loss, "accuracy": accuracy(preds, refs)})
         accelerator.print(f"eval step {step}: loss {val_loss:.4f} accuracy {evals[-1]['accuracy']:.4f}")
+        if accelerator.is_main_process:  # kit's early stopping reads one line per evaluation as the run goes
+            Path(args.output_dir).mkdir(parents=True, exist_ok=True)
+            with open(Path(args.output_dir) / "metrics.jsonl", "a", encoding="utf-8") as f:
+                f.write(json.dumps({"step": step, "loss": val_loss, "accuracy": evals[-1]["accuracy"]}) + "\n")
         if step >= total_steps:
             break
     elapsed = time.perf_counter() - started

@@ -13,6 +13,17 @@ def write_json(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
+CURVE = "metrics.jsonl"   # kit's sweep contract: one line per evaluation, read while the run goes (early stopping)
+
+
+def append_curve(output_dir: str, step: int, **values: float) -> None:
+    """One JSON line `{"step": S, "loss": L, "accuracy": A}` appended to <output_dir>/metrics.jsonl, on the main
+    process only (the caller's check). Written here directly: train/ does not import kit."""
+    os.makedirs(output_dir, exist_ok=True)
+    with open(os.path.join(output_dir, CURVE), "a", encoding="utf-8") as f:
+        f.write(json.dumps({"step": int(step), **{k: float(v) for k, v in values.items()}}) + "\n")
+
+
 def classification_outputs(labels: list[int], preds: list[int], names: list[str]) -> tuple[str, dict]:
     """scikit-learn's per-class precision/recall/F1 report plus the confusion matrix, as text and as data."""
     from sklearn.metrics import classification_report, confusion_matrix

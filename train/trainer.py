@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from accelerate.utils import DistributedType
 from tqdm.auto import tqdm
 
-from train import checkpoint, insight, resources
+from train import checkpoint, insight, outputs, resources
 from train.model import is_ngram_head
 from train.preempt import Preemption
 from train.progress import progress_bar
@@ -216,6 +216,7 @@ class Trainer:
         if self.accelerator.is_main_process:
             tqdm.write(f"{self.prefix}eval step {entry['step']}: loss {entry['loss']:.4f} "
                        f"accuracy {entry['accuracy']:.4f} ({entry['examples']} examples)")
+            outputs.append_curve(self.args.output_dir, entry["step"], loss=entry["loss"], accuracy=entry["accuracy"])
 
     # --- evaluation -------------------------------------------------------------------------------------------
     @torch.no_grad()

@@ -24,6 +24,12 @@ from launcher.states import RunState
 
 class Backend(abc.ABC):
     name = "?"
+    # A run goes on when its kit supervisor stops (a scheduler keeps the job): a sweep driver that stops a trial
+    # (pruned, cancelled) then stops it as `kit cancel` does (Backend.cancel), not only through its supervisor.
+    outlives_supervisor = False
+    # Seconds between two reads of a running sweep trial's learning curve (read_output): a remote file costs a
+    # connection per read.
+    curve_read_seconds = 2.0
 
     @property
     def record_stays_here(self) -> bool:

@@ -20,6 +20,18 @@ METRIC_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.(-?[0-9]+|[A-Za-z_][A-Za-z0-9_]*))*
 # id, so the same sweep with other values of these continues it (a corrected metric re-scores the trials that ran).
 NOT_IDENTITY = frozenset({"metric", "goal", "max_failures"})
 
+# A sweep that learns: each trial's learning curve, lines appended to <output dir>/CURVE_FILE (sweeps/curves.py),
+# and the study, a journal file in the sweep's record directory (sweeps/study.py).
+CURVE_FILE = "metrics.jsonl"
+STUDY_JOURNAL = "study.journal"
+
+
+def line_key(metric: str) -> str:
+    """The key a curve line holds the metric under: its last name (`evals.-1.accuracy` -> `accuracy`)."""
+    names = [p for p in metric.split(".") if not p.lstrip("-").isdigit()]
+    return names[-1] if names else metric
+
+
 # At most this many trials in one sweep, grid or random: a grid's size is counted before anything is expanded.
 MAX_TRIALS = 10000
 
@@ -67,9 +79,19 @@ class Values(StrictModel):
 ParamSpec = Union[Annotated[list[Scalar], Field(min_length=1)], Values, Range]
 
 
+class EarlyStopping(StrictModel):
+    """Stop trials whose intermediate values (lines of <output dir>/metrics.jsonl) are poor (Optuna's pruners):
+    `asha` (asynchronous successive halving), `hyperband`, or `median` (below the median of earlier trials at the
+    same step). No trial is stopped before `min_steps`; `reduction_factor`: asha's and hyperband's rung ratio."""
+
+    method: Literal["asha", "hyperband", "median"]
+    min_steps: Annotated[int, Field(ge=1)] = 1
+    reduction_factor: Annotated[int, Field(ge=2)] = 3
+
+
 class SweepSpec(StrictModel):
-    method: Literal["grid", "random"]
-    # Random search: how many trials to draw.
+    method: Literal["grid", "random", "tpe"]
+    # Random search and TPE: how many trials to run.
     trials: Optional[Annotated[int, Field(ge=1, le=MAX_TRIALS)]] = None
     seed: int = 0
     metric: Annotated[str, StringConstraints(pattern=METRIC_PATTERN)]
@@ -84,6 +106,8 @@ class SweepSpec(StrictModel):
     # Stop launching trials once this many in a row failed the same way (the trials running then finish); null:
     # never. A sweep whose trials all fail the same way (a typo in the script) stops after a few, not after all.
     max_failures: Optional[Annotated[int, Field(ge=1)]] = 3
+    # Prune poor trials as they report (a study in the sweep's record directory: sweeps/study.py).
+    early_stopping: Optional[EarlyStopping] = None
 
     @field_validator("parameters", mode="before")
     @classmethod
@@ -127,7 +151,7 @@ class SweepSpec(StrictModel):
         if self.method == "grid":
             if ranges:
                 raise ValueError(f"parameters.{ranges[0]}: a grid needs a list of values; ranges are for "
-                                 f"method: random")
+                                 f"method: random or tpe")
             if self.trials is not None:
                 raise ValueError("trials is for method: random; a grid runs every combination")
             size = math.prod(len(self.choices(name)) for name in self.parameters)
@@ -136,11 +160,25 @@ class SweepSpec(StrictModel):
                 raise ValueError(f"parameters: a grid of {sizes} = {size} trials is above the cap of {MAX_TRIALS}; "
                                  f"sweep fewer values, or use method: random with trials: N")
         elif self.trials is None:
-            raise ValueError("method random needs trials (how many to draw)")
+            raise ValueError(f"method {self.method} needs trials (how many to run)")
         if self.output_arg in self.parameters:
             raise ValueError(f"parameters.{self.output_arg}: each trial gets its own output directory; "
                              f"do not sweep it")
         return self
+
+    @property
+    def uses_study(self) -> bool:
+        """The trials are asked of and told to an Optuna study (model-based search, or early stopping)."""
+        return self.method == "tpe" or self.early_stopping is not None
+
+    @property
+    def chosen_from(self) -> Optional[int]:
+        """TPE: the first trial whose values the study chooses as the sweep goes; the ones before it (a third of
+        the trials, at most 10: TPE's startup) are the seeded random draw the dry-run shows. None: every trial's
+        values are planned (grid, random)."""
+        if self.method != "tpe":
+            return None
+        return max(1, min(10, (self.trials or 0) // 3))
 
     def choices(self, name: str):
         """The parameter's values list, or its Range."""

@@ -9,7 +9,7 @@ import psutil
 
 from launcher import records
 from launcher.backends import registry
-from launcher.status import ACTIVE, QUEUED
+from launcher.status import ACTIVE, NOT_OVER, QUEUED
 from launcher.supervise import tree
 from launcher.supervise.liveness import CANCEL_MARGIN
 from launcher.sweeps.rerun import trial_state
@@ -22,6 +22,23 @@ STILL = ACTIVE + (RunState.LOST,)
 def _grace(run_root: str, run_ids: list) -> float:
     graces = [records.RunRecord(os.path.join(run_root, r)).read_status().teardown_grace for r in run_ids]
     return max([float(g) for g in graces if g] or [40.0])
+
+
+def cancel_when_submitted(trial: records.RunRecord, note, wait: float = 120.0) -> None:
+    """Cancel one trial's run as `kit cancel <trial>` does, once its scheduler knows its job (a trial stopped
+    while its job was being submitted); for a run whose job outlives its kit supervisor (SLURM: scancel)."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        status = trial.read_status() if trial.exists() else None
+        if status is not None and (status.state not in NOT_OVER or status.handle.job_id):
+            break
+        time.sleep(0.5)
+    status = trial.read_status()
+    if status.state in NOT_OVER and status.handle.job_id:
+        try:
+            note(registry.backend(status.backend).cancel(trial, status))
+        except Exception as e:   # the supervisor's own following still ends it when the job ends
+            note(f"kit: could not cancel {status.run_id}: {e}")
 
 
 def cancel_sweep(record) -> str:

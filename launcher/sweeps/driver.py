@@ -10,14 +10,20 @@ has ended."""
 
 import os
 import signal
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from launcher import records
+from launcher.errors import KitError, render
 from launcher.render.text import duration
 from launcher.supervise import tree
 from launcher.supervise.supervisor import Cancel
+from launcher.sweeps import curves
+from launcher.sweeps.cancel import cancel_when_submitted
+from launcher.sweeps.plan import replan
 from launcher.sweeps.rerun import trial_state
 from launcher.sweeps.streak import Streak, failure_key
 from launcher.sweeps.table import collect, metric_problem, metric_text, render_text, trial_row
@@ -34,6 +40,9 @@ class _Running:
     pid: int
     pipe: int
     started: float
+    curve: Any = None          # the trial's metrics.jsonl as read so far (curves.Curve), with early stopping
+    pruned: Any = None         # (step, value) the pruner stopped it at
+    stopping: bool = False     # kit cancel's stop of its run is under way (a scheduler's job: _stop_run)
 
 
 def _console_path(record, trial) -> str:
@@ -59,17 +68,47 @@ class Driver:
         self.bad_metric = ""         # the line that said it names no number there
         self.notes = 0
         self.said_blind = 0
+        self.study = None            # the sweep's Optuna study (study.py), for TPE and early stopping
+        self.backend = None          # reads the running trials' metrics.jsonl where they write it
+        self.read_at = 0.0
 
     def _note(self, text: str) -> None:
         self.notes += 1
         self.console.note(text)
 
+    def _ask(self, trial):
+        """The trial with the values the study gives it (the plan's, a re-run's recorded ones, or TPE's choice),
+        recorded in sweep.json before it starts; None when its plan cannot be built with them."""
+        data = self.record.read()
+        entry = data["trials"][trial.index]
+        fixed = trial.params if self.plan.planned(trial) else entry.get("params")
+        number, params = self.study.ask(trial.index, fixed)
+        try:
+            if params != trial.params:
+                trial = replan(trial, params, self.ctx.job, self.plan.spec)
+        except KitError as e:
+            self.study.tell(trial.index, number, RunState.FAILED, None)
+            line = f"kit: error: {render(e)}"
+            self.record.update(errors={**(data.get("errors") or {}), trial.run_id: line})
+            self._note(f"kit: sweep {self.plan.sweep_id}: trial {trial.index} ({describe(params)}) failed: {line}")
+            return None
+        self.record.set_trial(trial.index, params=params, asked=number, pruned_at=None)
+        return trial
+
     def _start(self, trial) -> None:
         errors = {k: v for k, v in (self.record.read().get("errors") or {}).items() if k != trial.run_id}
         self.record.update(errors=errors)
+        if self.study is not None:
+            trial = self._ask(trial)
+            if trial is None:
+                return
+        curve = None
+        if self.backend is not None:
+            curve = curves.Curve(self.backend, trial.plan, self.ctx.base_dir, trial.output_dir, self.plan.spec.metric,
+                                 records.RunRecord(os.path.join(self.ctx.run_root, trial.run_id)))
         pid, pipe = start_trial(trial, self.ctx, _console_path(self.record, trial),
                                 close_fds=[r.pipe for r in self.running.values()])
-        self.running[trial.lane] = _Running(trial, pid, pipe, time.time())
+        self.running[trial.lane] = _Running(trial, pid, pipe, time.time(), curve)
         where = f" on {trial.placement}" if trial.placement else ""
         self._note(f"kit: sweep {self.plan.sweep_id}: trial {trial.index} ({describe(trial.params)}) started as "
                    f"run {trial.run_id}{where}")
@@ -83,13 +122,27 @@ class Driver:
             state = RunState.FAILED
             self.record.update(errors={**(self.record.read().get("errors") or {}), trial.run_id: last})
         took = duration(time.time() - run.started)
+        value = None
+        if run.curve is not None:
+            run.curve.read()   # the lines written since the last read, into the record's copy
+        if run.pruned is not None and state in (RunState.CANCELLED, RunState.PRUNED):
+            records.RunRecord(os.path.join(self.ctx.run_root, trial.run_id)).update_status(state=RunState.PRUNED)
+            state = RunState.PRUNED
+        elif run.pruned is not None:   # it ended on its own before the stop reached it: not pruned
+            self.record.set_trial(trial.index, pruned_at=None)
         if state == RunState.SUCCEEDED:
             row = trial_row(self.record, self.ctx.run_root, trial.run_id)
+            value = row["metric"]
             detail = f"{self.plan.spec.metric} {metric_text(row['metric'])}"
+        elif state == RunState.PRUNED:
+            step, at = run.pruned
+            detail = f"stopped at step {step} ({self.plan.spec.metric} {metric_text(at)}): sweep.early_stopping"
         else:
             detail = last or f"exit code {'?' if status.exit_code is None else status.exit_code}"
         self._note(f"kit: sweep {self.plan.sweep_id}: trial {trial.index} ({describe(trial.params)}) {state} "
                    f"after {took}: {detail}")
+        if self.study is not None:
+            self.study.tell(trial.index, self.record.read()["trials"][trial.index].get("asked"), state, value)
         if state == RunState.SUCCEEDED and not self.scored:
             self.scored = True
             if problem := metric_problem(self.record, self.ctx.run_root, trial.run_id):
@@ -131,11 +184,45 @@ class Driver:
                        f"(a Ctrl-C shortens the wait)")
         for _ in range(cancel.count - sent):
             for run in self.running.values():
-                try:
-                    os.kill(run.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
+                self._stop_run(run)
         return cancel.count
+
+    def _read_curves(self) -> None:
+        """Each running trial's new metrics.jsonl lines, reported to its study trial; a trial the pruner picks is
+        stopped as `kit cancel` stops a run (its supervisor tears it down), and recorded pruned when it has ended."""
+        if self.backend is None or time.time() - self.read_at < self.backend.curve_read_seconds:
+            return
+        self.read_at = time.time()
+        for run in self.running.values():
+            if run.pruned is not None or run.curve is None:
+                continue
+            # The pruner is asked after each line, in order, as if each had been read alone: a rung compares the
+            # trials' values at its own step, however many lines one read brought (a later step's value, lower on
+            # a learning curve, would beat the others' at the rung).
+            for step, value in run.curve.read():
+                self.study.report(run.trial.index, step, value)
+                if self.study.should_prune(run.trial.index):
+                    run.pruned = (step, value)
+                    self.record.set_trial(run.trial.index, pruned_at=step)
+                    self._note(f"kit: sweep {self.plan.sweep_id}: trial {run.trial.index} pruned at step {step} "
+                               f"({self.plan.spec.metric} {metric_text(value)}); stopping it")
+                    self._stop_run(run)
+                    break
+
+    def _stop_run(self, run: _Running) -> None:
+        """Stop one trial as `kit cancel <trial>` would: its supervisor tears its run down; where a scheduler keeps
+        the job after that (SLURM), the backend's cancel (scancel, then the job's end recorded) runs beside the
+        driver, which reaps the supervisor once its following sees the job end."""
+        try:
+            os.kill(run.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        from launcher.backends import registry
+        if run.stopping or not getattr(registry.backend(self.plan.backend), "outlives_supervisor", False):
+            return
+        run.stopping = True
+        record = records.RunRecord(os.path.join(self.ctx.run_root, run.trial.run_id))
+        threading.Thread(target=cancel_when_submitted, args=(record, self.console.note), daemon=True).start()
 
     def _reap(self) -> None:
         for lane, run in list(self.running.items()):
@@ -143,7 +230,26 @@ class Driver:
                 del self.running[lane]
                 self._ended(run)
 
+    def _open_study(self) -> None:
+        from launcher.backends import registry
+        from launcher.sweeps.study import Study
+        self.study = Study(self.record.path, self.plan.sweep_id, self.plan.spec)
+        ended = {}
+        for t in self.record.read()["trials"]:
+            if t.get("asked") is None:
+                continue
+            state, _ = trial_state(os.path.join(self.ctx.run_root, t["run_id"]))
+            value = trial_row(self.record, self.ctx.run_root, t["run_id"])["metric"] \
+                if state == RunState.SUCCEEDED else None
+            ended[t["index"]] = (t["asked"], state, value)
+        self.study.reconcile(ended)
+        if self.plan.spec.early_stopping is not None:
+            self.backend = registry.backend(self.plan.backend)
+            self.backend.use(self.ctx.binding)
+
     def run(self) -> int:
+        if self.plan.spec.uses_study:
+            self._open_study()
         self.record.update(state=RunState.RUNNING, driver_pid=os.getpid(), driver_start=tree.started_at(os.getpid()),
                            started_at=time.time(), finished_at=None, exit_code=None, stopped=None)
         with Cancel(on_hangup=self.console.hang_up) as cancel:
@@ -155,6 +261,7 @@ class Driver:
                     for lane, queue in self.queues.items():
                         if lane not in self.running and queue:
                             self._start(queue.popleft())
+                self._read_curves()
                 self._reap()
                 if not self.running and (cancel.count or not any(self.queues.values())):
                     break
@@ -171,7 +278,7 @@ class Driver:
             if self.notes != self.said_blind:
                 self._note(self.bad_metric)
             return 2
-        elif all(r["state"] == RunState.SUCCEEDED for r in view["trials"]):
+        elif all(r["state"] in (RunState.SUCCEEDED, RunState.PRUNED) for r in view["trials"]):
             state, code = RunState.SUCCEEDED, 0
         else:
             state, code = RunState.FAILED, 1

@@ -40,6 +40,14 @@ def _refuse_an_earlier_id(plan, run_root: str) -> None:
                    f"continue it with --run-id {plan.earlier_id}, or start it over with --run-id {plan.sweep_id}")
 
 
+def _need_optuna() -> None:
+    try:
+        import optuna  # noqa: F401
+    except ImportError:
+        raise KitError("sweep.method tpe and sweep.early_stopping need Optuna, which is not installed here; "
+                       "pip install optuna==5.0.0") from None
+
+
 def _how_to(record, root_arg: str) -> str:
     s = record.sweep_id
     return (f"kit: sweep {s} detached; follow it with `kit sweep status {s}{root_arg}` (a trial: `kit logs "
@@ -93,6 +101,8 @@ def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: str 
     finally:
         backend.release()   # SSH: the waiting launch channels closed unused, before trials are forked
     _refuse_an_earlier_id(plan, run_root)
+    if plan.spec.uses_study:
+        _need_optuna()
     record = open_sweep(run_root, plan)
     _refuse_if_running(record)
     # A re-run checks sweep.metric against the trials that succeeded before, before anything starts.
@@ -110,7 +120,8 @@ def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: str 
             return record
         from launcher.sweeps.status import print_status
         return print_status(run_root, plan.sweep_id)
-    submitted = backend.submit_many(plan, todo, {t.index: trial_specs(ctx, t) for t in todo}, base_dir)
+    specs = {t.index: trial_specs(ctx, t) for t in todo}
+    submitted = None if plan.spec.uses_study else backend.submit_many(plan, todo, specs, base_dir)
     if submitted is not None:
         record.update(state=RunState.RUNNING, finished_at=None, exit_code=None, **submitted)
         if detach:

@@ -51,14 +51,20 @@ class SweepPlan:
     # The id an earlier kit gave this sweep (its metric was part of it), when the id is kit's, not --run-id's.
     earlier_id: Optional[str] = None
 
+    def planned(self, trial: TrialPlan) -> bool:
+        """Whether the trial's values are the plan's (grid, random, TPE's startup trials); else the study chooses
+        them as the sweep goes (its plan here holds placeholder values from the seeded draw)."""
+        chosen_from = self.spec.chosen_from
+        return chosen_from is None or trial.index < chosen_from
+
     def to_dict(self) -> dict:
         data = {
             "sweep_id": self.sweep_id, "job_name": self.job_name, "backend": self.backend,
             "spec": self.spec.model_dump(mode="json"),
             "lanes": self.lanes,
             "parameter_names": list(self.spec.parameters),   # in the spec's order (JSON keys get sorted)
-            "trials": [{"index": t.index, "run_id": t.run_id, "params": t.params, "output_dir": t.output_dir,
-                        "lane": t.lane, "placement": t.placement} for t in self.trials],
+            "trials": [{"index": t.index, "run_id": t.run_id, "params": t.params if self.planned(t) else None,
+                        "output_dir": t.output_dir, "lane": t.lane, "placement": t.placement} for t in self.trials],
         }
         if self.array is not None:
             data["array"] = self.array.to_dict()
@@ -69,8 +75,10 @@ def sweep_id_for(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides:
                  leave_out=NOT_IDENTITY) -> str:
     """The same sweep (job, spec, cluster, overrides) always gets the same id, so running it again continues it
     (trials that already succeeded are skipped) instead of starting over under a new name."""
+    # A sweep without early stopping keeps the id it had before kit had early stopping.
+    leave_out = set(leave_out) | ({"early_stopping"} if spec.early_stopping is None else set())
     material = json.dumps([job.model_dump(mode="json", exclude={"sweep"}),
-                           spec.model_dump(mode="json", exclude=set(leave_out)),
+                           spec.model_dump(mode="json", exclude=leave_out),
                            cluster.model_dump(mode="json"), dataclasses.asdict(overrides)], sort_keys=True)
     return f"{job.name}-sweep-{hashlib.sha256(material.encode()).hexdigest()[:8]}"
 
@@ -124,9 +132,25 @@ def plan_sweep(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: O
         inputs = PlanInputs.of(tjob, lanes.clusters[lane], run_id, default_python, user_deepspeed)
         trials.append(TrialPlan(trial.index, run_id, trial.params, output_dir, plan, lane, lanes.placement[lane],
                                 lanes.clusters[lane], inputs))
-    array = placement.array_plan(sweep_id, spec.parallel, trials)
+    # A sweep that learns (TPE, early stopping) starts each trial once a lane is free, with the values the study
+    # chooses then, and stops it as its values come: never one job array submitted whole.
+    array = None if spec.uses_study else placement.array_plan(sweep_id, spec.parallel, trials)
     return SweepPlan(sweep_id, job.name, resolved_cluster.backend, spec, tuple(trials), array,
                      lanes=lanes.count, earlier_id=earlier_id)
 
 
-__all__ = ["SweepPlan", "TrialPlan", "Trial", "plan_sweep", "sweep_id_for"]
+def replan(trial: TrialPlan, params: dict, job: JobSpec, spec: SweepSpec) -> TrialPlan:
+    """Trial `trial` with the values the study chose for it: its plan built again, on its lane's cluster, by the
+    same plan function (`job`: the resolved job); what was listed at the edge (an SSH sync) travels unchanged."""
+    tjob = trial_job(job, spec, Trial(trial.index, params), trial.output_dir)
+    inputs = trial.inputs
+    python = inputs.default_python if inputs else "python"
+    deepspeed = inputs.user_deepspeed if inputs else None
+    cluster = trial.cluster
+    plan = build_plan(tjob, cluster, Overrides(), trial.run_id, default_python=python, user_deepspeed=deepspeed)
+    plan = dataclasses.replace(plan, sync=trial.plan.sync)
+    return dataclasses.replace(trial, params=params, plan=plan,
+                               inputs=PlanInputs.of(tjob, cluster, trial.run_id, python, deepspeed))
+
+
+__all__ = ["SweepPlan", "replan", "TrialPlan", "Trial", "plan_sweep", "sweep_id_for"]

@@ -6,6 +6,8 @@ import json
 import math
 import os
 
+from launcher.states import RunState
+
 PNG = "sweep.png"
 KEY = ".sweep.png.key"   # what the plot shows, hashed: `kit sweep status` redraws it only when that changed
 
@@ -80,10 +82,35 @@ def _drawn(record, key: str) -> bool:
         return False
 
 
+def _curves_panel(ax, view: dict, trail: dict) -> None:
+    """Each trial's learning curve (its metrics.jsonl, kept in its record): pruned ones dashed, ended with an x."""
+    for r in view["trials"]:
+        points = trail.get(r["run_id"])
+        if not points:
+            continue
+        steps, values = [p[0] for p in points], [p[1] for p in points]
+        pruned = r["state"] == RunState.PRUNED
+        line, = ax.plot(steps, values, linestyle="--" if pruned else "-", linewidth=1, alpha=0.8)
+        if pruned:
+            ax.scatter([steps[-1]], [values[-1]], marker="x", color=line.get_color(), s=30)
+        ax.annotate(f"t{r['index']}", (steps[-1], values[-1]), textcoords="offset points", xytext=(3, 0),
+                    fontsize="x-small", color="dimgray")
+    ax.plot([], [], linestyle="--", color="gray", marker="x", label=str(RunState.PRUNED))
+    ax.set_xlabel("step")
+    ax.set_ylabel(view["metric"])
+    ax.set_title("learning curves", fontsize="small")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+
+
 def write_plot(record, view: dict, note) -> None:
-    """Write the plot if any trial has a metric; `note(line)` tells where, or why not."""
+    """Write the plot if any trial has a metric; `note(line)` tells where, or why not. With early stopping, a last
+    panel draws every trial's learning curve, the pruned ones marked."""
+    from launcher.sweeps.curves import kept
     scored = [r for r in view["trials"] if r["metric"] is not None]
-    if not scored:
+    trail = {r["run_id"]: kept(record.trial_dir(r["run_id"])) for r in view["trials"]} \
+        if view.get("early_stopping") else {}
+    if not scored and not any(trail.values()):
         return
     try:
         import matplotlib
@@ -96,12 +123,16 @@ def write_plot(record, view: dict, note) -> None:
     names = view["parameters"]
     best = next((r for r in scored if r["run_id"] == view["best"]), None)
     key = hashlib.sha256(json.dumps([[r["index"], r["params"], r["metric"]] for r in scored] +
-                                    [view["best"], view["metric"], view["goal"], names], sort_keys=True,
-                                    default=str).encode()).hexdigest()
+                                    [view["best"], view["metric"], view["goal"], names] +
+                                    ([trail, [r.get("state") for r in view["trials"]]] if trail else []),
+                                    sort_keys=True, default=str).encode()).hexdigest()
     if _drawn(record, key):
         note(f"kit: plot: {record.file(PNG)} (unchanged)")
         return
-    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.6), squeeze=False)
+    panels = len(names) + (1 if any(trail.values()) else 0)
+    fig, axes = plt.subplots(1, panels, figsize=(4.2 * panels, 3.6), squeeze=False)
+    if any(trail.values()):
+        _curves_panel(axes[0][-1], view, trail)
     for ax, name in zip(axes[0], names):
         points = [(r["params"][name], r["metric"], r["index"]) for r in scored]
         _panel(ax, name, spec.get(name), points, None if best is None else (best["params"][name], best["metric"]),

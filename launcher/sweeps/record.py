@@ -62,6 +62,15 @@ class SweepRecord:
                 "finished": data.get("finished_at"), "job_id": data.get("array_job_id"), "owner": st.st_uid,
                 "sig": signature(st)}
 
+    def set_trial(self, index: int, **fields) -> None:
+        """Change one trial's entry (what the sweep learnt as it went: its study trial, the values chosen)."""
+        with locked(self.file(LOCK)):
+            data = self.read()
+            data["trials"] = [{**t, **fields} if t["index"] == index else t for t in data["trials"]]
+            write_atomic(self.file(SWEEP_FILE), to_json(data))
+            if run_index.indexed(self.path):
+                run_index.note(self.index_entry(data, os.stat(self.file(SWEEP_FILE))))
+
     def trial_dir(self, run_id: str) -> str:
         """Trials' records sit next to the sweep's, under the same run root."""
         return os.path.join(os.path.dirname(self.path), run_id)
@@ -76,10 +85,11 @@ def open_sweep(root: str, plan) -> SweepRecord:
     data = plan.to_dict()
     if os.path.exists(record.file(SWEEP_FILE)):
         old = record.read()
-        if old.get("trials") != data["trials"] or _what_runs(old.get("spec")) != _what_runs(data["spec"]):
+        if _planned(old.get("trials"), data["trials"]) != data["trials"] \
+                or _what_runs(old.get("spec")) != _what_runs(data["spec"]):
             raise KitError(f"sweep {plan.sweep_id} already exists at {record.path} with other trials; "
                            f"pick another --run-id")
-        record.update(**data)
+        record.update(**{**data, "trials": _kept(old["trials"], data["trials"])})
         run_index.remember(record.path, entry=lambda: entry_under_lock(record.path))
         return record
     own_run_dir(record.path, plan.sweep_id)
@@ -88,10 +98,30 @@ def open_sweep(root: str, plan) -> SweepRecord:
     return record
 
 
+# What a trial's entry learns as the sweep goes: the study trial it was asked as, the step its pruner stopped it at.
+LEARNT = ("asked", "pruned_at")
+
+
+def _planned(old: Optional[list], new: list) -> Optional[list]:
+    """The recorded trials as the plan writes them: without what the sweep learnt as it went (the study trial each
+    was asked as, the values the study chose where the plan has none)."""
+    if not isinstance(old, list) or len(old) != len(new):
+        return old
+    return [{**{k: v for k, v in o.items() if k not in LEARNT},
+             **({"params": None} if n.get("params") is None else {})} for o, n in zip(old, new)]
+
+
+def _kept(old: list, new: list) -> list:
+    """The plan's trials, with what the sweep learnt as it went kept (a re-run runs a chosen trial's values)."""
+    return [{**n, **{k: o[k] for k in LEARNT if k in o},
+             **({"params": o.get("params")} if n.get("params") is None else {})} for o, n in zip(old, new)]
+
+
 def _what_runs(spec) -> dict:
     """A sweep spec less how trials are scored and when to stop launching (plan.NOT_IDENTITY): a record from before
     max_failures has none; a corrected metric or goal continues the sweep."""
-    return {k: v for k, v in (spec or {}).items() if k not in NOT_IDENTITY}
+    return {k: v for k, v in (spec or {}).items()
+            if k not in NOT_IDENTITY and not (k == "early_stopping" and v is None)}   # none: as before kit had it
 
 
 def _refuse_a_namesake(sweep_id: str, path: str) -> None:

@@ -33,8 +33,8 @@ def trials_to_run(plan, record_root: str, note) -> list:
     for trial in plan.trials:
         path = os.path.join(record_root, trial.run_id)
         state, _ = trial_state(path)
-        if state == RunState.SUCCEEDED:
-            note(f"kit: sweep {plan.sweep_id}: trial {trial.index} succeeded before ({trial.run_id}); skipped")
+        if state in (RunState.SUCCEEDED, RunState.PRUNED):   # pruned: it ran as far as the sweep wanted
+            note(f"kit: sweep {plan.sweep_id}: trial {trial.index} {state} before ({trial.run_id}); skipped")
             continue
         if state in NOT_OVER:   # running, or waiting in a queue (a SLURM job array): it would run twice
             raise KitError(f"trial {trial.run_id} is still {state}; wait for it or stop it with "

@@ -22,7 +22,7 @@ class Streak:
 
     def ended(self, state: str, key: str) -> bool:
         """Count one trial's end; True when this one makes `limit` failures in a row with one cause."""
-        if state in (RunState.SUCCEEDED, RunState.CANCELLED):
+        if state in (RunState.SUCCEEDED, RunState.CANCELLED, RunState.PRUNED):
             self.key, self.count = None, 0
             return False
         self.count = self.count + 1 if key == self.key else 1

@@ -61,7 +61,7 @@ def _trial(v):
     if not isinstance(v, dict):
         raise BadSweep(f"expected a trial mapping, got {v!r}")
     checks = {"index": _int, "run_id": _run_id, "params": _dict, "output_dir": _str, "lane": _int,
-              "placement": _str}
+              "placement": _str, "asked": _int, "pruned_at": _int}
     for name, check in checks.items():
         try:
             check(v.get(name))

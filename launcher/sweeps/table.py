@@ -8,10 +8,13 @@ from typing import Optional
 from launcher.render.text import duration, to_json
 from launcher.supervise import tree
 from launcher.status import NOT_OVER
-from launcher.sweeps import metrics
+from launcher.sweeps import curves, metrics
 from launcher.sweeps.rerun import trial_state
 from launcher.sweeps.trials import describe
 from launcher.states import RunState, TrialState
+
+# A trial that ran as far as the sweep wanted: to its end, or until its pruner stopped it (sweep.early_stopping).
+DONE = (RunState.SUCCEEDED, RunState.PRUNED)
 
 
 def metric_text(value: Optional[float]) -> str:
@@ -34,7 +37,9 @@ def _row(trial: dict, run_root: str, data: dict, driver_alive: bool) -> dict:
     if state == RunState.SUCCEEDED:
         found = _found(trial, path, data, status)
         value = None if found is None else metrics.lookup(found, data["spec"]["metric"])
-    return {"index": trial["index"], "run_id": trial["run_id"], "params": trial["params"], "state": state,
+    curve = curves.kept(path)
+    return {"index": trial["index"], "run_id": trial["run_id"], "params": trial["params"] or {}, "state": state,
+            "last_step": curve[-1][0] if curve else None, "pruned_at": trial.get("pruned_at"),
             "exit_code": status.exit_code if status.run_id else (2 if error else None), "metric": value,
             "duration_s": _duration(status, state), "error": error}
 
@@ -86,7 +91,7 @@ def _sweep_state(data: dict, rows: list, driver_alive: bool) -> str:
         return RunState.CANCELLED
     if data.get("state") == RunState.RUNNING and data.get("driver_pid"):
         return RunState.LOST  # the driver died; its trials stopped themselves (their pipe from it closed)
-    if all(r["state"] == RunState.SUCCEEDED for r in rows):
+    if all(r["state"] in DONE for r in rows):
         return RunState.SUCCEEDED
     if any(r["state"] == TrialState.NOT_RUN for r in rows):
         return "incomplete"
@@ -99,7 +104,7 @@ def _record_end(record, data: dict, rows: list, state: str) -> None:
     "running" for ever otherwise)."""
     if data.get("driver_pid") or data.get("state") != RunState.RUNNING or state in (RunState.RUNNING, RunState.LOST):
         return
-    failed = [r for r in rows if r["state"] != RunState.SUCCEEDED]
+    failed = [r for r in rows if r["state"] not in DONE]
     code = 0 if not failed else (failed[0]["exit_code"] or 1)
     record.update(state=state, exit_code=code, finished_at=time.time())
 
@@ -113,8 +118,12 @@ def collect(record, run_root: str) -> dict:
     best = _best(rows, spec["goal"])
     state = _sweep_state(data, rows, alive)
     _record_end(record, data, rows, state)
+    counts: dict = {}
+    for r in rows:
+        counts[str(r["state"])] = counts.get(str(r["state"]), 0) + 1
     return {"sweep_id": data["sweep_id"], "job": data.get("job_name"), "backend": data.get("backend"),
-            "state": state, "method": spec["method"], "metric": spec["metric"],
+            "state": state, "method": spec["method"], "counts": counts,
+            "early_stopping": spec.get("early_stopping"), "metric": spec["metric"],
             "goal": spec["goal"], "parameters": data.get("parameter_names") or list(spec["parameters"]),
             "best": None if best is None else best["run_id"], "trials": rows, "stopped": data.get("stopped")}
 
@@ -131,7 +140,8 @@ def render_text(view: dict) -> str:
     for r in view["trials"]:
         mark = " *" if r["run_id"] == view["best"] else ""
         code = r["exit_code"]
-        rows.append([f"{r['index']}{mark}", *(str(r["params"][n]) for n in names), r["state"],
+        state = r["state"] if r["state"] != RunState.PRUNED else f"pruned@{r['pruned_at']}"
+        rows.append([f"{r['index']}{mark}", *(str(r["params"].get(n, "-")) for n in names), state,
                      metric_text(r["metric"]), duration(r["duration_s"]), "-" if code is None else str(code)])
     lines = [f"sweep {view['sweep_id']}  job {view['job']}  backend {view['backend']}  state {view['state']}  "
              f"metric {view['metric']} ({view['goal']})", *_table(header, rows)]
@@ -142,6 +152,10 @@ def render_text(view: dict) -> str:
                      f"{view['metric']} {metric_text(best['metric'])}")
     else:
         lines.append(f"no best trial yet: no succeeded trial has {view['metric']}")
+    counts = view.get("counts") or {}
+    if counts.get(RunState.PRUNED):
+        lines.append("trials: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+                     + " (pruned: stopped early by sweep.early_stopping, not failures)")
     for r in view["trials"]:
         if r["error"] and r["state"] == RunState.FAILED:
             lines.append(f"trial {r['index']} did not start: {r['error']}")

@@ -45,6 +45,10 @@ def test_ranks_agree_and_eval_counts_each_example_once(tmp_path, strategy, stage
     metrics = json.loads((out / "metrics.json").read_text())
     assert (metrics["world_size"], metrics["strategy"], metrics["steps"]) == (2, name, 6)
     assert [e["examples"] for e in metrics["evals"]] == [25, 25]
+    # One line per evaluation, from rank 0 only, for kit's early stopping (the sweep's metrics.jsonl contract).
+    curve = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert curve == [{"step": e["step"], "loss": e["loss"], "accuracy": e["accuracy"]} for e in metrics["evals"]]
+    assert [c["step"] for c in curve] == [3, 6]
     assert metrics["test"]["examples"] == 25 and sum(map(sum, metrics["test"]["confusion_matrix"])) == 25
     assert (out / "classification_report.txt").is_file() and (out / "curves.png").stat().st_size > 1000
     # The saved model holds the trained (gathered, for ZeRO-3) weights, not a shard or the initial ones.

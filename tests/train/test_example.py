@@ -40,6 +40,8 @@ def test_the_example_trains_a_two_process_bf16_world_under_kit(tmp_path):
     assert metrics["world_size"] == 2 and metrics["steps"] == 12
     assert 0.0 <= metrics["test"]["accuracy"] <= 1.0 and len(metrics["peak_rss_mib"]) == 2
     assert [e["step"] for e in metrics["evals"]] == [12]
+    curve = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]   # rank 0's only
+    assert curve == [{"step": 12, "loss": metrics["evals"][0]["loss"], "accuracy": metrics["evals"][0]["accuracy"]}]
     report = (out / "classification_report.txt").read_text()
     assert "neg" in report and "pos" in report and "accuracy" in report
     # Its two marker lines give `kit report` the training time: a goodput figure, nothing left unreported.

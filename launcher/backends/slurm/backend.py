@@ -48,6 +48,7 @@ def where_of(record: RunRecord, status: RunStatus):
 
 class SlurmBackend(Backend):
     name = "slurm"
+    outlives_supervisor = True
 
     def use(self, binding: dict) -> None:
         """Where the SLURM commands run (the login host or here), the checks' inputs and the settings the record
