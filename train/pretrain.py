@@ -51,10 +51,11 @@ def decide(resume: str, output_dir, current: dict) -> tuple[str, str | None]:
         done = None
     if resume in ("no", "none", ""):   # the first attempt's: a restart continues what this run did (train/resume.py)
         run_id = os.environ.get("KIT_RUN_ID")
-        if done is not None and run_id and done.get("run_id") == run_id:
+        if done is not None and run_id and done.get("run_id") == run_id \
+                and not fingerprint.differences(done.get("fingerprint"), current):
             print("--resume no applies to the run's first attempt: reusing its own finished pretraining", flush=True)
         else:
-            own = fresh_but_own(where)
+            own = fresh_but_own(where, current)
             return ("fresh", None) if own is None else ("resume", str(own))
     if done is not None:
         diffs = fingerprint.differences(done.get("fingerprint"), current)

@@ -60,18 +60,22 @@ def own_checkpoint(where: Path) -> Path | None:
     return path
 
 
-def fresh_but_own(where: Path) -> Path | None:
-    """`--resume no`: None (start from scratch), or the run's own checkpoint that a restarted attempt continues."""
+def fresh_but_own(where: Path, current: dict) -> Path | None:
+    """`--resume no`: None (start from scratch), or the run's own checkpoint that a restarted attempt continues.
+    A checkpoint of this run id with other arguments is a new run that took the id again (a deleted record's, a
+    sweep trial run again): `--resume no` starts it afresh as asked, never a refusal."""
     path = own_checkpoint(where)
-    if path is not None:
-        print(f"--resume no applies to the run's first attempt: continuing its own checkpoint {path}", flush=True)
+    if path is None or fingerprint.differences(checkpoint.read_fingerprint(path), current):
+        return None
+    print(f"--resume no applies to the run's first attempt: continuing its own checkpoint {path}", flush=True)
     return path
 
 
 def decide(resume: str, out: Path, current: dict) -> Path | None:
     """Main process: the checkpoint to continue, None to start from scratch; ResumeRefused otherwise."""
     if resume in ("no", "none", ""):
-        path = fresh_but_own(out)
+        # A finished run under this id is no attempt to continue: a new run that reused the id starts afresh.
+        path = None if _read_finished(out) is not None else fresh_but_own(out, current)
         if path is None:
             return None
     elif resume == "auto":

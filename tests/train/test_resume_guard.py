@@ -65,6 +65,18 @@ def test_resume_no_applies_to_a_kit_runs_first_attempt_only(tmp_path, monkeypatc
     assert resume.decide("no", tmp_path, FP) is None
 
 
+def test_resume_no_under_a_run_id_used_again_starts_afresh_and_never_refuses(tmp_path, monkeypatch):
+    """The same KIT_RUN_ID is not always a restart: a record deleted and its id given again, a sweep trial run
+    again. Its checkpoint with other arguments, or a finished run under the id, is not continued (nor refused)."""
+    monkeypatch.setenv("KIT_RUN_ID", "this-run")
+    with_run_id(with_fingerprint(fake_checkpoint(tmp_path, 8), {**FP, "lr": 0.5}), "this-run")
+    assert resume.decide("no", tmp_path, FP) is None
+    mine = with_run_id(with_fingerprint(fake_checkpoint(tmp_path, 9), FP), "this-run")
+    assert resume.decide("no", tmp_path, FP) == mine
+    (tmp_path / resume.FINISHED).write_text(json.dumps({"fingerprint": FP, "step": 9}))
+    assert resume.decide("no", tmp_path, FP) is None
+
+
 def test_resume_no_on_a_restart_keeps_the_runs_own_pretraining(tmp_path, monkeypatch):
     from train import pretrain
     current = pretrain.phase_fingerprint(FP)
