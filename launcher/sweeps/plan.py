@@ -77,6 +77,10 @@ def sweep_id_for(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides:
     (trials that already succeeded are skipped) instead of starting over under a new name."""
     # A sweep without early stopping keeps the id it had before kit had early stopping.
     leave_out = set(leave_out) | ({"early_stopping"} if spec.early_stopping is None else set())
+    if spec.uses_study:
+        # The study's direction and what it was told (which trials were pruned) follow the metric and goal: another
+        # metric or goal is another study, so another sweep.
+        leave_out -= {"metric", "goal"}
     material = json.dumps([job.model_dump(mode="json", exclude={"sweep"}),
                            spec.model_dump(mode="json", exclude=leave_out),
                            cluster.model_dump(mode="json"), dataclasses.asdict(overrides)], sort_keys=True)

@@ -120,8 +120,11 @@ def _kept(old: list, new: list) -> list:
 def _what_runs(spec) -> dict:
     """A sweep spec less how trials are scored and when to stop launching (plan.NOT_IDENTITY): a record from before
     max_failures has none; a corrected metric or goal continues the sweep."""
-    return {k: v for k, v in (spec or {}).items()
-            if k not in NOT_IDENTITY and not (k == "early_stopping" and v is None)}   # none: as before kit had it
+    spec = spec or {}
+    studied = spec.get("method") == "tpe" or spec.get("early_stopping") is not None   # SweepSpec.uses_study
+    scoring = NOT_IDENTITY - ({"metric", "goal"} if studied else set())
+    return {k: v for k, v in spec.items()
+            if k not in scoring and not (k == "early_stopping" and v is None)}   # none: as before kit had it
 
 
 def _refuse_a_namesake(sweep_id: str, path: str) -> None:

@@ -106,6 +106,17 @@ def test_the_metric_and_goal_are_not_part_of_the_sweep_id():
     assert plan_sweep(job, spec(), CLUSTER, Overrides(), sweep_id="mine").earlier_id is None
 
 
+def test_a_sweep_with_a_study_is_another_sweep_for_another_metric_or_goal():
+    # A study keeps its direction and what it was told (trials pruned under the old metric): another metric or goal
+    # must not continue it.
+    job = load_job(JOB)
+    early = {"method": "asha", "min_steps": 1, "reduction_factor": 3}
+    a = sweep_id_for(job, spec(early_stopping=early), CLUSTER, Overrides())
+    assert a != sweep_id_for(job, spec(early_stopping=early, goal="min"), CLUSTER, Overrides())
+    assert a != sweep_id_for(job, spec(early_stopping=early, metric="loss"), CLUSTER, Overrides())
+    assert a == sweep_id_for(job, spec(early_stopping=early, max_failures=None), CLUSTER, Overrides())
+
+
 def test_random_value_is_readable():
     s = spec(method="random", trials=5, parameters={"--lr": {"low": 1e-5, "high": 1e-3, "scale": "log"}})
     for t in expand(s):
