@@ -21,7 +21,7 @@ from launcher.errors import KitError, render
 from launcher.render.text import duration
 from launcher.supervise import tree
 from launcher.supervise.supervisor import Cancel
-from launcher.sweeps import curves
+from launcher.sweeps import curves, metrics
 from launcher.sweeps.cancel import cancel_when_submitted
 from launcher.sweeps.plan import replan
 from launcher.sweeps.rerun import trial_state
@@ -65,6 +65,7 @@ class Driver:
         self.queues: dict[int, deque] = {}
         self.streak = Streak(plan.spec.max_failures)
         self.scored = False          # sweep.metric was checked against a succeeded trial's metrics file
+        self.unread = 0              # succeeded trials whose metrics file was not found
         self.bad_metric = ""         # the line that said it names no number there
         self.notes = 0
         self.said_blind = 0
@@ -146,7 +147,13 @@ class Driver:
         if state == RunState.SUCCEEDED and not self.scored:
             self.scored = True
             if problem := metric_problem(self.record, self.ctx.run_root, trial.run_id):
-                self._stop_blind(problem)
+                # A file not found may be one not there yet (a shared filesystem's lag, a login host that did not
+                # answer): the next trial that succeeds decides. A file without the metric is conclusive.
+                self.unread += metrics.MISSING in problem
+                if metrics.MISSING not in problem or self.unread >= metrics.UNREAD_TRIALS:
+                    self._stop_blind(problem)
+                else:
+                    self.scored = False
         if self.streak.ended(state, failure_key(status, last, trial.run_id)):
             self._stop(detail)
 

@@ -10,6 +10,7 @@ from launcher import records
 from launcher.core.lookup import state_now
 from launcher.status import NOT_OVER
 from launcher.supervise.failure import outcome_line
+from launcher.sweeps import metrics
 from launcher.states import RunState
 
 POLL = 2.0
@@ -57,7 +58,7 @@ def follow_trials(record, run_ids: list[str]) -> int:
     """Print each trial's state changes until every one has ended. Ctrl-C stops following only. The first trial
     that succeeds is checked for sweep.metric (_stop_blind)."""
     from launcher.sweeps.table import metric_problem
-    said, ended, scored = {}, [], False
+    said, ended, scored, unread = {}, [], False, 0
     try:
         while len(ended) < len(run_ids):
             for run_id in run_ids:
@@ -72,7 +73,11 @@ def follow_trials(record, run_ids: list[str]) -> int:
                 if state == RunState.SUCCEEDED and not scored:
                     scored = True
                     if problem := metric_problem(record, os.path.dirname(record.path), run_id):
-                        return _stop_blind(record, problem)
+                        # Not found may be not there yet: cancelling the array wants it twice (driver.py).
+                        unread += metrics.MISSING in problem
+                        if metrics.MISSING not in problem or unread >= metrics.UNREAD_TRIALS:
+                            return _stop_blind(record, problem)
+                        scored = False
             if len(ended) < len(run_ids):
                 time.sleep(POLL)
     except KeyboardInterrupt:

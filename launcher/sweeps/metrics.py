@@ -56,13 +56,17 @@ def _close(metric: str, keys: list[str]) -> Optional[str]:
     return close[0] if close else None
 
 
+MISSING = "is missing or not JSON"   # a metrics file not found (yet): conclusive only when it happens again
+UNREAD_TRIALS = 2                    # succeeded trials without a readable metrics file before a sweep stops
+
+
 def metric_problem(data, metric: str, where: str) -> Optional[str]:
     """None when `metric` leads to a number in `data` (a trial's metrics file, read as JSON; None: none was
     found), else one line naming the keys that do exist (where: which file of which trial, for the line)."""
     if data is not None and lookup(data, metric) is not None:
         return None
     if data is None:
-        return (f"{where} is missing or not JSON, so no trial can be scored by sweep.metric {metric}; the program "
+        return (f"{where} {MISSING}, so no trial can be scored by sweep.metric {metric}; the program "
                 f"must write it (sweep.metrics_file) into the directory its sweep.output_arg names")
     keys = number_keys(data)
     if not keys:

@@ -297,3 +297,15 @@ def test_a_sweep_an_earlier_kit_recorded_under_the_id_with_its_metric_is_named_a
     r = _submit(tmp_path, job, "--run-id", earlier)
     assert r.returncode == 0 and r.stderr.count("succeeded before") == 2 and "started as run" not in r.stderr
     assert [t["metric"] for t in status_json(tmp_path, earlier)["trials"]] == [1.0, 0.0]
+
+
+def test_one_trial_without_a_metrics_file_does_not_stop_the_sweep_two_do(tmp_path):
+    # A file not found may be one not there yet (a shared filesystem's lag): the next trial that succeeds decides.
+    job = probe_job(tmp_path, {"metric": "score", "parameters": {"--x": [1, 2, 3], "--no-metrics": [1, 0]}})
+    r = _submit(tmp_path, job)   # grid: x=1 without, x=1 with, x=2 without, ...: the second trial writes one
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stderr.count("started as run") == 6
+    job = probe_job(tmp_path, {"metric": "score", "parameters": {"--x": [4, 5, 6], "--no-metrics": [1]}})
+    r = _submit(tmp_path, job)
+    assert r.returncode == 2, r.stderr[-3000:]
+    assert r.stderr.count("started as run") == 2 and "is missing or not JSON" in r.stderr.splitlines()[-1]
