@@ -93,7 +93,8 @@ def test_record_stays_here_and_files_go_to_the_hosts_workdir(ssh_hosts, tmp_path
              'echo "kit-test setup lines ran $KIT_TEST_SETUPS time(s)"']
     argv = ("submit", job, "--cluster", cluster(ssh_hosts, tmp_path, workdir=str(remote), setup=setup),
             "--run-id", "ssh-elsewhere")
-    dry = kit(*argv, "--dry-run", cwd=here).stdout
+    # Each node in full (the plain dry-run states node 1 as node 0's rule).
+    dry = "".join(kit(*argv, "--dry-run", "--node", str(k), cwd=here).stdout for k in (0, 1))
     result = kit(*argv, cwd=here, timeout=120)
     assert result.returncode == 0, result.stderr
     # The dry-run said which file goes to which host:path; the hosts' (here shared) workdir holds exactly those.

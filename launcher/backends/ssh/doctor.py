@@ -9,6 +9,7 @@ from launcher.errors import KitError
 from launcher.backends.ssh.preflight import last_line
 from launcher.preflight.markers import after_marker
 from launcher.preflight.reach import CONNECT_SECONDS, REACH_SOURCE, reach_detail
+from launcher.render import modules   # at import: the SSH threads import nothing (test_ssh_thread_imports)
 from launcher.render.shell import node_command
 
 PACKAGES = ("torch", "accelerate", "deepspeed", "transformers")
@@ -62,7 +63,6 @@ def _said(out: str) -> list:
 
 
 def _facts(conn, cluster, python, entry=("", ""), needed=DEFAULT_MODULES) -> tuple[dict, str]:
-    from launcher.render import modules
     from launcher.render.envcheck import SOURCE, probe_lines
     # And what a run's checks take: the fingerprint, and the launch's modules found (the same find_spec check).
     program = FACTS_SOURCE + SOURCE + probe_lines(MARK, *entry) + modules.SOURCE + modules.probe_lines(MARK, needed)
@@ -165,7 +165,6 @@ def _network_rows(conns, cluster, pythons, master, port) -> list:
 def doctor_rows(cluster, job=None, plan=None) -> list:
     from launcher.backends.ssh.preflight import entry_checker
     from launcher.planning.port import master_port
-    from launcher.render import modules
     from launcher.transport.endpoint import resolve, ssh_settings
     from launcher.transport.hostkeys import Accepted
     from launcher.transport.connect import connect

@@ -10,6 +10,7 @@ from launcher.planning.model import LaunchPlan, NodePlan
 from launcher.preflight.entrypoint import (CHECK_SOURCE, MARKER, CheckResult, entrypoint_check_command,
                                           entrypoint_target, interpret_entrypoint_check)
 from launcher.preflight.markers import after_marker
+from launcher.render import modules   # at import: the SSH threads import nothing (test_ssh_thread_imports)
 from launcher.render.shell import join_argv
 
 CHECK_TIMEOUT = 120.0
@@ -51,7 +52,6 @@ def check_input(plan: LaunchPlan, node: NodePlan, entrypoint, heartbeat: float =
     fan-out to many hosts pays many times."""
     from launcher.backends.ssh.boot import boot_source
     from launcher.backends.ssh.gate import LOADER, gate_input
-    from launcher.render import modules
     port = plan.world.master_port if node.machine_rank == 0 else 0
     # The launch's modules found (find_spec, nothing imported): a host without accelerate is named before the start.
     needed = modules.required(node.argv, plan.world.strategy)
