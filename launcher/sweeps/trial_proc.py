@@ -4,7 +4,9 @@ dry-run shows it; then a copy of its metrics file into its record.
 
 The child is the trial's supervisor, in a session of its own (a terminal's Ctrl-C reaches the driver only,
 which forwards it). It holds the read end of a pipe from the driver: if the driver dies, even by kill -9, the
-pipe reads EOF and the child stops its trial, as a node's watchdog does when kit dies."""
+pipe reads EOF and the child stops its trial, as a node's watchdog does when kit dies; where the scheduler keeps
+the job after its supervisor lets go (SLURM), that stop is the job's cancel in the queue, as a pruned trial's is,
+so that the same command again runs the trial once more and never beside its old job."""
 
 import os
 import signal
@@ -14,9 +16,10 @@ import time
 import traceback
 
 from launcher.backends import registry
-from launcher.errors import KitError, render
+from launcher.errors import KitError, note, render
 from launcher.core.launch import Prepared, launch
 from launcher.sweeps import forked, metrics
+from launcher.sweeps.cancel import cancel_when_submitted
 from launcher.sweeps.context import trial_specs
 from launcher.states import RunState
 
@@ -37,7 +40,7 @@ class _EarlyStop:
             raise _Cancelled()
 
 
-def _watch_driver(fd: int) -> None:
+def _watch_driver(fd: int, stop: _EarlyStop, backend) -> None:
     while True:
         try:
             if not os.read(fd, 64):
@@ -46,6 +49,9 @@ def _watch_driver(fd: int) -> None:
             continue
         except OSError:
             break
+    if getattr(backend, "outlives_supervisor", False) and stop.record is not None:
+        # The supervisor keeps following the job to its cancelled end and records it.
+        threading.Thread(target=cancel_when_submitted, args=(stop.record, note), daemon=True).start()
     os.kill(os.getpid(), signal.SIGTERM)
 
 
@@ -63,9 +69,9 @@ def _run(trial, ctx, driver_fd: int) -> int:
     stop = _EarlyStop()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    threading.Thread(target=_watch_driver, args=(driver_fd,), daemon=True).start()
     plan = trial.plan
     backend = registry.backend(plan.backend)
+    threading.Thread(target=_watch_driver, args=(driver_fd, stop, backend), daemon=True).start()
     job_record, cluster_record = trial_specs(ctx, trial)
     prepared = Prepared(plan, (trial.cluster or ctx.cluster).workdir, job_record, cluster_record, ctx.binding,
                         trial.inputs)
