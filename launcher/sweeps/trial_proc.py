@@ -6,6 +6,7 @@ The child is the trial's supervisor, in a session of its own (a terminal's Ctrl-
 which forwards it). It holds the read end of a pipe from the driver: if the driver dies, even by kill -9, the
 pipe reads EOF and the child stops its trial, as a node's watchdog does when kit dies."""
 
+import logging
 import os
 import signal
 import sys
@@ -15,10 +16,13 @@ import traceback
 
 from launcher.backends import registry
 from launcher.errors import KitError, render
+from launcher.logs import child_level, setup_console
 from launcher.core.launch import Prepared, launch
 from launcher.sweeps import forked, metrics
 from launcher.sweeps.context import trial_specs
 from launcher.states import RunState
+
+log = logging.getLogger(__name__)
 
 
 class _Cancelled(Exception):
@@ -56,7 +60,7 @@ def _keep_metrics(backend, trial, record, ctx) -> None:
         if content is not None:
             metrics.save(record.path, content)
     except (OSError, KitError) as e:
-        print(f"kit: could not keep a copy of the trial's {ctx.spec.metrics_file}: {e}", file=sys.stderr)
+        log.warning(f"kit: could not keep a copy of the trial's {ctx.spec.metrics_file}: {e}")
 
 
 def _run(trial, ctx, driver_fd: int) -> int:
@@ -76,10 +80,10 @@ def _run(trial, ctx, driver_fd: int) -> int:
         record = stop.record
         if record is not None:
             record.update_status(state=RunState.CANCELLED, exit_code=143, finished_at=time.time())
-        print(f"kit: run {plan.run_id} cancelled before it started", file=sys.stderr, flush=True)
+        log.warning(f"kit: run {plan.run_id} cancelled before it started")
         return 143
     except KitError as e:
-        print(f"kit: error: {render(e)}", file=sys.stderr, flush=True)
+        log.error(f"kit: error: {render(e)}")
         record = stop.record
         if record is not None and record.read_status().state == RunState.STARTING:
             record.update_status(state=RunState.FAILED, exit_code=e.exit_code, finished_at=time.time())
@@ -110,6 +114,7 @@ def start_trial(trial, ctx, console_path: str, close_fds=()) -> tuple[int, int]:
         for fd in close_fds:  # the other trials' pipes: each must see EOF only when the driver is gone
             os.close(fd)
         forked.output_to(console_path, truncate=True)
+        setup_console(child_level())   # its console file holds every line kit says, whatever -q the driver had
         code = _run(trial, ctx, read_fd)
     except BaseException:
         traceback.print_exc()
