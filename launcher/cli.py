@@ -183,6 +183,9 @@ def build_parser(only=None) -> argparse.ArgumentParser:
     return parser
 
 
+_VERBOSITY = ("-v", "--verbose", "-q", "--quiet")
+
+
 def _verbosity(parser, default) -> None:
     """-v/-q before the command (`kit -q submit ...`) and after it (`kit submit ... -v`), on every (sub)command;
     a command's own default leaves the value given before it alone."""
@@ -199,7 +202,8 @@ def _verbosity(parser, default) -> None:
 
 def _split_job_args(argv: list[str]) -> tuple[list[str], list[str]]:
     """`kit submit ... -- ARGS`: everything after the first `--` is the job's, untouched by kit's parser."""
-    if argv and argv[0] == "submit" and "--" in argv:
+    words = [word for word in argv if word not in _VERBOSITY]   # `kit -q submit ...`
+    if words and words[0] == "submit" and "--" in argv:
         cut = argv.index("--")
         return argv[:cut], argv[cut + 1:]
     return argv, []
@@ -267,7 +271,8 @@ def parse(argv=None):
     """Parsed arguments; a mistake after the command names that command, in one line."""
     argv = sys.argv[1:] if argv is None else list(argv)
     argv, job_args = _split_job_args(argv)
-    command = argv[0] if argv and argv[0] in _BUILDERS else None
+    command = next((word for word in argv if word not in _VERBOSITY), None)
+    command = command if command in _BUILDERS else None
     parser = build_parser(command)
     args, extra = parser.parse_known_args(argv)
     if extra:

@@ -23,7 +23,7 @@ class _Stderr(logging.StreamHandler):
         super().__init__(sys.stderr)
         self.setFormatter(logging.Formatter("%(message)s"))
 
-    @property   # type: ignore[override]
+    @property
     def stream(self):
         return sys.stderr
 
