@@ -11,7 +11,6 @@ the one line the CLI prints, before anything is written or started. Relative pat
 cluster's workdir, run records) are taken from the current directory, as the CLI takes them."""
 
 import json
-import logging
 import os
 import time
 from typing import Optional, Sequence
@@ -31,12 +30,7 @@ from launcher.status import RunStatus
 from launcher.supervise.failure import cause
 from launcher.states import RunState
 
-log = logging.getLogger("kit")
 POLL = 0.5
-
-
-def _say(text: str) -> None:
-    log.info(text)
 
 
 def _request(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, run_id,
@@ -126,7 +120,7 @@ def submit(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int
     loaded = load(request)
     if loaded.sweep is not None:
         raise KitError(f"{request.job} has a sweep section; kit.sweep() runs it")
-    launched = launch(prepare(loaded, plan_for(loaded, run_id)), os.getcwd(), detach=True, say=_say)
+    launched = launch(prepare(loaded, plan_for(loaded, run_id)), os.getcwd(), detach=True)
     return Run(launched.record.path)
 
 
@@ -233,7 +227,7 @@ def sweep(job, *, sweep=None, cluster=None, nodes: Optional[int] = None, gpus: O
     loaded = load(request)
     if loaded.sweep is None:
         raise KitError(f"{request.job} has no sweep section; pass sweep='FILE.yaml' (a file with a sweep: section)")
-    record = start_sweep(loaded, sweep_plan(loaded, sweep_id), detach=True, say=_say)
+    record = start_sweep(loaded, sweep_plan(loaded, sweep_id), detach=True)
     return Sweep(record.path)
 
 

@@ -1,6 +1,4 @@
-"""User-facing errors: one line, exit code 2, never a traceback; and kit's own lines on stderr (note)."""
-
-import sys
+"""User-facing errors: one line, exit code 2, never a traceback. (kit's other lines are logged: launcher/logs.py.)"""
 
 USER_ERROR_EXIT = 2
 
@@ -41,7 +39,3 @@ def did_you_mean(word: str, choices) -> str | None:
     longer = [c for c in choices if len(stem) >= 3 and c.startswith((stem + "_", stem + "-"))]
     return longer[0] if len(longer) == 1 else None
 
-
-def note(text: str) -> None:
-    """kit's own line on stderr (a warning, what it does next), at once."""
-    print(text, file=sys.stderr, flush=True)

@@ -1,10 +1,10 @@
 """Run records: runs/<run-id>/ holds the resolved specs, the plan, the generated files, logs and status (its
 fields typed in status.py)."""
 
+import logging
 import json
 import os
 import stat
-import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +19,8 @@ from launcher.render.text import to_json, to_yaml
 from launcher.secrets import mask_env
 from launcher.states import OVER, RunState, allowed
 from launcher.status import RunStatus, corrupt
+
+log = logging.getLogger(__name__)
 
 STATUS = "status.json"
 # What a sweep's directory holds instead (sweeps/record.py): run ids and sweep ids share one namespace.
@@ -126,8 +128,8 @@ class RunRecord:
             except OSError as e:
                 if not self.write_failed:
                     self.write_failed = True
-                    print(f"kit: warning: cannot write {self.file(STATUS)}: {e.strerror or e}; the run goes on, "
-                          f"its record keeps its last good state", file=sys.stderr, flush=True)
+                    log.warning(f"kit: warning: cannot write {self.file(STATUS)}: {e.strerror or e}; the run goes on, "
+                                f"its record keeps its last good state")
                 return status
             if run_index.indexed(self.path):   # still under the lock: the index's entry follows every write
                 try:

@@ -1,9 +1,9 @@
 """The sweep record: <run root>/<sweep id>/sweep.json lists the trials and their parameters. Each trial is an
 ordinary run with its own record (<run root>/<sweep id>-t<N>/), which holds the trial's state."""
 
+import logging
 import json
 import os
-import sys
 import time
 from dataclasses import dataclass
 from typing import Optional
@@ -18,6 +18,8 @@ from launcher.spec.sweep import NOT_IDENTITY
 from launcher.sweeps.sweep_file import checked
 from launcher.render.text import to_json
 from launcher.states import RunState, TrialState
+
+log = logging.getLogger(__name__)
 
 
 
@@ -178,7 +180,7 @@ def list_sweeps(run_root: str) -> list[tuple[str, dict]]:
             try:
                 found.append((name, SweepRecord(os.path.join(run_root, name)).read()))
             except KitError as e:
-                print(f"kit: warning: {e}", file=sys.stderr, flush=True)
+                log.warning(f"kit: warning: {e}")
     return sorted(found, key=lambda item: item[1].get("created_at", 0))
 
 

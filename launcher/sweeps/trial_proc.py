@@ -8,6 +8,7 @@ pipe reads EOF and the child stops its trial, as a node's watchdog does when kit
 the job after its supervisor lets go (SLURM), that stop is the job's cancel in the queue, as a pruned trial's is,
 so that the same command again runs the trial once more and never beside its old job."""
 
+import logging
 import os
 import signal
 import sys
@@ -16,12 +17,15 @@ import time
 import traceback
 
 from launcher.backends import registry
-from launcher.errors import KitError, note, render
+from launcher.errors import KitError, render
+from launcher.logs import child_level, setup_console
 from launcher.core.launch import Prepared, launch
 from launcher.sweeps import forked, metrics
 from launcher.sweeps.cancel import cancel_when_submitted
 from launcher.sweeps.context import trial_specs
 from launcher.states import RunState
+
+log = logging.getLogger(__name__)
 
 
 class _Cancelled(Exception):
@@ -51,7 +55,7 @@ def _watch_driver(fd: int, stop: _EarlyStop, backend) -> None:
             break
     if getattr(backend, "outlives_supervisor", False) and stop.record is not None:
         # The supervisor keeps following the job to its cancelled end and records it.
-        threading.Thread(target=cancel_when_submitted, args=(stop.record, note), daemon=True).start()
+        threading.Thread(target=cancel_when_submitted, args=(stop.record,), daemon=True).start()
     os.kill(os.getpid(), signal.SIGTERM)
 
 
@@ -62,7 +66,7 @@ def _keep_metrics(backend, trial, record, ctx) -> None:
         if content is not None:
             metrics.save(record.path, content)
     except (OSError, KitError) as e:
-        print(f"kit: could not keep a copy of the trial's {ctx.spec.metrics_file}: {e}", file=sys.stderr)
+        log.warning(f"kit: could not keep a copy of the trial's {ctx.spec.metrics_file}: {e}")
 
 
 def _run(trial, ctx, driver_fd: int) -> int:
@@ -82,10 +86,10 @@ def _run(trial, ctx, driver_fd: int) -> int:
         record = stop.record
         if record is not None:
             record.update_status(state=RunState.CANCELLED, exit_code=143, finished_at=time.time())
-        print(f"kit: run {plan.run_id} cancelled before it started", file=sys.stderr, flush=True)
+        log.warning(f"kit: run {plan.run_id} cancelled before it started")
         return 143
     except KitError as e:
-        print(f"kit: error: {render(e)}", file=sys.stderr, flush=True)
+        log.error(f"kit: error: {render(e)}")
         record = stop.record
         if record is not None and record.read_status().state == RunState.STARTING:
             record.update_status(state=RunState.FAILED, exit_code=e.exit_code, finished_at=time.time())
@@ -116,6 +120,7 @@ def start_trial(trial, ctx, console_path: str, close_fds=()) -> tuple[int, int]:
         for fd in close_fds:  # the other trials' pipes: each must see EOF only when the driver is gone
             os.close(fd)
         forked.output_to(console_path, truncate=True)
+        setup_console(child_level())   # its console file holds every line kit says, whatever -q the driver had
         code = _run(trial, ctx, read_fd)
     except BaseException:
         traceback.print_exc()
