@@ -242,6 +242,13 @@ def timeline_start() -> None:
         emit("imported")
 
 
+def finished_earlier(step: int | None, main: bool) -> None:
+    """The main process says that an earlier attempt of the run finished it (train/resume.py): kit's report then
+    counts that attempt's training as kept and this attempt's time as wrap-up."""
+    if enabled() and main:
+        emit("finished", step=step)
+
+
 def world_formed(accelerator) -> None:
     if enabled() and accelerator.is_main_process:
         emit("world", world=accelerator.num_processes)

@@ -18,7 +18,8 @@ from launcher.states import QUEUED
 # The training module's events, as the timeline names them.
 SAID = {"start": "process started", "imported": "imports done", "world": "world formed (process group)",
         "train": "training loop started", "first_step": "first step", "restore": "checkpoint restored",
-        "save": "checkpoint saved", "eval": "evaluation", "test": "final test", "end": "training loop ended"}
+        "save": "checkpoint saved", "eval": "evaluation", "test": "final test", "end": "training loop ended",
+        "finished": "found the run finished by an earlier attempt"}
 
 
 def report_run(record, png: Optional[str] = None) -> dict:

@@ -146,7 +146,9 @@ def _paint_attempt(p: Painter, a: Attempt, formed: Optional[float]) -> Optional[
         p.paint(a.start, clamp(upto) or a.end, STARTUP, a.number)
         if upto is not None:
             failed = a.state in (RunState.FAILED, RunState.LOST)
-            p.paint(clamp(upto), a.end, DETECTION if ev and failed else UNREPORTED, a.number)
+            after = DETECTION if ev and failed else UNREPORTED
+            # An earlier attempt had finished the run: this one found its outputs and ended (train/resume.py).
+            p.paint(clamp(upto), a.end, WRAP_UP if _first(ev, "finished") else after, a.number)
         return None
     done = loops[-1][1]   # the last loop's end: an earlier phase's end is no end of the training
     seen = [x for e in ev for x in (_t(e), _t(e, "t1")) if x is not None]
@@ -200,6 +202,8 @@ def report(created: float, ended: float, attempts: list, events: list, marks: li
         if a.state == RunState.SUCCEEDED or stops[a.number] is None:
             continue
         if nxt is None and a.state in (RunState.PREEMPTED, RunState.RUNNING, AttemptEnd.STILL_RUNNING):
+            continue
+        if nxt is not None and _first(nxt.events, "finished"):   # it had finished the run: nothing was lost
             continue
         kept = restored if restored else (None if nxt else _last_save(a))
         step = kept.get("step") if kept else (0 if nxt else None)

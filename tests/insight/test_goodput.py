@@ -183,3 +183,16 @@ def test_a_restart_in_fine_tuning_keeps_up_to_the_fine_tuning_checkpoint_it_rest
     events = [{**e, "a": 1} for e in one] + [{**e, "a": 2} for e in two]
     r = report(0.0, 100.0, [Attempt(1, 1, 50, "failed", "x"), Attempt(2, 51, 100, "succeeded")], events, [])
     assert r.attempts[0]["lost_s"] == pytest.approx(8) and r.goodput_s == pytest.approx(14 + 18 + 33)
+
+
+def test_an_attempt_after_the_run_had_finished_loses_nothing():
+    """Issue 39: a rank died after the run wrote FINISHED; attempt 2 found this run's outputs complete and ended
+    (train/resume.py): attempt 1's training is all kept, attempt 2's time after its world formed is wrap-up."""
+    one = [ev("imported", 3), ev("world", 4), ev("train", 5, step=0), span("save", 20, 21, step=10),
+           ev("end", 40, step=20), span("test", 40, 42)]
+    two = [ev("imported", 47), ev("world", 48), ev("finished", 49, step=20)]
+    events = [{**e, "a": 1} for e in one] + [{**e, "a": 2} for e in two]
+    r = report(0.0, 50.0, [Attempt(1, 1, 45, "failed", "rank 1 killed by SIGKILL"), Attempt(2, 45.5, 50, "succeeded")],
+               events, [])
+    assert r.goodput_s == pytest.approx(34) and r.attempts == [] and "progress lost since the last checkpoint" not in r.badput
+    assert r.badput["wrap-up and teardown"] == pytest.approx(3 + 2) and r.unreported_s == 0
