@@ -124,8 +124,8 @@ def cleared(strict: bool = False) -> dict:
 
 def _unreadable(path: str, why: str, strict: bool) -> dict:
     if strict:
-        from launcher.errors import KitError
-        raise KitError(f"{path} is unreadable ({why}); fix or remove it, then clear the host again")
+        from launcher.errors import RecordError
+        raise RecordError(f"{path} is unreadable ({why}); fix or remove it, then clear the host again", path=path)
     print(f"kit: warning: {path} is unreadable ({why}); no host counts as cleared", file=sys.stderr)
     return {}
 
