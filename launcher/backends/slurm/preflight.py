@@ -1,5 +1,6 @@
-"""Before `sbatch`: can this job ever run on that partition? One line and exit 2 on the first problem, nothing
-queued. A job asking for more nodes or GPUs than the partition has would otherwise wait in the queue forever.
+"""Before `sbatch`: can this job ever run on that partition? One line and exit 2 on the first problem (69 when
+scontrol itself fails), nothing queued. A job asking for more nodes or GPUs than the partition has would otherwise
+wait in the queue forever.
 The checks run where the SLURM commands run (transport/where.py): this machine, or the login host."""
 
 import os
