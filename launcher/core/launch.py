@@ -93,14 +93,14 @@ def refuse_a_taken_id(run_id: str, path: Optional[str] = None) -> None:
     record = records.RunRecord(other)
     status = record.read_status()
     if status.state not in NOT_OVER:
-        raise KitError(f"run id {run_id} is taken by a run that ended ({status.state or 'no state recorded'}) "
-                       f"{run_index.taken(run_id, other, live=False)}")
+        raise KitError(f"run id {run_id} is taken by a run that ended ({status.state or 'no state recorded'}) ",
+                       run_index.taken(run_id, other, live=False))
     where = run_index.taken(run_id, other)
     try:   # the file's word may be stale (a supervisor killed): its backend says how the run stands now
         state, _ = registry.backend(status.backend).current_state(record, status)
     except Exception as e:   # any failure to ask (a raw SSH or SFTP error too): the name stays taken
         raise KitError(f"run id {run_id} is taken by a run recorded {status.state}, whose state kit cannot ask "
-                       f"now ({one_line(str(e)) or type(e).__name__}), {where}") from None
+                       f"now ({one_line(str(e)) or type(e).__name__}), ", where) from None
     if state in NOT_OVER:
-        raise KitError(f"run id {run_id} is taken by a run still {state} {where}")
-    raise KitError(f"run id {run_id} is taken by a run that ended ({state}) {run_index.taken(run_id, other, False)}")
+        raise KitError(f"run id {run_id} is taken by a run still {state} ", where)
+    raise KitError(f"run id {run_id} is taken by a run that ended ({state}) ", run_index.taken(run_id, other, False))

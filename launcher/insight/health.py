@@ -126,8 +126,8 @@ def cleared(strict: bool = False) -> dict:
 
 def _unreadable(path: str, why: str, strict: bool) -> dict:
     if strict:
-        from launcher.errors import KitError
-        raise KitError(f"{path} is unreadable ({why}); fix or remove it, then clear the host again")
+        from launcher.errors import RecordError
+        raise RecordError(f"{path} is unreadable ({why}); fix or remove it, then clear the host again", path=path)
     log.warning(f"kit: warning: {path} is unreadable ({why}); no host counts as cleared")
     return {}
 

@@ -9,7 +9,7 @@ import time
 import traceback
 
 from launcher.backends import registry
-from launcher.errors import KitError
+from launcher.errors import KitError, Option
 from launcher.environment import dropped_warning
 from launcher.supervise import spawned, tree
 from launcher.supervise.console import Console
@@ -40,7 +40,8 @@ def _refuse_an_earlier_id(plan, run_root: str) -> None:
             or not is_sweep(run_root, plan.earlier_id):
         return
     raise KitError(f"this sweep was recorded by an earlier kit as {plan.earlier_id} (its id held sweep.metric then); "
-                   f"continue it with --run-id {plan.earlier_id}, or start it over with --run-id {plan.sweep_id}")
+                   "continue it with ", Option("run_id", plan.earlier_id), ", or start it over with ",
+                   Option("run_id", plan.sweep_id))
 
 
 def _need_optuna() -> None:

@@ -11,7 +11,7 @@ from typing import Optional
 from launcher import run_index
 from launcher.core.listing import entry_under_lock
 from launcher.core.lookup import DEFAULT_ROOT, all_roots
-from launcher.errors import KitError
+from launcher.errors import KitError, Option, RecordError
 from launcher.filestore import locked, write_atomic
 from launcher.records import LOCK, SWEEP_FILE, own_run_dir, refuse_planted, signature
 from launcher.spec.sweep import NOT_IDENTITY
@@ -41,8 +41,8 @@ class SweepRecord:
             with open(self.file(SWEEP_FILE), encoding="utf-8") as f:
                 return checked(json.load(f))
         except (OSError, ValueError) as e:
-            raise KitError(f"sweep record {self.path}: {SWEEP_FILE} is unreadable ({e}); "
-                           f"inspect or remove that directory") from None
+            raise RecordError(f"sweep record {self.path}: {SWEEP_FILE} is unreadable ({e}); "
+                              f"inspect or remove that directory", path=self.path) from None
 
     def update(self, **fields) -> dict:
         """Read, change, write back, under the record's lock (the driver, a cancel and a status may all write)."""
@@ -90,7 +90,7 @@ def open_sweep(root: str, plan) -> SweepRecord:
         if _planned(old.get("trials"), data["trials"]) != data["trials"] \
                 or _what_runs(old.get("spec")) != _what_runs(data["spec"]):
             raise KitError(f"sweep {plan.sweep_id} already exists at {record.path} with other trials; "
-                           f"pick another --run-id")
+                           "pick another ", Option("run_id"))
         record.update(**{**data, "trials": _kept(old["trials"], data["trials"])})
         run_index.remember(record.path, entry=lambda: entry_under_lock(record.path))
         return record
@@ -138,15 +138,15 @@ def _refuse_a_namesake(sweep_id: str, path: str) -> None:
     if other is None:
         return
     if not os.path.isfile(os.path.join(other, SWEEP_FILE)):
-        raise KitError(f"sweep id {sweep_id} is taken by a run {run_index.taken(sweep_id, other, live=False)}")
+        raise KitError(f"sweep id {sweep_id} is taken by a run ", run_index.taken(sweep_id, other, live=False))
     try:
         state = state_now(SweepRecord(other).read())
     except KitError:
         state = "unreadable"
     if state == RunState.RUNNING:
-        raise KitError(f"sweep id {sweep_id} is taken by a sweep still running {run_index.taken(sweep_id, other)}")
-    raise KitError(f"sweep id {sweep_id} is taken by a sweep that ended ({state}) "
-                   f"{run_index.taken(sweep_id, other, live=False)}")
+        raise KitError(f"sweep id {sweep_id} is taken by a sweep still running ", run_index.taken(sweep_id, other))
+    raise KitError(f"sweep id {sweep_id} is taken by a sweep that ended ({state}) ",
+                   run_index.taken(sweep_id, other, live=False))
 
 
 def is_sweep(run_root: str, run_id: str) -> bool:

@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from launcher.errors import KitError
+from launcher.errors import KitError, SchedulerError
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +53,12 @@ class _Slurm:
         try:
             r = self.run(["scancel", job_id], timeout=20.0)
         except CommandError as e:
-            raise KitError(f"scancel {job_id} on {self.where} could not run: {e}") from None
+            raise SchedulerError(f"scancel {job_id} on {self.where} could not run: {e}", command=f"scancel {job_id}",
+                                 said=str(e)) from None
         if r.code != 0:
             why = (r.err.strip().splitlines() or [f"exit {r.code}"])[-1]
-            raise KitError(f"scancel {job_id} on {self.where} failed: {why}")
+            raise SchedulerError(f"scancel {job_id} on {self.where} failed: {why}", command=f"scancel {job_id}",
+                                 said=why)
 
 
 class Local(_Slurm):

@@ -16,7 +16,7 @@ from launcher.backends.slurm.outcome import describe, failure_of, final_fields, 
 from launcher.backends.slurm.poller import poller
 from launcher.backends.slurm.query import query
 from launcher.environment import process_env
-from launcher.errors import KitError
+from launcher.errors import KitError, SchedulerError
 from launcher.planning.model import LaunchPlan
 from launcher import run_index
 from launcher.records import RunRecord
@@ -90,12 +90,13 @@ class SlurmBackend(Backend):
                                timeout=SUBMIT_TIMEOUT)
         except (OSError, CommandError, KitError) as e:
             record.update_status(state=RunState.FAILED, exit_code=1, finished_at=time.time())
-            raise KitError(f"sbatch could not be run on {self.where.where}: {e}") from None
+            raise SchedulerError(f"sbatch could not be run on {self.where.where}: {e}", command="sbatch",
+                                 said=str(e)) from None
         job_id = r.out.strip().split(";")[0]
         if r.code != 0 or not job_id.isdigit():
             record.update_status(state=RunState.FAILED, exit_code=1, finished_at=time.time())
             why = (r.err.strip().splitlines() or ["no job id printed"])[-1]
-            raise KitError(f"sbatch refused the job: {why}")
+            raise SchedulerError(f"sbatch refused the job: {why}", command="sbatch", said=why)
         record.update_status(**self.submitted_fields(plan, record, job_id, workdir))
         via = f" via {self.where.where}" if self.where.remote else ""
         log.info(f"kit: submitted SLURM job {job_id}{via} (script {plan.run_dir}/job.sbatch)")
@@ -141,7 +142,8 @@ class SlurmBackend(Backend):
                         f"{_how_to(plan.run_id, record)}")
             return Result(130, AttemptEnd.STILL_RUNNING, None)
         if not requeued:
-            raise KitError(f"SLURM refused to requeue job {status.handle.job_id}")
+            raise SchedulerError(f"SLURM refused to requeue job {status.handle.job_id}",
+                                 command=f"scontrol requeue {status.handle.job_id}")
         record.keep_attempt_plan(plan)
         record.update_status(reopen=True, state=RunState.REQUEUED)
         return self._follow_result(plan, record, requeues=status.handle.restarts + 1)
