@@ -89,6 +89,7 @@ def test_a_rank_killed_after_the_run_finished_ends_the_run_succeeded(tmp_path):
     assert json.loads((out / resume.FINISHED).read_text())["run_id"] == metrics["run_id"]
     status = json.loads((tmp_path / "runs" / metrics["run_id"] / "status.json").read_text())
     assert status["state"] == "succeeded" and status["exit_code"] == 0, status
+    assert [a["state"] for a in status["attempts"]][:1] == ["failed"], status["attempts"]
 
 
 def with_run_id(path, run_id):
