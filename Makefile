@@ -1,6 +1,7 @@
 # kit: `make demo` trains the reference job on this machine; `make test` runs the test suite.
 # Both create the virtualenv on first use. On this CPU machine torch is pinned to the CPU build on disk
-# (constraints.txt); GPU users install with `pip install -e .[test]` into their own CUDA environment.
+# (constraints.txt); GPU users install with `pip install -e .[test]` into their own CUDA environment (the extra test
+# pulls in train, the reference job's own packages).
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
