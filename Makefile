@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml constraints.txt
 	# compat's line names the checkout, which would make train/, tests/, bench/ and tools/ importable from any
 	# directory (a user's own `train` package found kit's: issue 36). It names instead $(KIT_PATH), which holds
 	# links to kit's own packages only (a module added to them is seen without reinstalling). The nodes run
-	# `python -m train` from their workdir, the checkout (tests/tools/test_install.py).
+	# `python -m train` from their workdir, the checkout (tests/kit/test_kit_import.py).
 	rm -rf $(KIT_PATH) && mkdir -p $(KIT_PATH) && ln -s $(CURDIR)/launcher $(CURDIR)/kit $(KIT_PATH)/
 	$(PY) -c 'import glob, sys, sysconfig; [pth] = glob.glob(sysconfig.get_path("purelib") + "/__editable__.kit_launcher-*.pth"); open(pth, "w").write(sys.argv[1] + "\n")' $(KIT_PATH)
 	touch $(STAMP)
