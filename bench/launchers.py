@@ -26,6 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.launcher.localrun import LOCAL_CLUSTER  # noqa: E402
+from tests.train.launch import link_reference_module  # noqa: E402
 from tests.train.support import synthetic_rows, tiny_args, write_csv  # noqa: E402
 
 TARGET = 1.10
@@ -33,6 +34,7 @@ STEP = re.compile(r"^(?:\[node\d+/rank\d+\] )?step (\d+)/")
 
 
 def _job(base: Path, launcher: str, k: int) -> str:
+    link_reference_module(base)   # kit runs from base, the nodes' workdir: the project that holds train/
     data = write_csv(base / "d.csv", synthetic_rows(200))
     args = tiny_args(data, base / f"out-{launcher}-{k}", base / "cache", "--max-steps", "2", "--log-every", "1",
                      "--no-save-model")

@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.launcher.localrun import LOCAL_CLUSTER, pids_of_run  # noqa: E402
+from tests.train.launch import link_reference_module  # noqa: E402
 from tests.train.support import resumable_args, synthetic_rows, write_csv  # noqa: E402
 
 TARGET = 1.2
@@ -37,6 +38,7 @@ STEP = re.compile(r"^(?:\[node\d+/rank\d+\] )?step (\d+)/")
 
 
 def _job(base: Path, name: str, restarts: int, steps: int) -> str:
+    link_reference_module(base)   # kit runs from base, the nodes' workdir: the project that holds train/
     data = write_csv(base / "d.csv", synthetic_rows(400))
     args = resumable_args(data, base / f"out-{name}", base / "cache", "--max-steps", str(steps), "--log-every", "1",
                           "--save-every", "4", "--no-save-model")

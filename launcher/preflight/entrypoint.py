@@ -10,6 +10,8 @@ from launcher.preflight.markers import after_marker
 from launcher.render.shell import join_argv
 
 MARKER = "kit-preflight:"
+# The reference job's module (jobs/bert_cls.yaml): the repository's train/, found from the nodes' workdir only.
+REFERENCE_MODULE = "train"
 
 # Runs under the node's own interpreter in its workdir. Finds modules without importing them (no torch import
 # from a package __init__): the top level through the interpreter's finders, submodules through the parent's path.
@@ -78,6 +80,10 @@ def interpret_entrypoint_check(entrypoint, node: NodePlan, result: CheckResult, 
     if states == ["missing"] and kind == "script":
         return (f"entrypoint.script {target}: no such file in the node's workdir {where}; "
                 f"a relative script path is taken from the workdir")
+    if states == ["missing"] and target == REFERENCE_MODULE:
+        return (f"entrypoint.module {target}: not importable by {node.argv[0]} in {where} (no such module); the "
+                f"reference job's module is the top-level train/ of kit's repository, which installing kit does not "
+                f"install: run kit from a clone of it, or make the cluster's workdir one")
     if states == ["missing"]:
         return (f"entrypoint.module {target}: not importable by {node.argv[0]} in {where} (no such module); "
                 f"check the name, or install it / add it to PYTHONPATH")

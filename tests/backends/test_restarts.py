@@ -10,10 +10,13 @@ import pytest
 
 from tests.launcher.localrun import LOCAL_CLUSTER, kit, kit_background, pids_of_run, rank_pids, wait_for
 from tests.train.support import resumable_args, synthetic_rows, tiny_args, write_csv
+from tests.train.launch import link_reference_module
 
 
 def _job(tmp_path, args, **fields):
+    """The job, in `tmp_path`: the nodes' workdir (kit runs from it), which holds the reference module."""
     import yaml
+    link_reference_module(tmp_path)
     job = {"name": "restarting", "entrypoint": {"module": "train"}, "args": args, "nodes": 2, "procs_per_node": 1,
            **fields}
     path = tmp_path / "job.yaml"

@@ -9,6 +9,7 @@ import pytest
 
 from tests.backends.slurmrun import cluster_file, kit, status_of, workdir, write_job
 from tests.launcher.localrun import LOCAL_CLUSTER
+from tests.train.launch import link_reference_module
 from tests.train.support import synthetic_rows, tiny_args, write_csv
 
 
@@ -22,6 +23,7 @@ def _job(tmp_path, name, out, **fields):
 def test_two_node_training_equals_a_local_two_node_run(slurm_cluster, tmp_path, launcher):
     local_dir = tmp_path / "local"
     local_dir.mkdir()
+    link_reference_module(local_dir)   # the local nodes' workdir, as the cluster's, holds the reference module
     local = kit("submit", _job(tmp_path, "local2", tmp_path / "out-local"), "--cluster", LOCAL_CLUSTER,
                 "--run-id", "train-local", cwd=local_dir, timeout=240)
     assert local.returncode == 0, local.stderr[-3000:]

@@ -8,6 +8,8 @@ import os
 
 import yaml
 
+from tests.train.launch import link_reference_module
+
 
 def ssh_cluster_config(ssh, path, name="harness-ssh", **fields):
     """Write an ssh cluster config for the hosts of `ssh` (an SshHosts); fields override or add top-level keys
@@ -36,8 +38,12 @@ def slurm_cluster_config(cluster, path, name="harness-slurm", **fields):
 
 
 def _workdir(bed):
+    """The cluster's workdir, where its nodes run: as a user's, it holds the code the jobs run, here the reference
+    module `train/` (a link to this checkout's), which `python -m train` finds from there: installing kit puts no
+    `train` on any path (issue 36)."""
     path = bed.path("work")
     os.makedirs(path, exist_ok=True)
+    link_reference_module(path)
     return path
 
 

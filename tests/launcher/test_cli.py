@@ -12,6 +12,7 @@ import pytest
 from launcher.cli import build_parser, parse
 from launcher.errors import KitError
 from tests.launcher.planning import LOCAL_CPU, cluster, job, plan
+from tests.train.launch import link_reference_module
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = str(ROOT / "jobs" / "bert_cls.yaml")
@@ -89,6 +90,7 @@ def test_dry_run_node_k_prints_node_k_in_full():
     (["--dry-run", "--format", "json", "--node", "1"], "(not --format json, which holds every node)"),
 ])
 def test_node_out_of_range_or_without_dry_run_is_one_line_exit_2(argv, says, tmp_path):
+    link_reference_module(tmp_path)   # the nodes' workdir (.) holds the job's module: its check passes
     result = kit("submit", JOB, "--run-id", "r", "--nodes", "3", *argv, cwd=tmp_path)
     assert result.returncode == 2 and result.stdout == "" and result.stderr.count("\n") == 1
     assert result.stderr.startswith("kit: error: ") and says in result.stderr

@@ -12,6 +12,7 @@ from launcher.planning.model import InheritPolicy, from_dict
 from launcher.render.dryrun import render_json, render_text
 from launcher.spec import load_cluster
 from tests.launcher.planning import LOCAL_CPU, LOCAL_GPU, SSH_GPU, cluster, job, plan
+from tests.train.launch import link_reference_module
 
 STRAY = {"ACCELERATE_NUM_PROCESSES": "1", "PET_NNODES": "3", "TORCHELASTIC_RUN_ID": "x", "DS_ACCELERATOR": "cuda",
          "MASTER_ADDR": "10.1.1.1", "MASTER_PORT": "1", "WORLD_SIZE": "7", "RANK": "5", "LOCAL_RANK": "2",
@@ -124,6 +125,7 @@ def test_cli_dry_run_shows_the_visible_slices(tmp_path, monkeypatch, capsys):
     fake_driver(tmp_path, monkeypatch, 8, "4,5,6,7")
     job_file = tmp_path / "job.yaml"
     job_file.write_text("name: g\nentrypoint: {module: train}\n")
+    link_reference_module(tmp_path)   # the nodes' workdir (.) holds the job's module: its check passes
     monkeypatch.chdir(tmp_path)
     assert main(["submit", str(job_file), "--nodes", "2", "--gpus", "2", "--dry-run", "--run-id", "g1"]) == 0
     out = capsys.readouterr().out

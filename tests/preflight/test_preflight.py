@@ -49,6 +49,20 @@ def test_module_found_in_the_node_workdir(tmp_path):
         check(tmp_path, {"module": "mypkg.nope"}, workdir="work")
 
 
+def test_the_reference_module_outside_a_clone_says_where_it_lives(tmp_path):
+    # Installing kit installs no `train` (issue 36): from a workdir without the repository's train/, the line says
+    # so; in one that holds it, the check passes.
+    (tmp_path / "work").mkdir()
+    with pytest.raises(KitError) as e:
+        check(tmp_path, {"module": "train"}, workdir="work")
+    assert str(e.value) == (f"entrypoint.module train: not importable by {sys.executable} in {tmp_path / 'work'} (no "
+                            f"such module); the reference job's module is the top-level train/ of kit's repository, "
+                            f"which installing kit does not install: run kit from a clone of it, or make the "
+                            f"cluster's workdir one")
+    os.symlink(os.path.join(REPO, "train"), tmp_path / "work" / "train")
+    check(tmp_path, {"module": "train"}, workdir="work")
+
+
 def test_dotted_module_check_imports_nothing(tmp_path):
     # A package whose __init__ is slow or heavy (torch) is found without running it.
     pkg = tmp_path / "heavy"

@@ -14,6 +14,7 @@ import yaml
 from tests.launcher.localrun import wait_for
 from tests.sweeps.sweeprun import (LOCAL_CLUSTER, REPO, kit, probe_job, status_json, sweep_ids, sweep_json,
                                   trial_leftovers)
+from tests.train.launch import link_reference_module
 from tests.train.support import synthetic_rows, write_csv
 
 SMALL = ["--model", "tiny", "--vocab-size", "200", "--max-length", "32", "--eval-batch-size", "16",
@@ -21,7 +22,9 @@ SMALL = ["--model", "tiny", "--vocab-size", "200", "--max-length", "32", "--eval
 
 
 def _train_job(tmp_path, parameters: dict) -> str:
-    """The reference job (jobs/bert_cls.yaml), one process per trial, on a small synthetic dataset."""
+    """The reference job (jobs/bert_cls.yaml), one process per trial, on a small synthetic dataset; `tmp_path`, the
+    trials' workdir (kit runs from it), holds the reference module."""
+    link_reference_module(tmp_path)
     job = yaml.safe_load(open(os.path.join(REPO, "jobs", "bert_cls.yaml")))
     data = write_csv(tmp_path / "d.csv", synthetic_rows(160))
     job.update(procs_per_node=1, args=["--data", str(data), "--cache-dir", str(tmp_path / "cache"), *SMALL],

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from tests.sweeps.sweeprun import REPO, kit
+from tests.train.launch import link_reference_module
 
 JOB = os.path.join(REPO, "jobs", "bert_cls.yaml")
 GOOD = {"method": "grid", "metric": "test.accuracy", "goal": "max", "parameters": {"--lr": ["1e-4", "3e-4"]}}
@@ -62,6 +63,7 @@ def test_a_job_with_a_sweep_section_and_sweep_file_is_refused(tmp_path):
 
 
 def _dry_run_json(tmp_path, cluster: dict, sweep: dict, *extra) -> dict:
+    link_reference_module(tmp_path)   # a local cluster's workdir (.) holds the job's module: its check passes
     (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(cluster))
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(sweep))
     r = kit("submit", JOB, "--sweep", "sweep.yaml", "--cluster", "cluster.yaml", *extra, "--dry-run",

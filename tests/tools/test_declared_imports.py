@@ -1,5 +1,6 @@
 """Every module kit's code imports from another distribution (launcher/, train/, tests/, bench/, tools/) is declared
-in pyproject.toml: a dependency, or the `test` extra for what only the tests and benchmarks use."""
+in pyproject.toml: a dependency for what the launcher imports, the `train` extra for what only the reference job
+(train/) adds, the `test` extra (which pulls in `train`) for what only the tests and benchmarks use."""
 
 import ast
 import importlib.metadata
@@ -38,12 +39,15 @@ def _imported(top: str) -> dict:
 def test_every_import_is_declared():
     with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
         project = tomllib.load(f)["project"]
+    extras = project["optional-dependencies"]
     runtime = {_name(r) for r in project["dependencies"]}
-    test = runtime | {_name(r) for r in project["optional-dependencies"]["test"]}
+    train = runtime | {_name(r) for r in extras["train"]}
+    assert "kit-launcher[train]" in extras["test"], "the test extra pulls in the train extra: the tests train"
+    test = train | {_name(r) for r in extras["test"]}
     dists = importlib.metadata.packages_distributions()
     missing = []
-    for top, declared in (("launcher", runtime), ("train", runtime), ("tests", test), ("bench", test),
-                          ("tools", test)):
+    for top, declared in (("launcher", runtime), ("kit", runtime), ("train", train), ("tests", test),
+                          ("bench", test), ("tools", test)):
         for module, where in _imported(top).items():
             names = {d.lower().replace("_", "-") for d in dists.get(module, [module])}
             if not names & declared:

@@ -32,6 +32,14 @@ def _misconfigured_yaml(tmp: Path, world: int, distributed_type: str) -> Path:
     return path
 
 
+def link_reference_module(directory) -> None:
+    """`directory`/train: a link to this checkout's train/, the reference module as a user's project holds it. The
+    nodes run `python -m train` from their workdir; installing kit puts no `train` on any path (issue 36)."""
+    link = os.path.join(directory, "train")
+    if not os.path.lexists(link):
+        os.symlink(REPO / "train", link)
+
+
 def job_spec(strategy: str, train_args: list[str], world: int, machines: int, stage: int,
              env: dict | None, job_fields: dict | None = None) -> dict:
     """The job YAML for a CPU run of the training module (DeepSpeed offloads to CPU, as on a GPU-less node)."""
@@ -46,7 +54,9 @@ def job_spec(strategy: str, train_args: list[str], world: int, machines: int, st
 
 def kit_submit_argv(tmp: Path, strategy: str, train_args: list[str], world: int = 2, machines: int = 1,
                     stage: int = 2, extra_env: dict | None = None, job_fields: dict | None = None) -> list[str]:
-    """Write the job YAML; the `kit submit` command line that runs it on the local cluster."""
+    """Write the job YAML; the `kit submit` command line that runs it on the local cluster, from `tmp`: the nodes'
+    workdir, which holds the reference module."""
+    link_reference_module(tmp)
     spec = tmp / f"job-{strategy}-{len(list(tmp.glob('job-*.yaml')))}.yaml"
     spec.write_text(yaml.safe_dump(job_spec(strategy, train_args, world, machines, stage, extra_env, job_fields)))
     return [PYTHON, "-m", "launcher", "submit", str(spec), "--cluster", str(REPO / "cluster_configs" / "local.yaml")]

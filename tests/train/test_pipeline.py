@@ -12,6 +12,7 @@ import yaml
 
 from train.pipeline import LayoutError, layer_split, layout
 from tests.launcher.localrun import LOCAL_CLUSTER, kit, kit_background, pids_of_run, wait_for
+from tests.train.launch import link_reference_module
 from tests.train.support import resumable_args, synthetic_rows, tiny_args, write_csv
 
 
@@ -27,6 +28,7 @@ def test_layout_and_layer_split():
 
 
 def _job(tmp_path, name, args, nodes=1, procs=2, **fields):
+    link_reference_module(tmp_path)   # kit runs from tmp_path, the nodes' workdir: it holds the reference module
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump({"name": name, "entrypoint": {"module": "train"}, "args": args, "nodes": nodes,
                                     "procs_per_node": procs, **fields}))
