@@ -153,5 +153,5 @@ def allowed(current: Union[str, RunState], new: Union[str, RunState], reopen: bo
     return target in TRANSITIONS[source]
 
 
-__all__ = ["Word", "RunState", "AttemptEnd", "Meaning", "RestartPath", "TrialState", "State", "ACTIVE", "QUEUED", "NOT_OVER",
-           "FINAL", "OVER", "TRANSITIONS", "REOPEN", "allowed", "BadTransition"]
+__all__ = ["Word", "RunState", "AttemptEnd", "Meaning", "RestartPath", "TrialState", "State", "ACTIVE", "QUEUED",
+           "NOT_OVER", "FINAL", "OVER", "TRANSITIONS", "REOPEN", "allowed", "BadTransition"]

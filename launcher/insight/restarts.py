@@ -56,8 +56,9 @@ def split(number: int, failed_at: Optional[float], noticed_at: Optional[float], 
     start, source = ((failed_at, FROM_TRAINING) if failed_at is not None else
                      (noticed_at, FROM_KIT) if noticed_at is not None else (attempt_end, FROM_END))
     first = _t(_first(nxt_events, "first_step"))
+    phases: list = []
     out = {"attempt": number, "to_attempt": nxt_number, "path": path or RestartPath.FULL.value,
-           "failed_at": start, "failure_from": source, "first_step_at": first, "gap_s": None, "phases": []}
+           "failed_at": start, "failure_from": source, "first_step_at": first, "gap_s": None, "phases": phases}
     if first is None:
         return out
     restore = _first(nxt_events, "restore")
@@ -73,7 +74,7 @@ def split(number: int, failed_at: Optional[float], noticed_at: Optional[float], 
         if ends[name] is None:
             continue
         to = min(max(ms(ends[name]), at), end)
-        out["phases"].append({"phase": joined(pending), "s": (to - at) / 1000, "from": at / 1000, "to": to / 1000,
+        phases.append({"phase": joined(pending), "s": (to - at) / 1000, "from": at / 1000, "to": to / 1000,
                               **({"note": "nothing restored"} if name == RESTORE and not restore else {})})
         at, pending = to, []
     out["gap_s"] = (end - ms(start)) / 1000
