@@ -7,12 +7,17 @@ A 2-node local run of the training module (tiny model, --log-every 1, a checkpoi
   (the step after the resumed one) is the restart.
 Target: restart <= teardown + 1.2 x fresh. Prints the medians of --rounds rounds; exit 1 when missed.
 
+Then the restart phase by phase, as `kit report --json` accounts it (insight/restarts.py: detect, stop, relaunch,
+imports, rendezvous, set-up, restore, first step, adding up to the gap from the failure to the restarted world's
+first step), one column per restart path: only the full path exists today (issue 39 item 5 adds warm beside it).
+
     .venv/bin/python bench/restart.py [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import signal
@@ -109,7 +114,7 @@ def one_round(base: Path, k: int) -> dict:
             if time.monotonic() > deadline:
                 raise RuntimeError("no checkpoint")
             time.sleep(0.05)
-        killed = time.monotonic()
+        killed, killed_wall = time.monotonic(), time.time()
         for pid in _rank1(run_id):
             os.kill(pid, signal.SIGKILL)
         again = run.first(lambda ln: "attempt 2/2" in ln, after=killed)
@@ -117,7 +122,40 @@ def one_round(base: Path, k: int) -> dict:
         step = run.first(lambda ln: bool(STEP.match(ln)), after=resumed)
     finally:
         run.stop()
-    return {"fresh_s": first, "teardown_s": again - killed, "restart_s": step - killed}
+    restart = _report_restart(run_id, base)
+    return {"fresh_s": first, "teardown_s": again - killed, "restart_s": step - killed,
+            "phases": restart["phases"], "gap_s": restart["gap_s"], "path": restart["path"],
+            "failure_before_kill_s": killed_wall - restart["failed_at"]}
+
+
+def _report_restart(run_id: str, base: Path) -> dict:
+    """The restart after attempt 1 as `kit report --json` gives it: its path, gap and phases."""
+    r = subprocess.run([sys.executable, "-m", "launcher", "report", run_id, "--json"], cwd=base,
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError(f"kit report {run_id} failed: {r.stderr.strip()}")
+    restart = json.loads(r.stdout)["attempts"][0]["restart"]
+    if not restart or restart["gap_s"] is None:
+        raise RuntimeError(f"kit report {run_id} has no restart phases: {restart}")
+    return restart
+
+
+def phase_table(rows: list[dict]) -> str:
+    """Medians of each phase over the rounds, one column per restart path (full now; warm to be added)."""
+    paths = sorted({r["path"] for r in rows}, key=lambda p: (p != "full", p))
+    names: list[str] = []
+    for r in rows:
+        names += [p["phase"] for p in r["phases"] if p["phase"] not in names]
+    def med(path, name):
+        got = [next((p["s"] for p in r["phases"] if p["phase"] == name), 0.0) for r in rows if r["path"] == path]
+        return statistics.median(got) if got else None
+    width = max(len(n) for n in names + ["the gap (sum)"])
+    lines = [f"{'phase':<{width}}" + "".join(f"  {p:>8}" for p in paths)]
+    for name in names:
+        lines.append(f"{name:<{width}}" + "".join(f"  {med(p, name):>6.2f} s" for p in paths))
+    lines.append(f"{'the gap (sum)':<{width}}" + "".join(
+        f"  {statistics.median(r['gap_s'] for r in rows if r['path'] == p):>6.2f} s" for p in paths))
+    return "\n".join(lines)
 
 
 def main() -> int:
@@ -132,13 +170,18 @@ def main() -> int:
             r = rows[-1]
             print(f"round {k + 1}: fresh launch to first step {r['fresh_s']:.2f} s; rank killed -> teardown "
                   f"{r['teardown_s']:.2f} s -> restarted world's first step {r['restart_s']:.2f} s", flush=True)
-    med = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+            print(f"  kit report: {r['path']} restart, {r['gap_s']:.2f} s from the failure (its last training "
+                  f"report, {r['failure_before_kill_s']:.2f} s before the kill): " + ", ".join(
+                      f"{p['phase']} {p['s']:.2f}" for p in r["phases"]), flush=True)
+    med = {key: statistics.median(r[key] for r in rows) for key in ("fresh_s", "teardown_s", "restart_s")}
     budget = med["teardown_s"] + TARGET * med["fresh_s"]
     ok = med["restart_s"] <= budget
     print(f"median: fresh {med['fresh_s']:.2f} s, teardown {med['teardown_s']:.2f} s, "
           f"restart {med['restart_s']:.2f} s; "
           f"restart / (teardown + fresh) = {med['restart_s'] / (med['teardown_s'] + med['fresh_s']):.2f}; target: "
           f"restart <= teardown + {TARGET} x fresh = {budget:.2f} s: {'met' if ok else 'MISSED'}")
+    print(f"the restart phase by phase (kit report; medians of {len(rows)} round(s)):")
+    print(phase_table(rows))
     return 0 if ok else 1
 
 

@@ -92,6 +92,14 @@ class Meaning(Word):
     NOT_STARTED = "never started"  # the scheduler ended the job before any node's command ran
 
 
+class RestartPath(Word):
+    """How a restart started the world again (the record's attempts list, `restart`; kit report names it): FULL,
+    every node stopped and every process started anew, is the only path today; WARM is kept for a path that keeps
+    processes, imports or state across the restart."""
+    FULL = "full"
+    WARM = "warm"
+
+
 class TrialState(Word):
     """A sweep trial's or a sweep's state beside the run states it shares (sweeps/)."""
     NOT_RUN = "not run"   # a trial not launched yet
@@ -145,5 +153,5 @@ def allowed(current: Union[str, RunState], new: Union[str, RunState], reopen: bo
     return target in TRANSITIONS[source]
 
 
-__all__ = ["Word", "RunState", "AttemptEnd", "Meaning", "TrialState", "State", "ACTIVE", "QUEUED", "NOT_OVER",
-           "FINAL", "OVER", "TRANSITIONS", "REOPEN", "allowed", "BadTransition"]
+__all__ = ["Word", "RunState", "AttemptEnd", "Meaning", "RestartPath", "TrialState", "State", "ACTIVE", "QUEUED",
+           "NOT_OVER", "FINAL", "OVER", "TRANSITIONS", "REOPEN", "allowed", "BadTransition"]

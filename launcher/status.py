@@ -75,7 +75,11 @@ def _attempt(v) -> dict:
             "finished_at": number(v.get("finished_at")), "state": text(v.get("state")), "cause": text(v.get("cause")),
             "exit_code": integer(v.get("exit_code")), "master_port": integer(v.get("master_port")),
             # whose failure it was (host health: insight/health.py)
-            "host": text(v.get("host"), HOST_NAME), "meaning": text(v.get("meaning"))}
+            "host": text(v.get("host"), HOST_NAME), "meaning": text(v.get("meaning")),
+            # how the restart after it went, for kit report's phases (backends/attempts.py): when kit saw the
+            # failure, when every node had ended, and the restart's path (states.RestartPath)
+            "noticed_at": number(v.get("noticed_at")), "nodes_ended_at": number(v.get("nodes_ended_at")),
+            "restart": text(v.get("restart"))}
 
 
 def _history(v) -> dict:
@@ -178,7 +182,8 @@ class RunStatus:
     supervisor_start: Optional[float] = checked(None, number)
     teardown_grace: Optional[float] = checked(None, number)
     ended_by: str = checked("", lambda v: text(v) or "")
-    # Earlier attempts of a run kit started again (restarts): attempt, started_at, finished_at, state, exit_code, cause.
+    # Earlier attempts of a run kit started again (restarts): attempt, started_at, finished_at, state, exit_code, cause,
+    # noticed_at, nodes_ended_at, restart (see _attempt).
     attempts: tuple = checked((), lambda v: tuple(_attempt(a) for a in (items(v) or [])))
     # Why the state is what it is, when kit knows more than the state.
     note: str = checked("", lambda v: text(v) or "")

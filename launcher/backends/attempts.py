@@ -13,7 +13,7 @@ from launcher.errors import KitError
 from launcher.planning.attempt import Attempt
 from launcher.planning.model import LaunchPlan
 from launcher.records import RunRecord
-from launcher.states import OVER, State
+from launcher.states import OVER, RestartPath, State
 from launcher.status import LOST
 from launcher.supervise.failure import cause, restartable
 
@@ -92,7 +92,10 @@ def _keep(record: RunRecord, plan: LaunchPlan, started: float, result: Result, w
              "state": result.state, "exit_code": result.code, "cause": why, "master_port": plan.world.master_port,
              # whose failure it was (host health: insight/health.py)
              "host": result.failure.host if result.failure else None,
-             "meaning": result.failure.meaning if result.failure else None}
+             "meaning": result.failure.meaning if result.failure else None,
+             # the restart's moments kit saw (None where the backend does not follow the nodes itself, SLURM), and
+             # how the world starts again: every node stopped, every process started anew (insight/restarts.py)
+             "noticed_at": result.noticed_at, "nodes_ended_at": result.ended_at, "restart": RestartPath.FULL.value}
     status = record.amend(lambda current: {"state": State.STARTING.value, "attempts": [
         *current.attempts, {**ended, "attempt": len(current.attempts) + 1}]}, reopen=True)
     return len(status.attempts)

@@ -54,8 +54,13 @@ def build(record, status, state: str, now: Optional[float] = None) -> dict:
     # The first attempt's window opens at the submission: a scheduler's queue wait (the timeline's marks) and the
     # checks before the world started are its time, not the run's before it.
     submitted = status.submitted_at or status.created_at
+    # The restart's moments kit recorded on each ended attempt (backends/attempts.py), by attempt number.
+    kept = {a.get("attempt"): a for a in status.attempts}
     windows = [Attempt(a["attempt"], (submitted if i == 0 and submitted else a["started_at"]) or status.created_at
-                       or now, a["finished_at"] or ended, a["state"] or "?", a["cause"] or "")
+                       or now, a["finished_at"] or ended, a["state"] or "?", a["cause"] or "",
+                       noticed_at=kept.get(a["attempt"], {}).get("noticed_at"),
+                       nodes_ended_at=kept.get(a["attempt"], {}).get("nodes_ended_at"),
+                       restart=kept.get(a["attempt"], {}).get("restart") or "")
                for i, a in enumerate(rows)]
     events = record_events(record.path)
     marks = [dict(m) for m in status.timeline]   # a SLURM job's own requeues are attempts of their own already
@@ -66,14 +71,16 @@ def build(record, status, state: str, now: Optional[float] = None) -> dict:
             "goodput": None if r.goodput is None else round(r.goodput, 4), "badput": r.badput,
             "unreported_s": r.unreported_s,
             "time_to_first_step_s": r.time_to_first_step_s,
-            "attempts": [_attempt(a, r.attempts) for a in rows], "straggler": r.straggler,
+            "attempts": [_attempt(a, r.attempts, r.restarts) for a in rows], "straggler": r.straggler,
             "timeline": _timeline(status, rows, marks, events), "segments": r.segments}
 
 
-def _attempt(a: dict, failures: list) -> dict:
+def _attempt(a: dict, failures: list, restarts: list) -> dict:
+    """The attempt's row, with what its failure cost and the restart after it, phase by phase (null: none)."""
     failed = next((f for f in failures if f["attempt"] == a["attempt"]), {})
     return {**a, "lost_s": failed.get("lost_s"), "restored_step": failed.get("restored_step"),
-            "resumed_after_s": failed.get("resumed_after_s")}
+            "resumed_after_s": failed.get("resumed_after_s"),
+            "restart": next((r for r in restarts if r["attempt"] == a["attempt"]), None)}
 
 
 def _timeline(status, rows: list, marks: list, events: list) -> list:

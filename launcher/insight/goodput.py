@@ -13,6 +13,7 @@ time."""
 from dataclasses import dataclass, field
 from typing import Optional
 
+from launcher.insight.restarts import split
 from launcher.insight.stragglers import Stragglers, machine, record_fields, slower
 from launcher.states import AttemptEnd, RunState
 
@@ -34,6 +35,11 @@ class Attempt:
     cause: str = ""
     events: list = field(default_factory=list)   # the main process's timeline events in this attempt
     sections: list = field(default_factory=list)
+    # The record's moments of the restart after it (insight/restarts.py): kit saw the failure, every node ended;
+    # and the restart's path ("" where the record does not say)
+    noticed_at: Optional[float] = None
+    nodes_ended_at: Optional[float] = None
+    restart: str = ""
 
 
 @dataclass
@@ -46,6 +52,7 @@ class Report:
     segments: list            # [start, end, category, attempt]
     straggler: Optional[dict]
     unreported_s: float = 0.0   # the world formed, the job reported nothing: neither goodput nor badput
+    restarts: list = field(default_factory=list)   # each restart phase by phase (insight/restarts.split)
 
     @property
     def goodput(self) -> Optional[float]:
@@ -192,8 +199,7 @@ def report(created: float, ended: float, attempts: list, events: list, marks: li
     reported = False
     stops = {}
     for a in attempts:
-        formed = next((m["at"] for m in marks if m["event"] == "world formed" and m.get("attempt") == a.number), None)
-        stops[a.number] = _paint_attempt(p, a, formed)
+        stops[a.number] = _paint_attempt(p, a, _formed(marks, a.number))
         reported |= stops[a.number] is not None
     failures = []
     for i, a in enumerate(attempts):
@@ -214,6 +220,8 @@ def report(created: float, ended: float, attempts: list, events: list, marks: li
         failures.append({"attempt": a.number, "cause": a.cause, "failed_at": stops[a.number],
                          "lost_s": round(p.total(LOST) - lost_before, 3), "restored_step": step if nxt else None,
                          "resumed_after_s": round(resumed - stops[a.number], 3) if resumed else None})
+    restarts = [split(a.number, stops[a.number], a.noticed_at, a.nodes_ended_at, a.end, b.number, b.events,
+                      _formed(marks, b.number), a.restart) for a, b in zip(attempts, attempts[1:])]
     if attempts:
         _paint_queue(p, marks, attempts[0].start)
     straggler = _straggler(attempts)
@@ -227,7 +235,12 @@ def report(created: float, ended: float, attempts: list, events: list, marks: li
                   badput={c: v for c, v in badput.items() if v > 0}, time_to_first_step_s=(
                       round(first - created, 3) if first else None),
                   attempts=failures, segments=[list(s) for s in p.segments], straggler=straggler,
-                  unreported_s=round(p.total(UNREPORTED), 3))
+                  unreported_s=round(p.total(UNREPORTED), 3), restarts=restarts)
+
+
+def _formed(marks: list, number: int) -> Optional[float]:
+    """When kit saw attempt `number`'s world form (the record's timeline), if it did."""
+    return next((m["at"] for m in marks if m["event"] == "world formed" and m.get("attempt") == number), None)
 
 
 def _last_save(a: Attempt) -> Optional[dict]:

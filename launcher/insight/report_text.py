@@ -1,5 +1,6 @@
-"""`kit report RUN` as text: goodput, the badput breakdown, each attempt (with what a failure cost), a straggler. A
-job that did not report its training gets what kit saw, its unreported time outside badput, and how to report."""
+"""`kit report RUN` as text: goodput, the badput breakdown, each attempt (with what a failure cost and the restart
+after it, phase by phase), a straggler. A job that did not report its training gets what kit saw, its unreported
+time outside badput, and how to report."""
 
 import time
 
@@ -45,6 +46,8 @@ def report_text(data: dict) -> str:
             resumed = (f"; training resumed {a['resumed_after_s']:.1f} s after the failure"
                        if a.get("resumed_after_s") is not None else "")
             lines.append(f"     lost {a['lost_s']:.1f} s of progress{since}{resumed}")
+        if a.get("restart"):
+            lines += _restart(a["restart"])
     s = data["straggler"]
     if s:
         who = f"rank {s['rank']} (node {s['node']}), {s['slower']}; " if "rank" in s else ""
@@ -63,6 +66,23 @@ HOW_TO_REPORT = [
     "(SECONDS: time.time() then; kit keeps these lines off the console; more events are in kit's docs, \"The "
     "timeline and the goodput report\")",
 ]
+
+
+def _restart(r: dict) -> list:
+    """The restart after an attempt, phase by phase (insight/restarts.py). Shown to 0.01 s, each phase the change in
+    the running total so that the shown phases add up to the shown gap."""
+    head = f"     restart -> attempt {r['to_attempt']} ({r['path']} restart): "
+    if r["gap_s"] is None:
+        return [head + f"attempt {r['to_attempt']} reported no first step"]
+    out = [head + f"{r['gap_s']:.2f} s from the failure ({r['failure_from']}) to its first step"]
+    width = max(len(p["phase"]) for p in r["phases"])
+    done = 0.0
+    for p in r["phases"]:
+        shown = round(done + p["s"], 2) - round(done, 2)
+        done += p["s"]
+        note = f"  ({p['note']})" if p.get("note") else ""
+        out.append(f"       {p['phase']:<{width}}  {shown:>6.2f} s{note}")
+    return out
 
 
 def _row(name: str, seconds: float, total: float, width: int) -> str:

@@ -36,6 +36,10 @@ class Outcome:
     failure: Optional[Failure] = None     # filled by the caller, which can read the logs
     stopped: tuple = ()                   # nodes kit stopped (still running when the run ended): their codes are kit's
     failed_nodes: tuple = ()              # the nodes that failed by themselves, in the order they ended
+    # Wall clock: when the loop saw what ended the run (a node's failure, a watch's, a cancel), and when every node
+    # had ended (the teardown done); kit report splits a restart at these (insight/restarts.py).
+    noticed_at: Optional[float] = None
+    ended_at: Optional[float] = None
 
 
 class Cancel:
@@ -122,6 +126,7 @@ def supervise(nodes, cancel: Cancel, on_stop=None, watches=()) -> Outcome:
             if failed or cancel.count or all(c is not None for c in codes) or watching.failure is not None:
                 break
             time.sleep(POLL_SECONDS)
+        noticed_at = time.time()
         # Nodes stopped by a cancel exit non-zero too: what ended the loop decides the state. A cancel seen in the
         # same look as a node's failure was asked for before that failure was seen (a host found silent, say, while
         # the loop waited): the user's word decides. One that comes while the others settle came after it.
@@ -137,10 +142,12 @@ def supervise(nodes, cancel: Cancel, on_stop=None, watches=()) -> Outcome:
         if on_stop:
             on_stop()
         _stop_all(nodes, codes, order, cancel)
+    ended_at = time.time()
     if stopped_by is not None and not cancelled and not failed:
-        return Outcome(RunState.FAILED, stopped_by.code, codes, failure=stopped_by, stopped=stopped)
+        return Outcome(RunState.FAILED, stopped_by.code, codes, failure=stopped_by, stopped=stopped,
+                       noticed_at=noticed_at, ended_at=ended_at)
     outcome = _outcome(codes, order, cancel if cancelled else None)
-    return dataclasses.replace(outcome, stopped=stopped,
+    return dataclasses.replace(outcome, stopped=stopped, noticed_at=noticed_at, ended_at=ended_at,
                                failed_nodes=tuple(i for i in outcome.failed_nodes if i not in stopped))
 
 
@@ -180,4 +187,5 @@ def finalize(outcome: Outcome, failure: Optional[Failure]) -> Outcome:
     if outcome.state != RunState.FAILED or failure is None or outcome.failure is not None:
         return outcome
     state = RunState.PREEMPTED if failure.code == PREEMPTED else RunState.FAILED
-    return Outcome(state, failure.code, outcome.node_codes, outcome.first_failed, failure, outcome.stopped)
+    return Outcome(state, failure.code, outcome.node_codes, outcome.first_failed, failure, outcome.stopped,
+                   noticed_at=outcome.noticed_at, ended_at=outcome.ended_at)

@@ -36,3 +36,16 @@ def test_a_node_still_running_after_the_settling_time_is_stopped(monkeypatch):
     assert time.monotonic() - started < 5
     assert outcome.failed_nodes == (0,) and outcome.stopped == (1,) and second.sent == ["stop"]
     assert outcome.node_codes == [1, 143] and outcome.code == 1
+
+
+def test_the_outcome_says_when_kit_saw_the_failure_and_when_every_node_had_ended(monkeypatch):
+    """The moments kit report splits a restart at (insight/restarts.py): the failure seen within a poll of the
+    node's end, then the others' settling time until every node ended; finalize keeps them."""
+    monkeypatch.setattr(supervisor, "SETTLE_SECONDS", 0.6)
+    before = time.time()
+    outcome = supervise([Node(1, 0.3), Node(0, 3600.0)], Cancel())
+    after = time.time()
+    assert before + 0.3 <= outcome.noticed_at <= before + 0.3 + 3 * supervisor.POLL_SECONDS + 0.2
+    assert outcome.noticed_at + 0.6 <= outcome.ended_at <= after
+    kept = supervisor.finalize(outcome, supervisor.Failure(0, "h", 0, 1, "", "error"))
+    assert (kept.noticed_at, kept.ended_at) == (outcome.noticed_at, outcome.ended_at)

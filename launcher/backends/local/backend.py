@@ -79,7 +79,7 @@ class LocalBackend(Backend):
         outcome = finalize(outcome, failure)
         record.end_attempt(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
                            node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
-        return Result(outcome.code, outcome.state, failure)
+        return Result(outcome.code, outcome.state, failure, outcome.noticed_at, outcome.ended_at)
 
     def _reach(self, plan: LaunchPlan, node, base_dir: str, env: dict):
         """The master checked from this node (this machine), as its launcher dials it."""

@@ -198,7 +198,7 @@ class SshBackend(Backend):
         outcome = finalize(outcome, failure)
         record.end_attempt(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
                            node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
-        return Result(outcome.code, outcome.state, failure)
+        return Result(outcome.code, outcome.state, failure, outcome.noticed_at, outcome.ended_at)
 
     def _upload(self, plan: LaunchPlan) -> None:
         """The plan's files each node needs into the node's workdir (SFTP, hosts in parallel)."""
