@@ -253,7 +253,7 @@ def run_roots() -> list[str]:
         names = os.listdir(_index_dir())
     except OSError:
         return []
-    roots = {}
+    roots: dict[str, None] = {}   # an ordered set
     for name in names:
         if name.startswith("."):
             continue

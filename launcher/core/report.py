@@ -70,7 +70,7 @@ def build(record, status, state: str, now: Optional[float] = None) -> dict:
 
 
 def _attempt(a: dict, failures: list) -> dict:
-    failed = next((f for f in failures if f["attempt"] == a["attempt"]), {})
+    failed: dict = next((f for f in failures if f["attempt"] == a["attempt"]), {})
     return {**a, "lost_s": failed.get("lost_s"), "restored_step": failed.get("restored_step"),
             "resumed_after_s": failed.get("resumed_after_s")}
 

@@ -111,7 +111,7 @@ def supervise(nodes, cancel: Cancel, on_stop=None, watches=()) -> Outcome:
     """`watches`: objects whose poll() returns a Failure when the run must stop though no node failed (a world
     that did not form, a hang): the run then ends failed with that failure."""
     codes = [None] * len(nodes)
-    order = []  # node indexes in the order they exited
+    order: list[int] = []  # node indexes in the order they exited
     watching = _Watching(watches)
     try:
         while True:

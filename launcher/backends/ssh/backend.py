@@ -91,11 +91,12 @@ class SshBackend(Backend):
         # A node's watchdog that hears nothing from kit (its pings) for this long stops the node by itself.
         heartbeat = 2 * float(self.settings.get("host_timeout") or HOST_TIMEOUT)
 
-        digests = synced = None
-        fingerprints = {}   # rank -> the node's environment, as its checks saw it (insight/drift.py)
+        digests = None
+        synced: list = []   # each host's Synced, when the plan syncs code (sync_into)
+        fingerprints: dict = {}   # rank -> the node's environment, as its checks saw it (insight/drift.py)
         if plan.sync is not None:
             from launcher.backends.ssh.sync import LocalDigests, sync_into
-            digests, synced = LocalDigests(plan.sync), []
+            digests = LocalDigests(plan.sync)
 
         def then(conn):
             connected.append(time.monotonic())
@@ -127,7 +128,7 @@ class SshBackend(Backend):
         except KitError:
             self._close()   # the waiting nodes end, having started nothing
             raise
-        if synced:
+        if plan.sync is not None and synced:
             from launcher.backends.ssh.sync import summary
             print(summary(sorted(synced, key=lambda s: s.host), plan.sync.source), file=sys.stderr, flush=True)
         self.timings["connect_s"] = round(max(connected) - started, 3)  # the last host's handshake done

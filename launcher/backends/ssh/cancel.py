@@ -15,7 +15,7 @@ from launcher.states import RunState
 
 
 def _nodes_by_host(status: RunStatus) -> dict:
-    by_host = {}
+    by_host: dict[str, list[NodeStatus]] = {}
     for node in status.nodes:
         if node.pid and node.start_ticks:   # a pid without its start time could be anyone's by now
             by_host.setdefault(node.host, []).append(node)
