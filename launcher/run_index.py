@@ -135,7 +135,8 @@ def _read_entries(path: str) -> tuple[dict, int, tuple]:
     return found, len(lines), (st.st_ino, len(raw))
 
 
-_SHAPE = {"path": str, "id": str, "kind": str, "backend": str, "state": str, "created": (int, float), "sig": list}
+_SHAPE: dict[str, type | tuple[type, ...]] = {
+    "path": str, "id": str, "kind": str, "backend": str, "state": str, "created": (int, float), "sig": list}
 
 
 def _well_formed(entry) -> bool:

@@ -109,6 +109,7 @@ def _load_schemas() -> None:
 
 def _child(request, pipe: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    answer: tuple[str, object]   # ("ok", the Prepared) or ("error" | "crash", the message)
     try:
         _load_schemas()
         from launcher.core.prepare import prepared_for

@@ -6,6 +6,7 @@ import os
 import sys
 import time
 import traceback
+from typing import Optional
 
 from launcher.backends import registry
 from launcher.errors import KitError, note
@@ -80,7 +81,7 @@ def driver_main() -> None:
         forked.leave(code)
 
 
-def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: str = None, say=note):
+def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: Optional[str] = None, say=note):
     """Run the sweep: followed to its end (its exit code), or detached (its record, returned at once)."""
     base_dir = base_dir or os.getcwd()
     backend = registry.backend(plan.backend)

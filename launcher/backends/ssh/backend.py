@@ -23,7 +23,7 @@ from launcher.backends.ssh.host_disk import host_disk_note
 from launcher.supervise.disk import with_full_disk
 from launcher.supervise.hang import HangWatch
 from launcher.supervise.world import WorldWatch, ranks_started
-from launcher.states import RunState
+from launcher.states import AttemptEnd, RunState
 
 
 def remote_env(plan: LaunchPlan, node: NodePlan, environ) -> dict:
@@ -196,7 +196,7 @@ class SshBackend(Backend):
         outcome = finalize(outcome, failure)
         record.end_attempt(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
                            node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
-        return Result(outcome.code, outcome.state, failure)
+        return Result(outcome.code, AttemptEnd(outcome.state), failure)
 
     def _upload(self, plan: LaunchPlan) -> None:
         """The plan's files each node needs into the node's workdir (SFTP, hosts in parallel)."""
