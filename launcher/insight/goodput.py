@@ -55,7 +55,7 @@ class Report:
 class Painter:
     """Non-overlapping (start, end, category, attempt) segments; a later coat covers what is under it."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.segments: list = []
 
     def paint(self, start, end, category, attempt=None, only=None) -> None:

@@ -76,7 +76,7 @@ class _Watching:
     """The watches polled in a thread of their own: a watch that asks a host (a listing over SFTP, the stacks of
     every rank) can take seconds, and the loop must still see a node's end or a Ctrl-C within POLL_SECONDS."""
 
-    def __init__(self, watches):
+    def __init__(self, watches) -> None:
         self.failure: Optional[Failure] = None
         self._done = threading.Event()
         self._thread = None
