@@ -5,7 +5,7 @@ launcher.api.submit), loaded on first use like launcher's, so importing kit impo
 """
 
 import launcher
-from launcher import KitError, __version__  # noqa: F401  (kit.__version__)
+from launcher import KitError, RecordError, SchedulerError, __version__  # noqa: F401  (kit.__version__)
 from kit.metrics import report_metric  # noqa: F401  (standard library only: a trial's learning curve)
 
 _API = launcher._API
@@ -21,4 +21,4 @@ def __dir__():
     return sorted([*globals(), *_API])
 
 
-__all__ = ["KitError", "report_metric", *_API]
+__all__ = ["KitError", "RecordError", "SchedulerError", "report_metric", *_API]

@@ -9,7 +9,7 @@ From Python (launcher/api.py; loaded on first use, so `kit --help` stays fast):
     run.report()       # where its time went (kit report); kit.hosts(clear=None): host health (kit hosts)
 """
 
-from launcher.errors import KitError
+from launcher.errors import KitError, RecordError, SchedulerError
 
 __version__ = "0.1.0"
 
@@ -27,4 +27,4 @@ def __dir__():
     return sorted([*globals(), *_API])
 
 
-__all__ = ["KitError", *_API]
+__all__ = ["KitError", "RecordError", "SchedulerError", *_API]

@@ -7,17 +7,17 @@
 
 `submit` and `sweep` return once the checks passed and the run (or the sweep's driver) goes on in a supervisor
 process of its own, as with `kit submit --detach`: the calling program may exit. Bad input raises KitError with
-the one line the CLI prints, before anything is written or started. Relative paths (job and cluster files, the
-cluster's workdir, run records) are taken from the current directory, as the CLI takes them."""
+the one line the CLI prints, in the API's words (`nodes=2`, not `--nodes 2`), before anything is written or
+started; a scheduler's refusal is its subclass SchedulerError, a record kit cannot read or lock RecordError.
+Relative paths (job and cluster files, the cluster's workdir, run records) are taken from the current directory,
+as the CLI takes them."""
 
 import json
-import logging
 import os
 import time
 from typing import Optional, Sequence
 
 from launcher import records
-from launcher.api_words import check_arguments, said_in_api_words
 from launcher.backends import registry
 from launcher.core.cancel import cancel_run
 from launcher.core.hosts import hosts   # noqa: F401  (kit.hosts(clear=None): the hosts' health, as kit hosts --json)
@@ -26,17 +26,65 @@ from launcher.core.listing import find_record
 from launcher.core.lookup import state_now
 from launcher.core.prepare import dry_checks, load, plan_for, prepare
 from launcher.core.request import Request
-from launcher.errors import KitError
+from launcher.errors import KitError, Option
 from launcher.status import RunStatus
 from launcher.supervise.failure import cause
 from launcher.states import RunState
 
-log = logging.getLogger("kit")
 POLL = 0.5
 
 
-def _say(text: str) -> None:
-    log.info(text)
+def keyword(option: Option) -> str:
+    """An option an error names, in the API's words: `nodes=2`, `run_id`, `set['deepspeed.zero_stage']=3`, and
+    the job's own arguments as where they go (`in args=['--lr', '0.1']`)."""
+    if option.name == "args":
+        return f"in args={list(option.value)!r}"
+    if option.name == "set":
+        key, sep, value = str(option.value or "").partition("=")
+        return f"set[{key!r}]={value}" if sep else "set"
+    return option.name if option.value is None else f"{option.name}={option.value}"
+
+
+def in_api_words(fn):
+    """A public function of the API: the core's one-line errors said with its keyword arguments, not flags."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        try:
+            return fn(*a, **kw)
+        except KitError as e:
+            raise e.in_terms(keyword) from None
+    return wrapper
+
+
+_INTS = ("nodes", "gpus", "procs_per_node", "port")
+_STRS = ("strategy", "mixed_precision")
+
+
+def check_arguments(**given) -> None:
+    """The arguments of kit.submit / plan / sweep, by type (before anything deeper sees a wrong type): one
+    KitError naming the first that is wrong as the caller wrote it."""
+    for name in _INTS:
+        v = given.get(name)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise KitError(f"{name}={v!r}: give an int (e.g. {name}=2) or leave it out")
+    for name in _STRS:
+        v = given.get(name)
+        if v is not None and not isinstance(v, str):
+            raise KitError(f"{name}={v!r}: give a string (e.g. strategy='ddp', mixed_precision='bf16') or leave it "
+                           f"out")
+    run_id = given.get("run_id")
+    if run_id is not None and (not isinstance(run_id, str) or not run_id):
+        raise KitError(f"run_id={run_id!r}: give a non-empty string (letters, digits, '.', '_', '-') or leave it "
+                       f"out for a generated one")
+    args = given.get("args")
+    if args is not None and (isinstance(args, (str, bytes)) or not all(isinstance(a, str) for a in args)):
+        raise KitError(f"args={args!r}: a list of strings, e.g. args=['--epochs', '1']")
+    for name in ("cluster", "sweep", "run_root"):
+        v = given.get(name)
+        if v is not None and not isinstance(v, (str, os.PathLike)):
+            raise KitError(f"{name}={v!r}: a path (a string), or leave it out")
 
 
 def _request(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, run_id,
@@ -101,7 +149,7 @@ class Plan:
         return f"<kit.Plan {self.run_id}: {w.num_machines} node(s) x {w.procs_per_node} on {self.plan.backend}>"
 
 
-@said_in_api_words
+@in_api_words
 def plan(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
          procs_per_node: Optional[int] = None, strategy: Optional[str] = None, mixed_precision: Optional[str] = None,
          port: Optional[int] = None, set: Optional[dict] = None, args: Sequence[str] = (),
@@ -116,7 +164,7 @@ def plan(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] 
     return Plan(planned)
 
 
-@said_in_api_words
+@in_api_words
 def submit(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
            procs_per_node: Optional[int] = None, strategy: Optional[str] = None,
            mixed_precision: Optional[str] = None, port: Optional[int] = None, set: Optional[dict] = None,
@@ -126,11 +174,11 @@ def submit(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int
     loaded = load(request)
     if loaded.sweep is not None:
         raise KitError(f"{request.job} has a sweep section; kit.sweep() runs it")
-    launched = launch(prepare(loaded, plan_for(loaded, run_id)), os.getcwd(), detach=True, say=_say)
+    launched = launch(prepare(loaded, plan_for(loaded, run_id)), os.getcwd(), detach=True)
     return Run(launched.record.path)
 
 
-@said_in_api_words
+@in_api_words
 def get_run(run_id: Optional[str] = None, run_root: Optional[str] = None) -> "Run":
     """The run `run_id` (the latest one when None; the beginning of an id will do when it begins no other):
     wherever kit's index of your runs says, or under `run_root`."""
@@ -220,7 +268,7 @@ class Run:
         return f"<kit.Run {self.id} {self.status.state}>"
 
 
-@said_in_api_words
+@in_api_words
 def sweep(job, *, sweep=None, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
           procs_per_node: Optional[int] = None, strategy: Optional[str] = None,
           mixed_precision: Optional[str] = None, port: Optional[int] = None, set: Optional[dict] = None,
@@ -233,11 +281,11 @@ def sweep(job, *, sweep=None, cluster=None, nodes: Optional[int] = None, gpus: O
     loaded = load(request)
     if loaded.sweep is None:
         raise KitError(f"{request.job} has no sweep section; pass sweep='FILE.yaml' (a file with a sweep: section)")
-    record = start_sweep(loaded, sweep_plan(loaded, sweep_id), detach=True, say=_say)
+    record = start_sweep(loaded, sweep_plan(loaded, sweep_id), detach=True)
     return Sweep(record.path)
 
 
-@said_in_api_words
+@in_api_words
 def get_sweep(sweep_id: Optional[str] = None, run_root: Optional[str] = None) -> "Sweep":
     """The sweep `sweep_id` (the latest one when None): wherever kit's index says, or under `run_root`."""
     from launcher.core.lookup import root_of

@@ -179,12 +179,31 @@ def build_parser(only=None) -> argparse.ArgumentParser:
     names = [only] if only else list(_BUILDERS)
     for build in dict.fromkeys(_BUILDERS[name] for name in names):   # status, logs, ...: one builder
         build(sub)
+    _verbosity(parser, None)
     return parser
+
+
+_VERBOSITY = ("-v", "--verbose", "-q", "--quiet")
+
+
+def _verbosity(parser, default) -> None:
+    """-v/-q before the command (`kit -q submit ...`) and after it (`kit submit ... -v`), on every (sub)command;
+    a command's own default leaves the value given before it alone."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-v", "--verbose", action="store_const", const="verbose", dest="verbosity", default=default,
+                       help="also kit's debug lines: the backend, commands run on hosts, polling")
+    group.add_argument("-q", "--quiet", action="store_const", const="quiet", dest="verbosity", default=default,
+                       help="only kit's warnings and errors (the ranks' output is shown as ever)")
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                _verbosity(child, argparse.SUPPRESS)
 
 
 def _split_job_args(argv: list[str]) -> tuple[list[str], list[str]]:
     """`kit submit ... -- ARGS`: everything after the first `--` is the job's, untouched by kit's parser."""
-    if argv and argv[0] == "submit" and "--" in argv:
+    words = [word for word in argv if word not in _VERBOSITY]   # `kit -q submit ...`
+    if words and words[0] == "submit" and "--" in argv:
         cut = argv.index("--")
         return argv[:cut], argv[cut + 1:]
     return argv, []
@@ -252,7 +271,8 @@ def parse(argv=None):
     """Parsed arguments; a mistake after the command names that command, in one line."""
     argv = sys.argv[1:] if argv is None else list(argv)
     argv, job_args = _split_job_args(argv)
-    command = argv[0] if argv and argv[0] in _BUILDERS else None
+    command = next((word for word in argv if word not in _VERBOSITY), None)
+    command = command if command in _BUILDERS else None
     parser = build_parser(command)
     args, extra = parser.parse_known_args(argv)
     if extra:
@@ -263,9 +283,17 @@ def parse(argv=None):
     return args
 
 
+def _console(verbosity) -> None:
+    """kit's lines on stderr (launcher/logs.py): INFO; -v adds the debug lines, -q keeps warnings and errors."""
+    import logging
+    from launcher.logs import setup_console
+    setup_console({"verbose": logging.DEBUG, "quiet": logging.WARNING}.get(verbosity, logging.INFO))
+
+
 def main(argv=None) -> int:
     try:
         args = parse(argv)
+        _console(args.verbosity)
         if getattr(args, "trust_owner", None):
             from launcher.trust import trust_owners
             trust_owners(args.trust_owner)

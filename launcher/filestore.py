@@ -9,7 +9,7 @@ import time
 from contextlib import contextmanager
 from typing import Optional
 
-from launcher.errors import KitError
+from launcher.errors import KitError, RecordError
 
 LOCK_WAIT = 30.0
 RESERVE_BYTES = 64 * 1024
@@ -97,8 +97,8 @@ def locked(path: str):
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise KitError(f"{os.path.dirname(path)}: its lock is held for over {LOCK_WAIT:g} s by "
-                                   f"another process; try again") from None
+                    raise RecordError(f"{os.path.dirname(path)}: its lock is held for over {LOCK_WAIT:g} s by "
+                                      f"another process; try again", path=os.path.dirname(path)) from None
                 time.sleep(0.01)
         yield
     finally:

@@ -1,17 +1,17 @@
 """Run records: runs/<run-id>/ holds the resolved specs, the plan, the generated files, logs and status (its
 fields typed in status.py)."""
 
+import logging
 import json
 import os
 import stat
-import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 from launcher import run_index
-from launcher.errors import KitError
+from launcher.errors import KitError, Option, RecordError
 from launcher.filestore import locked, publish_new, reserve_room, unlink_quietly, write_atomic
 from launcher.planning.model import LaunchPlan
 from launcher.render.dryrun import masked_dict
@@ -19,6 +19,8 @@ from launcher.render.text import to_json, to_yaml
 from launcher.secrets import mask_env
 from launcher.states import OVER, RunState, allowed
 from launcher.status import RunStatus, corrupt
+
+log = logging.getLogger(__name__)
 
 STATUS = "status.json"
 # What a sweep's directory holds instead (sweeps/record.py): run ids and sweep ids share one namespace.
@@ -70,8 +72,8 @@ class RunRecord:
             return RunStatus()
         except (ValueError, UnicodeDecodeError, OSError) as e:   # status.BadStatus is a ValueError
             if strict:
-                raise KitError(f"run record {self.path}: {STATUS} is unreadable ({e}); "
-                               "inspect or remove that directory") from None
+                raise RecordError(f"run record {self.path}: {STATUS} is unreadable ({e}); "
+                                  "inspect or remove that directory", path=self.path) from None
             return corrupt(os.path.basename(self.path), f"{STATUS} is unreadable ({e})")
 
     def keep_attempt_plan(self, plan: LaunchPlan) -> None:
@@ -107,8 +109,8 @@ class RunRecord:
         with self._locked():
             current = self.read_status()
             if current.state == RunState.CORRUPT:   # never written over: what it held is unknown, and may still matter
-                raise KitError(f"run record {self.path}: {STATUS} is unreadable ({current.note}); kit will not "
-                               f"write over it: inspect or remove that directory")
+                raise RecordError(f"run record {self.path}: {STATUS} is unreadable ({current.note}); kit will not "
+                                  f"write over it: inspect or remove that directory", path=self.path)
             fields = change(current)
             if attempt_end and self.restart_may_follow is not None and self.restart_may_follow(fields):
                 self.held = {k: v for k, v in fields.items() if k in ATTEMPT_END}
@@ -126,8 +128,8 @@ class RunRecord:
             except OSError as e:
                 if not self.write_failed:
                     self.write_failed = True
-                    print(f"kit: warning: cannot write {self.file(STATUS)}: {e.strerror or e}; the run goes on, "
-                          f"its record keeps its last good state", file=sys.stderr, flush=True)
+                    log.warning(f"kit: warning: cannot write {self.file(STATUS)}: {e.strerror or e}; the run goes on, "
+                                f"its record keeps its last good state")
                 return status
             if run_index.indexed(self.path):   # still under the lock: the index's entry follows every write
                 try:
@@ -183,7 +185,7 @@ def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
         raise KitError(f"cannot write the run record in {path}: {e.strerror or e}; free space or pick "
                        f"another run root (cluster's run_root / workdir)") from None
     if not claimed:
-        raise KitError(f"run {plan.run_id} already exists at {path}; pick another --run-id")
+        raise KitError(f"run {plan.run_id} already exists at {path}; pick another ", Option("run_id"))
     reserve_room(record.file(RESERVE))
     written = [record.file(STATUS), record.file(RESERVE), record.file(LOCK)]
     try:
@@ -232,8 +234,8 @@ def refuse_planted(paths: list[str], run_id: str, directory: bool = False) -> No
                 f"owned by uid {st.st_uid}, not by this user" if st.st_uid != os.geteuid() else
                 "not a directory" if directory and not stat.S_ISDIR(st.st_mode) else None)
         if what:
-            raise KitError(f"run {run_id}: {path} is {what}; kit will not write there: remove it or pick another "
-                           f"--run-id")
+            raise KitError(f"run {run_id}: {path} is {what}; kit will not write there: remove it or pick another ",
+                           Option("run_id"))
 
 
 @contextmanager

@@ -217,11 +217,13 @@ def namesake(run_id: str, path: str) -> Optional[str]:
     return None if other is None or os.path.realpath(other) == os.path.realpath(path) else other
 
 
-def taken(run_id: str, other: str, live: bool = True) -> str:
-    """Where the namesake of `run_id` is and what to do, for the one-line refusal: another id (one the index does
-    not hold), or, while it is `live`, ending that run."""
-    end = f" (or end that one: kit cancel {run_id} --run-root {os.path.dirname(other)})" if live else ""
-    return f"at {other}; pick another --run-id, e.g. {free_id(run_id)}{end}"
+def taken(run_id: str, other: str, live: bool = True) -> tuple:
+    """Where the namesake of `run_id` is and what to do, for the one-line refusal (text and Options, for a
+    KitError): another id (one the index does not hold), or, while it is `live`, ending that run."""
+    from launcher.errors import Option
+    end = (f" (or end that one: kit cancel {run_id} ", Option("run_root", os.path.dirname(other)), ")") if live \
+        else ()
+    return (f"at {other}; pick another ", Option("run_id"), f", e.g. {free_id(run_id)}", *end)
 
 
 def free_id(run_id: str) -> str:

@@ -35,3 +35,17 @@ def _own_kit_index(tmp_path_factory, monkeypatch):
     and tests in different directories reuse short ids (`r`, `r1`)."""
     if not os.environ.get("KIT_TEST_KEEP_HOME"):
         monkeypatch.setenv("KIT_HOME", str(tmp_path_factory.mktemp("kit-home")))
+
+
+@pytest.fixture(autouse=True)
+def _kit_console():
+    """kit's lines on stderr as the CLI shows them (launcher/logs.py): tests that call the core directly read them
+    from capsys / capfd as they read `kit submit`'s stderr. A test of the Python API's own silence removes it."""
+    import logging
+    from launcher.logs import ROOT, setup_console
+    setup_console(logging.INFO)
+    yield
+    logger = logging.getLogger(ROOT)
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+    logger.setLevel(logging.NOTSET)

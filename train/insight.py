@@ -2,7 +2,8 @@
 JSON line per event on stdout, which kit's console keeps off the terminal and the node logs keep.
 
 * The main process's timeline: process start, imports done, world formed, checkpoint restores and saves,
-  evaluations, the training loop's start, its first step, progress every PROGRESS_EVERY_S, its end.
+  evaluations, the training loop's start, its first step, progress every PROGRESS_EVERY_S, its end. A loop's
+  events name its phase (`pretrain` before fine-tuning, `train`); every event names its attempt (attempt_fields).
 * Every rank's sections that hold no collective, timed per optimizer step and reported every REPORT_EVERY_S
   (`KIT_INSIGHT_EVERY`): data loading (the loader's next batch; an epoch's first batch, whose iterator syncs the
   ranks' RNG, is left out) and forward (the model's own forward, inside DDP's wrapper: DDP's buffer broadcast
@@ -24,6 +25,7 @@ import time
 from contextlib import contextmanager
 
 MARK = "kit-insight: "
+ATTEMPT_RDZV = "kit-attempt-"   # launcher/planning/attempt.py spells the same (tests hold them equal)
 REPORT_EVERY_S = float(os.environ.get("KIT_INSIGHT_EVERY") or 5.0)
 PROGRESS_EVERY_S = 0.5   # the lost work after a failure is known to this much
 
@@ -42,16 +44,35 @@ def process_start() -> float:
         return time.time()
 
 
+def attempt_fields(env=os.environ) -> dict:
+    """Which attempt of a kit run this process belongs to, on every event, so that kit's report gives each event to
+    the attempt that emitted it (a time window cannot: a fast restart starts the next attempt within a second).
+    `a`: the N of kit's rendezvous id `kit-attempt-N`, which kit exports for a restarted attempt on the local and
+    SSH backends (launcher/planning/attempt.py; attempt 1 keeps torchrun's default id); `sr`: a SLURM job's
+    requeue count, whose attempts are requeues of one script (kit reads it only for such a backend)."""
+    rdzv = env.get("PET_RDZV_ID", "")
+    number = rdzv[len(ATTEMPT_RDZV):] if rdzv.startswith(ATTEMPT_RDZV) else ""
+    out = {"a": int(number) if number.isdigit() else 1}
+    if env.get("SLURM_RESTART_COUNT", "").isdigit():
+        out["sr"] = int(env["SLURM_RESTART_COUNT"])
+    return out
+
+
+_ATTEMPT = attempt_fields()
+
+
 def emit(event: str, **fields) -> None:
-    print(MARK + json.dumps({"e": event, "t": round(time.time(), 3), **fields}), file=sys.stdout, flush=True)
+    print(MARK + json.dumps({"e": event, "t": round(time.time(), 3), **_ATTEMPT, **fields}), file=sys.stdout,
+          flush=True)
 
 
 class Insight:
     """One per process. `main`: this process tells the timeline; every process reports its sections."""
 
-    def __init__(self, rank: int = 0, main: bool = True, on: bool | None = None):
+    def __init__(self, rank: int = 0, main: bool = True, on: bool | None = None, phase: str | None = None):
         self.on = enabled() if on is None else on
         self.rank, self.main = rank, main
+        self.phase = phase   # the training loop's phase ("pretrain", "train") on its timeline events
         self._data = self._forward = 0.0          # seconds this step
         self._sums = [0.0, 0.0]                     # over the window: data, forward
         self._steps, self._from = 0, None
@@ -66,7 +87,7 @@ class Insight:
     # --- the timeline (main process) --------------------------------------------------------------------------
     def event(self, name: str, **fields) -> None:
         if self.on and self.main:
-            emit(name, **fields)
+            emit(name, **({"phase": self.phase} if self.phase else {}), **fields)
 
     @contextmanager
     def span(self, name: str, **fields):
@@ -221,13 +242,20 @@ def timeline_start() -> None:
         emit("imported")
 
 
+def finished_earlier(step: int | None, main: bool) -> None:
+    """The main process says that an earlier attempt of the run finished it (train/resume.py): kit's report then
+    counts that attempt's training as kept and this attempt's time as wrap-up."""
+    if enabled() and main:
+        emit("finished", step=step)
+
+
 def world_formed(accelerator) -> None:
     if enabled() and accelerator.is_main_process:
         emit("world", world=accelerator.num_processes)
 
 
-def for_trainer(accelerator, model) -> Insight:
-    insight = Insight(accelerator.process_index, accelerator.is_main_process)
+def for_trainer(accelerator, model, phase: str | None = None) -> Insight:
+    insight = Insight(accelerator.process_index, accelerator.is_main_process, phase=phase)
     if forward_timed(accelerator):
         insight.watch_forward(accelerator.unwrap_model(model), accelerator.device.type == "cuda")
     return insight

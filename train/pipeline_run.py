@@ -23,7 +23,7 @@ import torch
 import torch.distributed as dist
 
 from train import EXIT_BAD_DATA, EXIT_CONFIG, EXIT_PREEMPTED, EXIT_WORLD_CHECK
-from train import data, data_check, fingerprint, model as model_lib, preempt, resume, tokenizing
+from train import data, data_check, fingerprint, insight, model as model_lib, preempt, resume, tokenizing
 from train.batching import BucketBatchSampler
 from train.pipeline import Fail, StageModule, say
 from train.pipeline_eval import evaluate_and_record, report
@@ -258,6 +258,12 @@ def _run(run_: PipelineRun) -> int:
         report(run_)
         if run_.rank == 0:
             resume.finish(run_.out, run_.step, run_.fingerprint)
+        dist.barrier()
+        return 0
+    except resume.AlreadyFinished as exc:   # an earlier attempt finished the run: nothing to do (train/resume.py)
+        if run_.rank == 0:
+            say(str(exc))
+        insight.finished_earlier(exc.step, run_.rank == 0)
         dist.barrier()
         return 0
     except Fail as exc:

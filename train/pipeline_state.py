@@ -41,15 +41,13 @@ def save(run) -> None:
 def resume_or_start(run) -> None:
     decision = [None]
     if run.rank == 0:
-        try:
-            path = resume.decide(run.args.resume, run.out, run.fingerprint)
-            decision[0] = ("ok", str(path) if path else None)
-        except resume.ResumeRefused as exc:
-            decision[0] = ("refused", str(exc))
+        decision[0] = resume.decision(run.args.resume, run.out, run.fingerprint)
     dist.broadcast_object_list(decision, src=0)
-    kind, value = decision[0]
+    kind, value = decision[0][:2]
     if kind == "refused":
         raise Fail(EXIT_RESUME_REFUSED, value if run.rank == 0 else "")
+    if kind == "finished":
+        raise resume.AlreadyFinished(value, decision[0][2])
     resume.start(run.out, run.rank == 0, fresh=value is None)
     if run.rank == 0:
         preempt.clear_marker(run.out)

@@ -10,6 +10,13 @@ line that says what differs and what to do.  A run that starts from scratch clea
 in every attempt and requeue), so a restarted attempt continues the run's own newest checkpoint and removes only
 what other runs wrote.  The job's arguments stay as planned: what runs is what `kit submit --dry-run` printed.
 
+A restarted attempt of a kit run that finds the FINISHED marker of that same run (its KIT_RUN_ID and fingerprint)
+has nothing to do: the earlier attempt wrote every output (metrics.json with the test split's figures, the
+classification report, the curves, the model) before the marker, then one of its processes died (in the final
+barrier, or while the world was torn down).  It says so and ends with success, touching nothing.  Only a restart
+(attempt 2 or later, planning/attempt.py's rendezvous id or a SLURM requeue) does: attempt 1 under an id used again
+(a deleted record's, a sweep trial run again) is another run, refused or started afresh as above.
+
 The main process decides (it sees the main node's files) and tells the others.  Without a shared file system each
 node must hold its own complete copy of the chosen checkpoint, which only DDP writes (save_on_each_node).
 """
@@ -44,11 +51,43 @@ class ResumeRefused(RuntimeError):
     """The output directory holds a run this one must not continue; the message is one line."""
 
 
+class AlreadyFinished(Exception):
+    """An earlier attempt of this run finished it: its outputs are all there; the message (one line) says so."""
+
+    def __init__(self, message: str, step: int | None):
+        super().__init__(message)
+        self.step = step
+
+
 def _read_finished(out: Path) -> dict | None:
     try:
         return json.loads((out / FINISHED).read_text())
     except (OSError, ValueError):
         return None
+
+
+def _restarted() -> bool:
+    """This process is a restarted attempt of a kit run (not its first attempt)."""
+    from train.insight import attempt_fields
+
+    fields = attempt_fields()
+    return fields["a"] > 1 or fields.get("sr", 0) > 0
+
+
+def finished_by_this_run(out: Path, current: dict) -> dict | None:
+    """The FINISHED marker when an earlier attempt of this kit run wrote it with this run's fingerprint, and the
+    outputs it sealed are this run's (metrics.json of the run id); else None."""
+    run_id, done = os.environ.get("KIT_RUN_ID"), _read_finished(out)
+    if not run_id or done is None or done.get("run_id") != run_id or not _restarted():
+        return None
+    if fingerprint.differences(done.get("fingerprint"), current):
+        return None
+    try:
+        if json.loads((out / "metrics.json").read_text()).get("run_id") != run_id:
+            return None
+    except (OSError, ValueError, AttributeError):
+        return None
+    return done
 
 
 def own_checkpoint(where: Path) -> Path | None:
@@ -72,7 +111,12 @@ def fresh_but_own(where: Path, current: dict) -> Path | None:
 
 
 def decide(resume: str, out: Path, current: dict) -> Path | None:
-    """Main process: the checkpoint to continue, None to start from scratch; ResumeRefused otherwise."""
+    """Main process: the checkpoint to continue, None to start from scratch; ResumeRefused otherwise, or
+    AlreadyFinished when an earlier attempt of this run finished it."""
+    done = finished_by_this_run(out, current)
+    if done is not None:
+        raise AlreadyFinished(f"the run was finished by an earlier attempt (step {done.get('step')}): its outputs in "
+                              f"{out} are complete; nothing to train", done.get("step"))
     if resume in ("no", "none", ""):
         # A finished run under this id is no attempt to continue: a new run that reused the id starts afresh.
         path = None if _read_finished(out) is not None else fresh_but_own(out, current)
@@ -106,15 +150,13 @@ def agree(accelerator, resume: str, out: Path, current: dict, shared_fs: bool, s
 
     verdict = [None]
     if accelerator.is_main_process:
-        try:
-            path = decide(resume, out, current)
-            verdict[0] = ("ok", None if path is None else str(path))
-        except ResumeRefused as exc:
-            verdict[0] = ("refused", str(exc))
+        verdict[0] = decision(resume, out, current)
     broadcast_object_list(verdict)
-    kind, value = verdict[0]
+    kind, value = verdict[0][:2]
     if kind == "refused":
         raise ResumeRefused(value)
+    if kind == "finished":
+        raise AlreadyFinished(value, verdict[0][2])
     if value is None:
         return None
     fresh = resume in ("no", "none", "")   # a restart's own checkpoint: what cannot be continued starts afresh
@@ -132,6 +174,18 @@ def agree(accelerator, resume: str, out: Path, current: dict, shared_fs: bool, s
         raise ResumeRefused(f"resume refused: {missing} rank(s) cannot see a complete copy of {value} "
                             f"(nodes without a shared file system each need their own): {advice()}")
     return Path(value)
+
+
+def decision(resume: str, out: Path, current: dict) -> tuple:
+    """Main process: decide() as a value to send to every rank: ("ok", path or None), ("refused", line) or
+    ("finished", line, step)."""
+    try:
+        path = decide(resume, out, current)
+        return ("ok", None if path is None else str(path))
+    except ResumeRefused as exc:
+        return ("refused", str(exc))
+    except AlreadyFinished as exc:
+        return ("finished", str(exc), exc.step)
 
 
 def _missing_copies(accelerator, path: Path) -> int:

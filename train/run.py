@@ -186,9 +186,22 @@ def _run(args, ctx) -> int:
         return _fail(EXIT_WORLD_CHECK, str(exc), accelerator)
     except resume.ResumeRefused as exc:
         return _fail(EXIT_RESUME_REFUSED, str(exc), accelerator)
+    except resume.AlreadyFinished as exc:
+        return _finished_earlier(accelerator, exc)
     trainer.preemption, trainer.pretrain = ctx["preemption"], ctx.get("pretrain")
     _start(args, accelerator, trainer, out, owner, path)
     return _train_and_report(args, accelerator, trainer, tokenizer, out)
+
+
+def _finished_earlier(accelerator, exc: resume.AlreadyFinished) -> int:
+    """Collective: an earlier attempt of this run finished it (train/resume.py); nothing is touched, every rank
+    ends with success."""
+    if accelerator.is_main_process:
+        print(exc, flush=True)
+    insight.finished_earlier(exc.step, accelerator.is_main_process)
+    accelerator.wait_for_everyone()
+    accelerator.end_training()
+    return 0
 
 
 def _decide_resume(args, accelerator, out: Path, run_fingerprint: dict):

@@ -46,7 +46,7 @@ class Trainer:
         self.fingerprint = None  # what a checkpoint must match to be continued (train/fingerprint.py)
         self._owner = None  # does this process manage checkpoint directories on its file system?
         self._pending = (0.0, 0, 0)  # loss sum, micro-batches, tokens since the last log line (this rank)
-        self.insight = insight.for_trainer(accelerator, model)  # kit's timeline and straggler sections
+        self.insight = insight.for_trainer(accelerator, model, self.name)  # kit's timeline, straggler sections
         self.resources = resources.Tracker(accelerator)  # per-rank memory, utilisation, samples/s per log line
         self._logged_time = 0.0  # state.train_time at the last log line
         self.pretrain = None  # what the pretrain phase did (train/pretrain.py), for metrics.json

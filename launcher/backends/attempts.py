@@ -4,11 +4,12 @@ the job's `restarts`, each attempt a plan the planner builds from the run's inpu
 port, spares for lost hosts), delivered by the backend (its execute_again: checks then start, or a SLURM requeue).
 Every way a run is started (kit submit, a detached supervisor, a sweep's trial, the API) goes through here."""
 
+import logging
 import time
 from typing import Callable, Optional
 
 from launcher.backends.result import Result
-from launcher.errors import KitError, note
+from launcher.errors import KitError
 from launcher.planning.attempt import Attempt
 from launcher.planning.model import LaunchPlan
 from launcher.records import RunRecord
@@ -16,10 +17,11 @@ from launcher.states import OVER, State
 from launcher.status import LOST
 from launcher.supervise.failure import cause, restartable
 
+log = logging.getLogger(__name__)
 Replan = Callable[[Attempt], LaunchPlan]
 
 
-def run_attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None, say=note,
+def run_attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None,
                  replan: Optional[Replan] = None):
     """The run's Result: its last attempt's (or the last one that ran, when a restart could not start).
 
@@ -31,7 +33,7 @@ def run_attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, co
         restartable(fields.get("state"), fields.get("failure"))
         and len(record.read_status().attempts) + 1 <= plan.limits.restarts)
     try:
-        return _attempts(backend, plan, record, base_dir, console, say, replan)
+        return _attempts(backend, plan, record, base_dir, console, replan)
     finally:
         record.restart_may_follow = None
         held = record.take_held()
@@ -39,7 +41,7 @@ def run_attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, co
             record.update_status(**held)
 
 
-def _attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, console, say, replan):
+def _attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, console, replan):
     started = time.time()
     result = backend.execute(plan, record, base_dir, console)
     current, lost, restarted = plan, [], 0
@@ -48,12 +50,12 @@ def _attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, conso
         earlier = len(record.read_status().attempts)
         if earlier + 1 > plan.limits.restarts:
             if earlier > restarted:
-                say(f"kit: run {plan.run_id} not started again: its {plan.limits.restarts} restart(s) are spent, "
-                    f"the scheduler's own requeues among them")
+                log.warning(f"kit: run {plan.run_id} not started again: its {plan.limits.restarts} restart(s) are "
+                            f"spent, the scheduler's own requeues among them")
             break
         refused = backend.restart_refused(record) or ("" if replan else "kit cannot plan it again here")
         if refused:
-            say(f"kit: run {plan.run_id} not started again: {refused}")
+            log.warning(f"kit: run {plan.run_id} not started again: {refused}")
             break
         why = cause(result.failure)
         if result.failure.meaning == LOST and result.failure.host not in lost:
@@ -62,7 +64,7 @@ def _attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, conso
         held = record.take_held() or {"state": result.state, "exit_code": result.code, "failure": result.failure,
                                       "finished_at": time.time()}
         number, restarted = _keep(record, current, started, result, why, held) + 1, restarted + 1
-        say(f"kit: run {plan.run_id} attempt {number}/{plan.limits.restarts + 1} after: {why}")
+        log.warning(f"kit: run {plan.run_id} attempt {number}/{plan.limits.restarts + 1} after: {why}")
         assert replan is not None   # without it the restart was refused above
         try:
             nxt = replan(Attempt(number, tuple(lost)))
@@ -70,12 +72,12 @@ def _attempts(backend, plan: LaunchPlan, record: RunRecord, base_dir: str, conso
             result, current = backend.execute_again(nxt, record, base_dir, console), nxt
         except KitError as e:
             _unkeep(record, number - 1, held)
-            say(f"kit: run {plan.run_id} not started again: {e}")
+            log.warning(f"kit: run {plan.run_id} not started again: {e}")
             break
         except KeyboardInterrupt:   # in its checks: attempt `number` never started, the last one's verdict holds
             _unkeep(record, number - 1, held)
-            say(f"\nkit: interrupted before attempt {number} started; nothing of it was started, attempt "
-                f"{number - 1} ended {result.state}: {why}")
+            log.warning(f"\nkit: interrupted before attempt {number} started; nothing of it was started, "
+                        f"attempt {number - 1} ended {result.state}: {why}")
             return Result(130, result.state, result.failure)
     return result
 

@@ -4,6 +4,7 @@ plan it is handed, and writes its console into the record (console.log). The pla
 record's path travel pickled on the child's stdin (the plan holds secret values that no file or command line may
 carry)."""
 
+import logging
 import os
 import sys
 import time
@@ -13,6 +14,8 @@ from launcher.planning.model import LaunchPlan
 from launcher.records import RunRecord
 from launcher.supervise import spawned, tree
 from launcher.states import RunState
+
+log = logging.getLogger(__name__)
 
 CONSOLE = "console.log"
 
@@ -36,7 +39,7 @@ def main() -> None:
     from launcher.backends import registry
     from launcher.planning.inputs import replanner
     from launcher.supervise.disk import with_disk_cause
-    from launcher.supervise.failure import outcome_line
+    from launcher.supervise.failure import outcome_level, outcome_line
     code, path = 1, None
     try:
         backend_name, binding, plan, path, base_dir, inputs = spawned.inputs()
@@ -44,10 +47,10 @@ def main() -> None:
         backend.use(binding)
         result = with_disk_cause(run_attempts(backend, plan, RunRecord(path), base_dir,
                                               replan=replanner(inputs, plan)), RunRecord(path))
-        print(outcome_line(plan.run_id, result.state, result.code, result.failure), file=sys.stderr, flush=True)
+        log.log(outcome_level(result.state), outcome_line(plan.run_id, result.state, result.code, result.failure))
         code = result.code
     except KitError as e:
-        print(f"kit: error: {render(e)}", file=sys.stderr, flush=True)
+        log.error(f"kit: error: {render(e)}")
         code = e.exit_code
         _failed(path, code)
     except BaseException:

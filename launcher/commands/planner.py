@@ -47,7 +47,7 @@ class Planner:
         kind, value = pickle.loads(data)
         self._reap(wait=False)   # it has ended, or nearly: close() reaps it then
         if kind == "error":
-            raise KitError(value)
+            raise value
         if kind == "crash":
             raise PlannerFailed(value)
         return value
@@ -107,15 +107,22 @@ def _load_schemas() -> None:
         import launcher.spec  # noqa: F401
 
 
+def _plain(error: KitError) -> KitError:
+    """An error that would not pickle (a field that will not) as its line, of the same exit code."""
+    plain = KitError(str(error))
+    plain.exit_code = error.exit_code
+    return plain
+
+
 def _child(request, pipe: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    answer: tuple[str, object]   # ("ok", the Prepared) or ("error" | "crash", the message)
+    answer: tuple[str, object]   # ("ok", the Prepared), ("error", the KitError) or ("crash", the message)
     try:
         _load_schemas()
         from launcher.core.prepare import prepared_for
         answer = ("ok", prepared_for(request))
-    except KitError as e:
-        answer = ("error", str(e))
+    except KitError as e:   # the error itself: its class (exit code) and fields
+        answer = ("error", e)
     except BaseException:
         import traceback
         answer = ("crash", "the planner process failed:\n" + traceback.format_exc())
@@ -125,7 +132,8 @@ def _child(request, pipe: int) -> None:
             data = pickle.dumps(answer)
         except Exception:
             import traceback
-            data = pickle.dumps(("crash", "the planner's answer could not be sent:\n" + traceback.format_exc()))
+            data = pickle.dumps(("error", _plain(answer[1])) if isinstance(answer[1], KitError) else
+                                ("crash", "the planner's answer could not be sent:\n" + traceback.format_exc()))
         data = len(data).to_bytes(8, "big") + data   # kit reads this much, not waiting for this process's end
         while data:
             data = data[os.write(pipe, data):]

@@ -7,6 +7,8 @@ from typing import Optional
 
 from launcher.errors import KitError
 
+log = logging.getLogger(__name__)
+
 
 def host_rows() -> list:
     """One dict per host, by name: host, backend, runs, avoided, why, cleared_at, failures [{run_id, attempt, at,
@@ -39,7 +41,7 @@ def clear_host(host: str) -> str:
 def hosts(clear: Optional[str] = None) -> list:
     """The API's kit.hosts(): the rows of host_rows(); `clear`: forgive that host first (its line logged)."""
     if clear is not None:
-        logging.getLogger("kit").info(clear_host(clear))
+        log.info(clear_host(clear))
     return host_rows()
 
 

@@ -1,6 +1,7 @@
 """The one launch pipeline: checks -> record -> deliver or detach -> outcome. `kit submit`, every trial of a sweep
 and the Python API start runs through `launch()`; what differs per backend is the backend's (backends/base.py)."""
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -11,13 +12,15 @@ from launcher.backends import registry
 from launcher.backends.base import Result
 from launcher.core import listing
 from launcher.environment import dropped_warning
-from launcher.errors import KitError, note, one_line
+from launcher.errors import KitError, one_line
 from launcher.planning.inputs import PlanInputs, replanner
 from launcher.planning.model import LaunchPlan
 from launcher.status import NOT_OVER
 from launcher.supervise import tree
 from launcher.supervise.disk import with_disk_cause
-from launcher.supervise.failure import outcome_line
+from launcher.supervise.failure import outcome_level, outcome_line
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -39,13 +42,14 @@ class Launched:
 
 
 def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=None, console=None,
-           on_checked: Optional[Callable[[], None]] = None, say: Callable[[str], None] = note) -> Launched:
+           on_checked: Optional[Callable[[], None]] = None) -> Launched:
     """Check, write the record (taken back exactly if a check fails), then run the plan: followed to its end, or
     detached. Raises KitError (one line, nothing started) for anything the checks find."""
     plan = prepared.plan
     backend = backend or registry.backend(plan.backend)
     if warning := dropped_warning(plan, os.environ):
-        say(warning)
+        log.warning(warning)
+    log.debug("kit: debug: run %s: backend %s (%s)", plan.run_id, plan.backend, type(backend).__module__)
     backend.use(prepared.binding)
     root = backend.record_root(prepared.workdir, base_dir)
     refuse_a_taken_id(plan.run_id, os.path.join(root, plan.run_dir))
@@ -64,15 +68,15 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
         on_checked()
     procs, nodes = plan.world.world_size, len(plan.nodes)
     for text in plan.notes:   # where host health moved the nodes (planning/health.py)
-        say(f"kit: {text}")
-    say(f"kit: run {plan.run_id} ({procs} process{'es' * (procs != 1)} on {nodes} node{'s' * (nodes != 1)}); "
-        f"record in {record.path}")
+        log.warning(f"kit: {text}")
+    log.info(f"kit: run {plan.run_id} ({procs} process{'es' * (procs != 1)} on {nodes} node{'s' * (nodes != 1)}); "
+             f"record in {record.path}")
     if detach:
         backend.detach(plan, record, base_dir, prepared.inputs)
         return Launched(record, None)
-    result = with_disk_cause(run_attempts(backend, plan, record, base_dir, console, say,
+    result = with_disk_cause(run_attempts(backend, plan, record, base_dir, console,
                                           replanner(prepared.inputs, plan)), record)
-    say(outcome_line(plan.run_id, result.state, result.code, result.failure))
+    log.log(outcome_level(result.state), outcome_line(plan.run_id, result.state, result.code, result.failure))
     return Launched(record, result)
 
 
@@ -89,14 +93,14 @@ def refuse_a_taken_id(run_id: str, path: Optional[str] = None) -> None:
     record = records.RunRecord(other)
     status = record.read_status()
     if status.state not in NOT_OVER:
-        raise KitError(f"run id {run_id} is taken by a run that ended ({status.state or 'no state recorded'}) "
-                       f"{run_index.taken(run_id, other, live=False)}")
+        raise KitError(f"run id {run_id} is taken by a run that ended ({status.state or 'no state recorded'}) ",
+                       run_index.taken(run_id, other, live=False))
     where = run_index.taken(run_id, other)
     try:   # the file's word may be stale (a supervisor killed): its backend says how the run stands now
         state, _ = registry.backend(status.backend).current_state(record, status)
     except Exception as e:   # any failure to ask (a raw SSH or SFTP error too): the name stays taken
         raise KitError(f"run id {run_id} is taken by a run recorded {status.state}, whose state kit cannot ask "
-                       f"now ({one_line(str(e)) or type(e).__name__}), {where}") from None
+                       f"now ({one_line(str(e)) or type(e).__name__}), ", where) from None
     if state in NOT_OVER:
-        raise KitError(f"run id {run_id} is taken by a run still {state} {where}")
-    raise KitError(f"run id {run_id} is taken by a run that ended ({state}) {run_index.taken(run_id, other, False)}")
+        raise KitError(f"run id {run_id} is taken by a run still {state} ", where)
+    raise KitError(f"run id {run_id} is taken by a run that ended ({state}) ", run_index.taken(run_id, other, False))

@@ -4,9 +4,9 @@ entry that is stale or missing (read again and written back: the next listing fi
 records are is what it always was: every record in ./runs and in each run root the index names (or under
 --run-root only); a directory's listing says which records there are, its entries what they hold."""
 
+import logging
 import heapq
 import os
-import sys
 from typing import Callable, Optional
 
 from launcher import records, run_index
@@ -15,6 +15,8 @@ from launcher.errors import KitError
 from launcher.filestore import locked
 from launcher.states import ACTIVE, NOT_OVER, QUEUED, RunState
 from launcher.trust import untrusted
+
+log = logging.getLogger(__name__)
 
 PAGE = 50   # rows `kit runs` shows unless told --all or --limit
 
@@ -36,7 +38,7 @@ def read_entry(path: str) -> Optional[dict]:
         try:
             return reader[0](path, st)
         except KitError as e:
-            print(f"kit: warning: {e}", file=sys.stderr, flush=True)
+            log.warning(f"kit: warning: {e}")
     return None
 
 

@@ -18,7 +18,8 @@ from launcher.states import QUEUED
 # The training module's events, as the timeline names them.
 SAID = {"start": "process started", "imported": "imports done", "world": "world formed (process group)",
         "train": "training loop started", "first_step": "first step", "restore": "checkpoint restored",
-        "save": "checkpoint saved", "eval": "evaluation", "test": "final test", "end": "training loop ended"}
+        "save": "checkpoint saved", "eval": "evaluation", "test": "final test", "end": "training loop ended",
+        "finished": "found the run finished by an earlier attempt"}
 
 
 def report_run(record, png: Optional[str] = None) -> dict:
@@ -59,7 +60,7 @@ def build(record, status, state: str, now: Optional[float] = None) -> dict:
     events = record_events(record.path)
     marks = [dict(m) for m in status.timeline]   # a SLURM job's own requeues are attempts of their own already
     created = status.created_at or (windows[0].start if windows else now)
-    r = report(created, ended, windows, events, marks)
+    r = report(created, ended, windows, events, marks, registry.placement(status.backend).restarts_in_place)
     return {"run_id": status.run_id, "job": status.job, "backend": status.backend, "state": state,
             "exit_code": code, "total_s": r.total_s, "goodput_s": r.goodput_s,
             "goodput": None if r.goodput is None else round(r.goodput, 4), "badput": r.badput,
@@ -86,7 +87,8 @@ def _timeline(status, rows: list, marks: list, events: list) -> list:
     out += [{**m, "event": "queued" if m["event"] in QUEUED else m["event"]} for m in marks]
     for e in events:
         if e["e"] in SAID and e.get("r", 0) == 0:
-            detail = f"step {e['step']}" if "step" in e else ""
+            detail = ", ".join(x for x in ("pretrain" if e.get("phase") == "pretrain" else "",
+                                           f"step {e['step']}" if "step" in e else "") if x)
             if "t0" in e and "t1" in e:
                 detail = (detail + ", " if detail else "") + f"{e['t1'] - e['t0']:.2f} s"
             out.append({"at": e.get("at", e.get("t0", e["t"])), "event": SAID[e["e"]], "attempt": None,

@@ -2,9 +2,12 @@
 program, run on each node): the table of what differs, and the verdict of the job's `env_check`."""
 
 import functools
-from typing import Callable, Optional
+import logging
+from typing import Optional
 
 from launcher.errors import KitError
+
+log = logging.getLogger(__name__)
 
 
 @functools.lru_cache(maxsize=1)
@@ -34,8 +37,8 @@ def summary(reports: list, rows: list) -> str:
     return _node_side()["kit_env_summary"](reports, rows)
 
 
-def judge(mode: str, reports: list, say: Callable[[str], None]) -> Optional[str]:
-    """Say the table of what differs; raise KitError (one line) in strict mode. Returns the summary line said, or
+def judge(mode: str, reports: list) -> Optional[str]:
+    """Log the table of what differs; raise KitError (one line) in strict mode. Returns the summary line said, or
     None when the nodes agree (or the check is off)."""
     if mode == "off" or len(reports) < 2:
         return None
@@ -44,7 +47,7 @@ def judge(mode: str, reports: list, say: Callable[[str], None]) -> Optional[str]
         return None
     strict = mode == "strict"
     head = "kit: the nodes' environments differ" + (":" if strict else " (env_check: warn, training anyway):")
-    say("\n".join([head] + ["  " + line for line in table(reports, rows)]))
+    log.warning("\n".join([head] + ["  " + line for line in table(reports, rows)]))
     what = summary(reports, rows)
     if strict:
         raise KitError(f"environment drift between nodes: {what}; nothing was started: make every node's "
@@ -52,7 +55,7 @@ def judge(mode: str, reports: list, say: Callable[[str], None]) -> Optional[str]
     return what
 
 
-def judge_plan(plan, fingerprints: dict, say: Callable[[str], None]) -> Optional[str]:
+def judge_plan(plan, fingerprints: dict) -> Optional[str]:
     """judge() for a plan's nodes, `fingerprints` by node rank (a backend's checks collected them). A node whose
     checks sent none is not silently left out: strict refuses the run, warn says so."""
     missing = [n for n in plan.nodes if n.machine_rank not in fingerprints]
@@ -62,10 +65,10 @@ def judge_plan(plan, fingerprints: dict, say: Callable[[str], None]) -> Optional
             raise KitError(f"env_check: {names} sent no environment fingerprint (its checks printed none), so the "
                            f"nodes cannot be compared; nothing was started: see that host's Python (3.9+ needed "
                            f"for the check), or set env_check: warn (or off)")
-        say(f"kit: warning: env_check: {names} sent no environment fingerprint; not compared")
+        log.warning(f"kit: warning: env_check: {names} sent no environment fingerprint; not compared")
     reports = [(f"node {n.machine_rank} ({n.host})", fingerprints[n.machine_rank]) for n in plan.nodes
                if n.machine_rank in fingerprints]
-    return judge(plan.env_check, reports, say)
+    return judge(plan.env_check, reports)
 
 
 def doctor_rows(reports: list) -> list:

@@ -34,7 +34,7 @@ def parse(line: str, node: Optional[int] = None) -> Optional[dict]:
     return event
 
 
-_NUMBERS = ("t0", "t1", "at", "step", "r")   # the fields the report does arithmetic with or sorts by
+_NUMBERS = ("t0", "t1", "at", "step", "r", "a", "sr")   # what the report does arithmetic with, sorts or assigns by
 
 
 def _number(v) -> bool:

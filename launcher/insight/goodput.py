@@ -92,14 +92,27 @@ def _t(e: dict, key: str = "t") -> Optional[float]:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def assign(attempts: list, events: list) -> None:
-    """Each event into the attempt whose window holds it (the latest that started before it)."""
+def attempt_of(e: dict, by_requeues: bool = False) -> Optional[int]:
+    """The attempt that emitted the event, as the training module says it (train/insight.py): its SLURM requeue
+    count + 1 where a restart is a requeue of one script (`by_requeues`), else kit's attempt number; None for an
+    event that does not say (a user's own script): the time window decides."""
+    if by_requeues and isinstance(e.get("sr"), int):
+        return e["sr"] + 1
+    a = e.get("a")
+    return a if isinstance(a, int) and not isinstance(a, bool) else None
+
+
+def assign(attempts: list, events: list, by_requeues: bool = False) -> None:
+    """Each event into the attempt that emitted it; an event that does not say into the attempt whose window holds
+    it (the latest that started before it)."""
+    numbers = {a.number: a for a in attempts}
     for e in events:
-        t = _t(e)
-        home = None
-        for a in attempts:
-            if a.start - SLACK <= t <= a.end + SLACK:
-                home = a
+        home = numbers.get(attempt_of(e, by_requeues))
+        if home is None:
+            t = _t(e)
+            for a in attempts:
+                if a.start - SLACK <= t <= a.end + SLACK:
+                    home = a
         if home is not None:
             (home.sections if e["e"] == "sections" else home.events).append(e)
 
@@ -108,27 +121,44 @@ def _first(events, name) -> Optional[dict]:
     return next((e for e in events if e["e"] == name), None)
 
 
+def _loops(ev: list) -> list:
+    """The attempt's training loops in order (a pretrain phase, then fine-tuning: train/pretrain.py), each as
+    [its `train` event, the `end` of the same phase that closed it, or None]. The events name their phase."""
+    loops: list = []
+    for e in ev:
+        if e["e"] == "train":
+            loops.append([e, None])
+        elif e["e"] == "end" and loops and loops[-1][1] is None and e.get("phase") == loops[-1][0].get("phase"):
+            loops[-1][1] = e
+    return loops
+
+
 def _paint_attempt(p: Painter, a: Attempt, formed: Optional[float]) -> Optional[float]:
     """The attempt's time by phase; returns when its training loop ended or stopped being seen (None: no
     training reported)."""
     ev = a.events
     clamp = lambda t: None if t is None else min(max(t, a.start), a.end)   # noqa: E731
     imported, world = clamp(_t(_first(ev, "imported") or {})), clamp(_t(_first(ev, "world") or {}))
-    loop = clamp(_t(_first(ev, "train") or {}))
+    loops = _loops(ev)
+    loop = clamp(_t(loops[0][0])) if loops else None
     if loop is None:   # nothing reported (another program), or it died before training
         upto = world or formed or imported
         p.paint(a.start, clamp(upto) or a.end, STARTUP, a.number)
         if upto is not None:
             failed = a.state in (RunState.FAILED, RunState.LOST)
-            p.paint(clamp(upto), a.end, DETECTION if ev and failed else UNREPORTED, a.number)
+            after = DETECTION if ev and failed else UNREPORTED
+            # An earlier attempt had finished the run: this one found its outputs and ended (train/resume.py).
+            p.paint(clamp(upto), a.end, WRAP_UP if _first(ev, "finished") else after, a.number)
         return None
-    done = _first(ev, "end")
+    done = loops[-1][1]   # the last loop's end: an earlier phase's end is no end of the training
     seen = [x for e in ev for x in (_t(e), _t(e, "t1")) if x is not None]
     stop = clamp(_t(done)) if done else clamp(max(seen))
     p.paint(a.start, imported or world or loop, STARTUP, a.number)
     p.paint(imported or world or loop, world or loop, RENDEZVOUS, a.number)
     p.paint(world or loop, loop, STARTUP, a.number)
     p.paint(loop, stop, TRAINING, a.number)
+    for (_, ended), (nxt, _) in zip(loops, loops[1:]):   # between phases: the next phase's set-up
+        p.paint(clamp(_t(ended or {})), clamp(_t(nxt)), STARTUP, a.number)
     p.paint(stop, a.end, DETECTION if not done and a.state in (RunState.FAILED, RunState.LOST) else WRAP_UP, a.number)
     for name, category in (("restore", RESTORE), ("save", SAVE), ("eval", EVAL), ("test", EVAL)):
         for e in ev:
@@ -137,21 +167,24 @@ def _paint_attempt(p: Painter, a: Attempt, formed: Optional[float]) -> Optional[
     return stop
 
 
-def _kept_until(a: Attempt, restored_step: Optional[int]) -> Optional[float]:
-    """When the attempt's last kept progress was made: the end of its save of the step the next attempt restored
-    (None: all of it was kept; the attempt's own loop start: none of it)."""
-    if restored_step is None:
+def _kept_until(a: Attempt, restored: Optional[dict]) -> Optional[float]:
+    """When the attempt's last kept progress was made: the end of its save of the step (in the phase) the next
+    attempt restored (None: all of it was kept; the attempt's own loop start: none of it)."""
+    if restored is None:
         return None
-    saves = [e for e in a.events if e["e"] == "save" and e.get("step") == restored_step]
+    saves = [e for e in a.events if e["e"] == "save" and e.get("step") == restored.get("step")
+             and e.get("phase") == restored.get("phase")]
     if saves:
         return _t(saves[-1], "t1")
     return _t(_first(a.events, "train") or {})
 
 
-def report(created: float, ended: float, attempts: list, events: list, marks: list) -> Report:
+def report(created: float, ended: float, attempts: list, events: list, marks: list,
+           by_requeues: bool = False) -> Report:
     """`attempts`: Attempt windows from the record (oldest first); `events`: the training module's, every rank;
-    `marks`: the record's timeline (world formed, a SLURM job's queue moves)."""
-    assign(attempts, [e for e in events if e.get("r", 0) == 0 or e["e"] == "sections"])
+    `marks`: the record's timeline (world formed, a SLURM job's queue moves); `by_requeues`: the backend restarts a
+    run by requeueing one script (SLURM), whose events number their attempt by the requeue count."""
+    assign(attempts, [e for e in events if e.get("r", 0) == 0 or e["e"] == "sections"], by_requeues)
     p = Painter()
     p.paint(created, attempts[0].start if attempts else ended, STARTUP)
     for before, after in zip(attempts, attempts[1:]):
@@ -171,8 +204,11 @@ def report(created: float, ended: float, attempts: list, events: list, marks: li
             continue
         if nxt is None and a.state in (RunState.PREEMPTED, RunState.RUNNING, AttemptEnd.STILL_RUNNING):
             continue
-        step = restored.get("step") if restored else (0 if nxt else _last_saved(a))
-        cut = _kept_until(a, step) if step else _t(_first(a.events, "train") or {})
+        if nxt is not None and _first(nxt.events, "finished"):   # it had finished the run: nothing was lost
+            continue
+        kept = restored if restored else (None if nxt else _last_save(a))
+        step = kept.get("step") if kept else (0 if nxt else None)
+        cut = _kept_until(a, kept) if step else _t(_first(a.events, "train") or {})
         lost_before = p.total(LOST)
         p.paint(max(cut or a.start, a.start), stop, LOST, a.number, only=TRAINING)
         resumed = _t(_first(nxt.events, "first_step") or {}) if nxt else None
@@ -195,8 +231,8 @@ def report(created: float, ended: float, attempts: list, events: list, marks: li
                   unreported_s=round(p.total(UNREPORTED), 3))
 
 
-def _last_saved(a: Attempt) -> Optional[int]:
-    saves = [e.get("step") for e in a.events if e["e"] == "save"]
+def _last_save(a: Attempt) -> Optional[dict]:
+    saves = [e for e in a.events if e["e"] == "save"]
     return saves[-1] if saves else None
 
 

@@ -4,15 +4,17 @@
 failure in one of its last two runs is one to place away from (planning/health.py), until `kit hosts --clear HOST`
 forgives what it did up to then ($KIT_HOME/hosts.json keeps when)."""
 
+import logging
 import json
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Optional
 
 from launcher import run_index
 from launcher.states import Meaning, RunState
+
+log = logging.getLogger(__name__)
 
 # The failures' meanings (launcher/status.py's words; records and status are imported only when there are records:
 # a dry-run with none stays light).
@@ -124,9 +126,9 @@ def cleared(strict: bool = False) -> dict:
 
 def _unreadable(path: str, why: str, strict: bool) -> dict:
     if strict:
-        from launcher.errors import KitError
-        raise KitError(f"{path} is unreadable ({why}); fix or remove it, then clear the host again")
-    print(f"kit: warning: {path} is unreadable ({why}); no host counts as cleared", file=sys.stderr)
+        from launcher.errors import RecordError
+        raise RecordError(f"{path} is unreadable ({why}); fix or remove it, then clear the host again", path=path)
+    log.warning(f"kit: warning: {path} is unreadable ({why}); no host counts as cleared")
     return {}
 
 

@@ -6,7 +6,7 @@ planner call only these methods, so no planning code names a backend. Pure: no I
 from dataclasses import dataclass
 from typing import Optional
 
-from launcher.errors import KitError
+from launcher.errors import KitError, Option
 from launcher.planning.model import Submission
 from launcher.planning.port import lane_port
 from launcher.spec.cluster import ClusterSpec, Host
@@ -110,7 +110,7 @@ class Placement:
         if job.nodes > len(cluster.hosts):
             raise KitError(
                 f"nodes: {job.nodes} nodes requested but cluster '{cluster.name}' lists {len(cluster.hosts)} "
-                f"hosts; lower --nodes or add hosts"
+                "hosts; lower ", Option("nodes"), " or add hosts"
             )
         return tuple(cluster.hosts[: job.nodes])
 
@@ -141,7 +141,7 @@ class Placement:
             if gpus > have:
                 raise KitError(
                     f"gpus_per_node: {gpus} GPUs per node requested but {self.where(host, cluster)} has {have}; "
-                    f"lower --gpus or fix the cluster's gpus_per_node"
+                    "lower ", Option("gpus"), " or fix the cluster's gpus_per_node"
                 )
 
     def cores_shared_by(self, nodes: int, procs: int) -> int:

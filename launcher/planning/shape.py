@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from launcher.backends import registry
-from launcher.errors import KitError
+from launcher.errors import KitError, Option
 from launcher.spec.cluster import ClusterSpec, Host
 from launcher.spec.job import JobSpec
 
@@ -38,10 +38,10 @@ def _check_cpu(job: JobSpec) -> None:
     if job.strategy == "fsdp":
         raise KitError(
             "strategy: fsdp needs GPUs (accelerate's FSDP does not engage on CPU); "
-            "use ddp or deepspeed on a CPU cluster, or set --gpus"
+            "use ddp or deepspeed on a CPU cluster, or set ", Option("gpus")
         )
     if job.mixed_precision == "fp16":
-        raise KitError("mixed_precision: fp16 needs GPUs; use bf16 or no on a CPU cluster, or set --gpus")
+        raise KitError("mixed_precision: fp16 needs GPUs; use bf16 or no on a CPU cluster, or set ", Option("gpus"))
 
 
 def _accumulation(job: JobSpec, world: int) -> int:
@@ -83,7 +83,8 @@ def check_pipeline(job: JobSpec, world_size: int) -> int:
         return 0
     if world_size % stages:
         raise KitError(f"pipeline_stages: {stages} stages do not divide the world of {world_size} processes; "
-                       f"use a divisor of {world_size}, or change --nodes / --procs-per-node / --gpus")
+                       f"use a divisor of {world_size}, or change ", Option("nodes"), " / ", Option("procs_per_node"),
+                       " / ", Option("gpus"))
     if job.strategy != "ddp":
         raise KitError(f"pipeline_stages: runs with strategy ddp (the replicas of a stage average gradients), "
                        f"not {job.strategy}")
@@ -97,10 +98,11 @@ MAX_NODES, MAX_PROCS_PER_NODE = 10000, 1024   # beyond any cluster; a plan of 10
 
 def resolve_shape(job: JobSpec, cluster: ClusterSpec) -> Shape:
     if job.nodes > MAX_NODES:
-        raise KitError(f"nodes: {job.nodes} is more than kit plans for (at most {MAX_NODES}); check --nodes")
+        raise KitError(f"nodes: {job.nodes} is more than kit plans for (at most {MAX_NODES}); check ",
+                       Option("nodes"))
     if (job.procs_per_node or 0) > MAX_PROCS_PER_NODE or (job.gpus_per_node or 0) > MAX_PROCS_PER_NODE:
         raise KitError(f"procs_per_node/gpus_per_node: more than {MAX_PROCS_PER_NODE} processes per node; "
-                       f"check --procs-per-node/--gpus")
+                       "check ", Option("procs_per_node"), "/", Option("gpus"))
     placement = registry.placement(cluster.backend)
     hosts = placement.hosts(job, cluster)
     gpus = job.gpus_per_node if job.gpus_per_node is not None else cluster.gpus_per_node

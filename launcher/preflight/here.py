@@ -12,7 +12,7 @@ from itertools import chain
 from typing import Iterable, Optional
 
 from launcher.environment import missing_secrets
-from launcher.errors import KitError
+from launcher.errors import KitError, Option
 from launcher.planning.model import LaunchPlan, SyncPlan
 from launcher.preflight.source import Source, compile_file, entry_file, local_modules
 
@@ -126,4 +126,4 @@ def _check_gloo(entry: Source, imported: Iterable[Source], args) -> None:
         raise KitError(f"strategy deepspeed on CPU nodes: {where} builds an Accelerator but never asks for the gloo "
                        f"process group, without which DeepSpeed's ranks do not form one world; pass Accelerator("
                        f"kwargs_handlers=[InitProcessGroupKwargs(backend=\"gloo\")]) (README: Your own script), or "
-                       f"use --strategy ddp or GPUs")
+                       "use ", Option("strategy", "ddp"), " or GPUs")

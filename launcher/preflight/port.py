@@ -4,7 +4,7 @@ import errno
 import socket
 from typing import Optional
 
-from launcher.errors import KitError
+from launcher.errors import KitError, Option
 
 SEARCH = 200   # ports tried after a busy one, to suggest a free --port
 
@@ -31,5 +31,5 @@ def check_master_port(port: int) -> None:
     if port_is_free(port):
         return
     free = free_port_after(port)
-    hint = f"pass a free one, e.g. --port {free}" if free else "pass a free one with --port"
-    raise KitError(f"master port {port} is already in use on this machine (another run or service); {hint}")
+    hint = ("pass a free one, e.g. ", Option("port", free)) if free else ("pass a free one with ", Option("port"))
+    raise KitError(f"master port {port} is already in use on this machine (another run or service); ", hint)

@@ -4,7 +4,7 @@ import os
 from typing import Optional
 
 from launcher.backends import registry
-from launcher.errors import KitError
+from launcher.errors import KitError, Option
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 from launcher.spec.load import load_json, parse_yaml, read_text, validate
@@ -34,8 +34,8 @@ def _read_spec(model, path: str, what: str):
     data = parse_yaml(read_text(path, what), path)
     other = "cluster" if what == "job" else "job"
     if _OWN_KEY[other] in data and _OWN_KEY[what] not in data:
-        raise KitError(f"{path} looks like a {other} file (it has {_OWN_KEY[other]}:); did you swap JOB and "
-                       f"--cluster? (kit submit JOB.yaml --cluster CLUSTER.yaml)")
+        raise KitError(f"{path} looks like a {other} file (it has {_OWN_KEY[other]}:); did you swap JOB and ",
+                       Option("cluster"), "? (kit submit JOB.yaml ", Option("cluster", "CLUSTER.yaml"), ")")
     return validate(model, data, path)
 
 
@@ -74,8 +74,8 @@ def sweep_of(job: JobSpec, job_path: str, sweep_path: Optional[str]) -> Optional
     if sweep_path is None:
         return job.sweep
     if job.sweep is not None:
-        raise KitError(f"--sweep {sweep_path}: job {job_path} has a sweep section already; "
-                       f"drop --sweep or the job's sweep section")
+        raise KitError(Option("sweep", sweep_path), f": job {job_path} has a sweep section already; drop ",
+                       Option("sweep"), " or the job's sweep section")
     return load_sweep_file(sweep_path)
 
 

@@ -1,18 +1,14 @@
 """Turn pydantic's multi-line validation reports into kit's one-line errors."""
 
-import shlex
-
 from pydantic import ValidationError
 
-from launcher.errors import did_you_mean
+from launcher.errors import Option, did_you_mean
 
 
 # Type-mismatch errors of the union branch the user did not write (a mapping where a string was allowed).
 _BRANCH_MISMATCH = {"string_type", "int_type", "float_type", "bool_type", "model_type", "dict_type",
                     "model_attributes_type", "is_instance_of"}
 _INTERNAL_PREFIXES = ("constrained-", "function-", "lax-or-strict", "json-or-python", "tagged-union")
-# How a `--set` of the job's own argument is told to go after `--` (api_words.py says it as args=[...]).
-JOB_ARGS = "kit submit JOB -- "
 _SCALAR_LABELS = {"str", "int", "float", "bool", "list", "dict"}
 
 
@@ -83,49 +79,50 @@ def _valid_keys(model, loc) -> list[str]:
     return sorted(getattr(model, "model_fields", {}))
 
 
-def _unknown_key(model, loc, where: str, said_as: str | None) -> str:
+def _unknown_key(model, loc, where: str, said_as: Option | None) -> tuple:
     """An unknown key: the key that is close, or for a `--set` of a top-level key the job's own argument."""
     valid = _valid_keys(model, loc)
     key = str(loc[-1]) if loc else where
+    given = str(said_as.value) if said_as is not None and said_as.name == "set" else None
     # `--set cluster.gpus=8` is told as the user wrote it, `cluster.gpus`, not as the cluster spec's `gpus`.
-    user_key = said_as.removeprefix("--set ").split("=", 1)[0].rstrip("+") if said_as else where
+    user_key = given.split("=", 1)[0].rstrip("+") if given is not None else where
     shown = user_key.removesuffix(where) + where if user_key.endswith(where) else where
     if close := did_you_mean(key, valid):
-        return f"unknown key '{shown}'; did you mean '{shown.removesuffix(key) + close}'?"
+        return (f"unknown key '{shown}'; did you mean '{shown.removesuffix(key) + close}'?",)
     text = f"unknown key '{shown}' (valid keys here: {', '.join(valid)})"
-    if said_as is not None and said_as.startswith("--set ") and not said_as.startswith("--set cluster.") \
-            and len(loc) == 1:
-        value = said_as.split("=", 1)[1]
-        text += (f"; if {key} is an argument of your script, give it after --: {JOB_ARGS}--{key}"
-                 f"{' ' + shlex.quote(value) if value else ''}")
-    return text
+    if given is not None and not given.startswith("cluster.") and len(loc) == 1:
+        value = given.split("=", 1)[1]
+        # The job's own argument: after -- on the command line, in args=[...] from Python.
+        return (f"{text}; if {key} is an argument of your script, give it ",
+                Option("args", [f"--{key}", *([value] if value else [])]))
+    return (text,)
 
 
-def _line(loc: tuple, error: dict, model, source: str, said: dict[str, str]) -> str:
+def _line(loc: tuple, error: dict, model, source: str, said: dict[str, Option]) -> tuple:
     where = _loc_path(loc, set()) or "(top level)"
-    said_as = next((words for key, words in said.items()
+    said_as = next((option for key, option in said.items()
                     if where == key or where.startswith((key + ".", key + "["))), None)
     if error["type"] == "extra_forbidden":
-        return f"{said_as or source}: {_unknown_key(model, loc, where, said_as)}"
+        return (said_as or source, ": ", *_unknown_key(model, loc, where, said_as))
     msg = error["msg"].removeprefix("Value error, ")
     if error["type"] == "missing":
         msg = "required key is missing"
     if said_as is not None:
-        return f"{said_as}: {msg}"   # the value is in their words already
+        return (said_as, f": {msg}")   # the value is in their words already
     if error["type"] not in ("value_error", "missing") and "input" in error:
         msg += f" (got {error['input']!r})"
-    return f"{source}: {where}: {msg}"
+    return (f"{source}: {where}: {msg}",)
 
 
-def all_lines(err: ValidationError, model, source: str, said: dict[str, str] | None = None) -> list[str]:
-    """Every mistake, one line each, as `source: field: what is wrong (the fix)`; an unknown key with the valid
-    key that is close (`did you mean 'nodes'?`). With `said` (dotted field -> how the user wrote it on the command
-    line, e.g. "gpus_per_node" -> "--gpus -1"), a mistake in a field the user set that way is told in their words:
-    `--gpus -1: Input should be ...`."""
+def all_lines(err: ValidationError, model, source: str, said: dict[str, Option] | None = None) -> list[tuple]:
+    """Every mistake, one line each (text and Options), as `source: field: what is wrong (the fix)`; an unknown
+    key with the valid key that is close (`did you mean 'nodes'?`). With `said` (dotted field -> the option the
+    user set it with, e.g. "gpus_per_node" -> Option("gpus", -1)), a mistake in a field the user set that way is
+    told in their words: `--gpus -1: Input should be ...` (`gpus=-1: ...` from Python)."""
     return [_line(loc, e, model, source, said or {})
             for loc, e in _relevant(err.errors(include_url=False), _model_names(model))]
 
 
-def one_line(err: ValidationError, model, source: str, said: dict[str, str] | None = None) -> str:
+def one_line(err: ValidationError, model, source: str, said: dict[str, Option] | None = None) -> tuple:
     """The first mistake's line (all_lines)."""
     return all_lines(err, model, source, said)[0]

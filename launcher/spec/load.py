@@ -103,7 +103,7 @@ def validate(model, data: dict, source: str, said=None):
     except ValidationError as e:
         lines = all_lines(e, model, source, said)
         if len(lines) == 1:
-            raise KitError(lines[0]) from None
+            raise KitError(*lines[0]) from None
         raise per_line([f"{source}: {len(lines)} mistakes, each on a line below; fix them all, then submit again",
                         *lines]) from None
 

@@ -5,7 +5,7 @@ from typing import Any, Optional
 
 import yaml
 
-from launcher.errors import KitError
+from launcher.errors import KitError, Option
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 from launcher.spec.load import validate
@@ -30,7 +30,8 @@ def parse_set(item: str) -> tuple[str, Any]:
     `args+=` (a key ending in +) appends to the list instead of replacing it."""
     key, sep, raw = item.partition("=")
     if not sep or not key.rstrip("+") or any(not part for part in key.rstrip("+").split(".")):
-        raise KitError(f"--set {item!r}: expected key=value, e.g. --set deepspeed.zero_stage=3")
+        raise KitError(Option("set", item, quoted=True), ": expected key=value, e.g. ",
+                       Option("set", "deepspeed.zero_stage=3"))
     path = key.split(".")
     if len(path) >= 2 and path[-2] == "env":
         # Environment values are text: `--set env.OMP_NUM_THREADS=4` means the string "4".
@@ -49,7 +50,7 @@ def _words(raw: str, item: str) -> list[str]:
     try:
         return shlex.split(raw)
     except ValueError as e:
-        raise KitError(f"--set {item!r}: {e}; quote the arguments as a shell would") from None
+        raise KitError(Option("set", item, quoted=True), f": {e}; quote the arguments as a shell would") from None
 
 
 def _key_value(data: dict, dotted: str):
@@ -66,23 +67,24 @@ def with_key(data: dict, dotted: str, value) -> dict:
     if rest:
         inner = out.get(head, {})
         if not isinstance(inner, dict):
-            raise KitError(f"--set {dotted}: {head} is not a mapping")
+            raise KitError(Option("set", dotted), f": {head} is not a mapping")
         out[head] = with_key(inner, rest, value)
     else:
         out[head] = value
     return out
 
 
-_FLAGS = (("nodes", "--nodes", "nodes"), ("gpus", "--gpus", "gpus_per_node"),
-          ("procs_per_node", "--procs-per-node", "procs_per_node"), ("strategy", "--strategy", "strategy"),
-          ("mixed_precision", "--mixed-precision", "mixed_precision"), ("master_port", "--port", "cluster.master_port"))
+# (Overrides field, the option that gives it, the field it sets)
+_FLAGS = (("nodes", "nodes", "nodes"), ("gpus", "gpus", "gpus_per_node"),
+          ("procs_per_node", "procs_per_node", "procs_per_node"), ("strategy", "strategy", "strategy"),
+          ("mixed_precision", "mixed_precision", "mixed_precision"), ("master_port", "port", "cluster.master_port"))
 
 
-def override_pairs(ov: Overrides) -> list[tuple[str, Any, str]]:
+def override_pairs(ov: Overrides) -> list[tuple[str, Any, Option]]:
     """(dotted key, value, how the user wrote it) for every flag given and every --set."""
-    flags = [(key, getattr(ov, attr), f"{flag} {getattr(ov, attr)}") for attr, flag, key in _FLAGS
+    flags = [(key, getattr(ov, attr), Option(option, getattr(ov, attr))) for attr, option, key in _FLAGS
              if getattr(ov, attr) is not None]
-    return flags + [(*parse_set(s), f"--set {s}") for s in ov.sets]
+    return flags + [(*parse_set(s), Option("set", s)) for s in ov.sets]
 
 
 def _overlap(a: str, b: str) -> bool:
@@ -90,7 +92,7 @@ def _overlap(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
-def check_conflicts(pairs: list[tuple[str, Any, str]]) -> None:
+def check_conflicts(pairs: list[tuple[str, Any, Option]]) -> None:
     """Two overrides of one field (or of a field and its section) must agree; the last must not silently win.
     Appends (`args+=`) compose, in the order given, also after a replacement of their field (`args=...` then
     `args+=...`: replaced, then appended to); a replacement after an append would drop it: a conflict."""
@@ -99,7 +101,7 @@ def check_conflicts(pairs: list[tuple[str, Any, str]]) -> None:
             if key.endswith("+") and (other_key.endswith("+") or other_key == key[:-1]):
                 continue
             if _overlap(key, other_key) and (key != other_key or value != other_value):
-                raise KitError(f"{key}: {other_said} conflicts with {said}; give one value")
+                raise KitError(f"{key}: ", other_said, " conflicts with ", said, "; give one value")
 
 
 def apply_overrides(job: JobSpec, cluster: ClusterSpec, ov: Overrides) -> tuple[JobSpec, ClusterSpec]:
@@ -116,7 +118,8 @@ def apply_overrides(job: JobSpec, cluster: ClusterSpec, ov: Overrides) -> tuple[
         elif key.endswith("+"):   # append to a list field
             current = _key_value(job_data, key[:-1]) or []
             if not isinstance(value, list) or not isinstance(current, list):
-                raise KitError(f"{said}: += appends a list to a list field, e.g. --set 'args+=[\"--epochs\", \"1\"]'")
+                raise KitError(said, ": += appends a list to a list field, e.g. ",
+                               Option("set", 'args+=["--epochs", "1"]', quoted=True))
             job_data = with_key(job_data, key[:-1], [*current, *value])
         else:
             job_data = with_key(job_data, key, value)

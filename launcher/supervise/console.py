@@ -1,11 +1,13 @@
 """kit's terminal: every node's output, tagged, with the launcher's noise held back, the tracebacks of ranks that
 die after the first failure and repeated library warnings kept to the node logs (ranks_view.py), and progress
-drawn live.
+drawn live. kit's own lines during a run (console.note) are logged (launcher/logs.py), the progress bar cleared
+first.
 
 The node's log file is written by its watchdog, so nothing here can lose or stall a log: a closed terminal or
 pipe (`kit submit ... | head`) only stops the copy to the terminal, while the node's output keeps being read.
 """
 
+import logging
 import os
 import threading
 import time
@@ -16,16 +18,17 @@ from launcher.planning.tags import is_tagged, node_tag, split_progress
 from launcher.supervise.noise import NoiseFilter, is_worker_line
 from launcher.supervise.ranks_view import RanksView
 
+log = logging.getLogger(__name__)
 PROGRESS_INTERVAL_OFF_TTY = 30.0
 TICK = 0.25   # how often a held traceback's time limit is checked while its rank is silent
 _CLEAR = "\r\x1b[K"
 
 
 class Console:
-    """Thread-safe writer for the node streams (stdout) and kit's own notes (stderr)."""
+    """Thread-safe writer for the node streams (`out`, stdout) and kit's own notes (logged: stderr in the CLI)."""
 
-    def __init__(self, out, err, tty=None, run_id: str = ""):
-        self.out, self.err = out, err
+    def __init__(self, out, tty=None, run_id: str = ""):
+        self.out = out
         self.tty = _isatty(out) if tty is None else tty
         self._lock = threading.Lock()
         self._bar = False          # a progress line is drawn on the terminal's last row
@@ -93,16 +96,22 @@ class Console:
                 self._last_progress[node] = now
                 self._write(self.out, text + "\n")
 
-    def note(self, text: str) -> None:
-        """kit's own message, on stderr."""
+    def note(self, text: str, level: int = logging.INFO) -> None:
+        """kit's own message, logged between the nodes' lines (never through a progress bar)."""
         with self._lock:
-            self._note(text)
+            self._note(text, level)
 
-    def _note(self, text: str) -> None:
+    def warn(self, text: str) -> None:
+        """note() at WARNING: still shown with -q."""
+        self.note(text, logging.WARNING)
+
+    def _note(self, text: str, level: int = logging.INFO) -> None:
+        if not self.alive:   # the terminal went away (hang_up, EPIPE): as for the nodes' lines
+            return
         if self._bar:
             self._write(self.out, _CLEAR)
             self._bar = False
-        self._write(self.err, text + "\n")
+        log.log(level, text)
 
     def hang_up(self) -> None:
         """The terminal is gone (SIGHUP): stop writing to it, keep the run."""

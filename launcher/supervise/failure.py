@@ -292,6 +292,15 @@ def summary_line(run_id: str, state: str, f: Failure) -> str:
     return f"kit: run {run_id} {state}: {cause(f)}"
 
 
+def outcome_level(state: str) -> int:
+    """How loud a run's last line is (launcher/logs.py): a success is news (INFO); any other end stays visible with
+    -q (a failure an ERROR, a cancelled or preempted run a WARNING)."""
+    import logging
+    if state == RunState.SUCCEEDED:
+        return logging.INFO
+    return logging.ERROR if state == RunState.FAILED else logging.WARNING
+
+
 def outcome_line(run_id: str, state: str, code: int, failure: Optional[Failure]) -> str:
     """The last line of a run: how it ended and, when it failed, why, in one line."""
     if failure is not None:

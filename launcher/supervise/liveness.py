@@ -1,10 +1,13 @@
 """Is the kit process that follows a run (its supervisor) still there, and the nodes' watchdogs on this machine?
 A "running" record whose supervisor is gone is not running. Stopping a supervisor waits until it has gone."""
 
+import logging
 import time
 
 from launcher.status import ACTIVE, NOT_OVER, QUEUED, RunStatus  # noqa: F401  (the states, for callers)
 from launcher.supervise import tree
+
+log = logging.getLogger(__name__)
 
 CANCEL_MARGIN = 30.0  # on top of the grace period: the supervisor's own shutdown and the log flush
 
@@ -45,7 +48,7 @@ def stop_supervisor(status: RunStatus, where: str = "") -> float:
     grace = float(status.teardown_grace or 40.0)
     boss = supervisor(status)
     if boss is not None:
-        print(f"run {status.run_id or '?'}: stopping{where} (ranks get up to {grace:.0f} s to save)", flush=True)
+        log.info(f"run {status.run_id or '?'}: stopping{where} (ranks get up to {grace:.0f} s to save)")
         boss.terminate()
         wait_gone([boss], grace + CANCEL_MARGIN)
     return grace

@@ -1,12 +1,15 @@
 """A record's node logs read as they grow: the complete lines written since the last read, tagged like the live
 console (`kit logs --follow`, the SLURM backend's following)."""
 
+import logging
 import os
 import sys
 
 from launcher.insight.events import is_insight
 from launcher.planning.tags import PROGRESS_MARK, is_tagged, node_tag
 from launcher.supervise.noise import NoiseFilter, is_worker_line
+
+log = logging.getLogger(__name__)
 
 
 def node_logs(record_path: str, node=None) -> list[tuple[int, str]]:
@@ -57,11 +60,11 @@ def print_new_lines(record_path: str, node, offsets: dict, pending: dict, noise=
 
 
 def _shown(view, lines: list, out) -> None:
-    """Lines a RanksView let through, then kit's notes about what it kept back (stderr)."""
+    """Lines a RanksView let through, then kit's notes about what it kept back (logged)."""
     out.write("".join(ln + "\n" for ln in lines))
     out.flush()
     for note in view.take_notes():
-        print(note, file=sys.stderr, flush=True)
+        log.info(note)
 
 
 def flush_held(noise: dict, out=None, view=None) -> None:

@@ -6,9 +6,9 @@ the rest and waits until every watchdog has exited, which they do only once noth
 Signals never raise here: a second Ctrl-C shortens the grace period, a third kills at once.
 """
 
+import logging
 import dataclasses
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -16,6 +16,8 @@ from typing import Optional
 
 from launcher.supervise.failure import Failure, PREEMPTED
 from launcher.states import RunState
+
+log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.1
 # After one node fails, how long the others may take to end by themselves before kit stops them: ranks that lost a
@@ -94,8 +96,8 @@ class _Watching:
                     found = w.poll()
                 except Exception as e:   # the run goes on unwatched by it rather than end for kit's own fault
                     if not self._done.is_set():
-                        print(f"kit: warning: {type(w).__name__} stopped watching the run: {e or type(e).__name__}",
-                              file=sys.stderr, flush=True)
+                        log.warning(f"kit: warning: {type(w).__name__} stopped watching the run: "
+                                    f"{e or type(e).__name__}")
                     watches.remove(w)
                     continue
                 if found is not None:

@@ -2,6 +2,7 @@
 the sweep's driver (it stops starting trials and stops each running one), then cancel whatever trial still runs
 through its own backend, as `kit cancel <trial>` would; return only when no process of any trial is left."""
 
+import logging
 import os
 import time
 
@@ -16,6 +17,7 @@ from launcher.sweeps.rerun import trial_state
 from launcher.sweeps.table import collect
 from launcher.states import RunState
 
+log = logging.getLogger(__name__)
 STILL = ACTIVE + (RunState.LOST,)
 
 
@@ -24,7 +26,7 @@ def _grace(run_root: str, run_ids: list) -> float:
     return max([float(g) for g in graces if g] or [40.0])
 
 
-def cancel_when_submitted(trial: records.RunRecord, note, wait: float = 120.0) -> None:
+def cancel_when_submitted(trial: records.RunRecord, wait: float = 120.0) -> None:
     """Cancel one trial's run as `kit cancel <trial>` does, once its scheduler knows its job (a trial stopped
     while its job was being submitted); for a run whose job outlives its kit supervisor (SLURM: scancel)."""
     deadline = time.monotonic() + wait
@@ -36,9 +38,9 @@ def cancel_when_submitted(trial: records.RunRecord, note, wait: float = 120.0) -
     status = trial.read_status()
     if status.state in NOT_OVER and status.handle.job_id:
         try:
-            note(registry.backend(status.backend).cancel(trial, status))
+            log.info(registry.backend(status.backend).cancel(trial, status))
         except Exception as e:   # the supervisor's own following still ends it when the job ends
-            note(f"kit: could not cancel {status.run_id}: {e}")
+            log.warning(f"kit: could not cancel {status.run_id}: {e}")
 
 
 def cancel_sweep(record) -> str:
@@ -55,8 +57,8 @@ def cancel_sweep(record) -> str:
         record.update(state=RunState.CANCELLED, finished_at=time.time())
         return said
     if driver is not None:
-        print(f"sweep {sweep_id}: stopping its driver (kit, pid {driver.pid}) and every running trial "
-              f"(ranks get up to {_grace(run_root, run_ids):.0f} s to save)", flush=True)
+        log.info(f"sweep {sweep_id}: stopping its driver (kit, pid {driver.pid}) and every running trial "
+                 f"(ranks get up to {_grace(run_root, run_ids):.0f} s to save)")
         driver.terminate()
         # The driver ends once each trial it runs has ended; a trial started just now records its grace late.
         psutil.wait_procs([driver], timeout=_grace(run_root, run_ids) + 2 * CANCEL_MARGIN)
@@ -64,7 +66,7 @@ def cancel_sweep(record) -> str:
         trial = records.RunRecord(os.path.join(run_root, run_id))
         state, status = trial_state(trial.path)
         if state in STILL:
-            print(registry.backend(status.backend).cancel(trial, status), flush=True)
+            log.info(registry.backend(status.backend).cancel(trial, status))
     if record.read().get("state") in ACTIVE:
         record.update(state=RunState.CANCELLED, finished_at=time.time())
     return f"sweep {sweep_id}: cancelled; no process of any trial is left"

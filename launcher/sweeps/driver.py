@@ -233,7 +233,7 @@ class Driver:
             return
         run.stopping = True
         record = records.RunRecord(os.path.join(self.ctx.run_root, run.trial.run_id))
-        threading.Thread(target=cancel_when_submitted, args=(record, self.console.note), daemon=True).start()
+        threading.Thread(target=cancel_when_submitted, args=(record,), daemon=True).start()
 
     def _reap(self) -> None:
         for lane, run in list(self.running.items()):
@@ -298,5 +298,5 @@ class Driver:
         for line in render_text(view).splitlines():
             self.console.line(line)
         from launcher.sweeps.plot import write_plot
-        write_plot(self.record, view, self.console.note)
+        write_plot(self.record, view)
         return code

@@ -2,6 +2,7 @@
 as one where it can (a SLURM job array, followed here through the trials' records), else the sweep driver
 launches each trial like one `kit submit`, lane by lane (driver.py), in the foreground or detached."""
 
+import logging
 import os
 import sys
 import time
@@ -9,7 +10,7 @@ import traceback
 from typing import Optional
 
 from launcher.backends import registry
-from launcher.errors import KitError, note
+from launcher.errors import KitError, Option
 from launcher.environment import dropped_warning
 from launcher.supervise import spawned, tree
 from launcher.supervise.console import Console
@@ -21,6 +22,8 @@ from launcher.sweeps.rerun import trials_to_run
 from launcher.sweeps.table import metric_problem
 from launcher.sweeps.context import SweepContext, trial_specs
 from launcher.states import RunState
+
+log = logging.getLogger(__name__)
 
 
 def _refuse_if_running(record) -> None:
@@ -38,7 +41,8 @@ def _refuse_an_earlier_id(plan, run_root: str) -> None:
             or not is_sweep(run_root, plan.earlier_id):
         return
     raise KitError(f"this sweep was recorded by an earlier kit as {plan.earlier_id} (its id held sweep.metric then); "
-                   f"continue it with --run-id {plan.earlier_id}, or start it over with --run-id {plan.sweep_id}")
+                   "continue it with ", Option("run_id", plan.earlier_id), ", or start it over with ",
+                   Option("run_id", plan.sweep_id))
 
 
 def _need_optuna() -> None:
@@ -74,14 +78,14 @@ def driver_main() -> None:
     code = 1
     try:
         plan, path, ctx, todo = spawned.inputs()
-        code = Driver(plan, SweepRecord(path), ctx, todo, Console(sys.stdout, sys.stderr)).run()
+        code = Driver(plan, SweepRecord(path), ctx, todo, Console(sys.stdout)).run()
     except BaseException:
         traceback.print_exc()
     finally:
         forked.leave(code)
 
 
-def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: Optional[str] = None, say=note):
+def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: Optional[str] = None):
     """Run the sweep: followed to its end (its exit code), or detached (its record, returned at once)."""
     base_dir = base_dir or os.getcwd()
     backend = registry.backend(plan.backend)
@@ -92,7 +96,7 @@ def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: Opti
     ctx = SweepContext(job=resolved_job, cluster=resolved_cluster, spec=plan.spec, base_dir=base_dir,
                        run_root=run_root, binding=binding)
     if warning := dropped_warning(plan.trials[0].plan, os.environ):
-        say(warning)
+        log.warning(warning)
     # The checks `kit submit` makes, once, on the first trial: a wrong entrypoint, python or host stops the sweep
     # here (one line, exit 2) before anything is written. Each trial checks again before it starts.
     try:
@@ -113,9 +117,9 @@ def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: Opti
     record.update(workdir=backend.outputs_here(resolved_cluster.workdir, base_dir),
                   created_at=record.read().get("created_at") or time.time())
     # A re-run skips trials that succeeded and sets the others' old records aside.
-    todo = trials_to_run(plan, run_root, say)
+    todo = trials_to_run(plan, run_root)
     if not todo:
-        say(f"kit: sweep {plan.sweep_id}: every trial succeeded already; nothing to run")
+        log.info(f"kit: sweep {plan.sweep_id}: every trial succeeded already; nothing to run")
         record.update(state=RunState.SUCCEEDED, exit_code=0, finished_at=time.time())
         if detach:
             return record
@@ -126,13 +130,14 @@ def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: Opti
     if submitted is not None:
         record.update(state=RunState.RUNNING, finished_at=None, exit_code=None, **submitted)
         if detach:
-            say(how_to(plan.sweep_id, record))
+            log.info(how_to(plan.sweep_id, record))
             return record
         return follow_trials(record, [t.run_id for t in todo])
-    say(f"kit: sweep {plan.sweep_id}: {len(plan.trials)} trial(s), {plan.lanes} at a time; record in {record.path}")
+    log.info(f"kit: sweep {plan.sweep_id}: {len(plan.trials)} trial(s), {plan.lanes} at a time; record in "
+             f"{record.path}")
     if detach:
         _detach(plan, record, ctx, todo)
         root_arg = "" if os.path.relpath(run_root) == "runs" else f" --run-root {run_root}"
-        say(_how_to(record, root_arg))
+        log.info(_how_to(record, root_arg))
         return record
-    return Driver(plan, record, ctx, todo, Console(sys.stdout, sys.stderr)).run()
+    return Driver(plan, record, ctx, todo, Console(sys.stdout)).run()

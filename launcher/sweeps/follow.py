@@ -2,6 +2,7 @@
 record, as `kit status <trial>` reads it (its backend's current_state brings the record up to date), until each
 has ended; then the sweep's end and its table."""
 
+import logging
 import os
 import sys
 import time
@@ -9,9 +10,11 @@ import time
 from launcher import records
 from launcher.core.lookup import state_now
 from launcher.status import NOT_OVER
-from launcher.supervise.failure import outcome_line
+from launcher.supervise.failure import outcome_level, outcome_line
 from launcher.sweeps import metrics
 from launcher.states import RunState
+
+log = logging.getLogger(__name__)
 
 POLL = 2.0
 
@@ -46,11 +49,11 @@ def _stop_blind(record, problem: str) -> int:
     data = record.read()
     said = registry.backend(data.get("backend") or registry.DEFAULT).cancel_many(data, record.path)
     if said:
-        print(said, file=sys.stderr, flush=True)
+        log.info(said)
     line = (f"kit: sweep {record.sweep_id}: {problem}; its other trials were cancelled; fix sweep.metric and run "
             f"the same command again: the trials that succeeded are kept")
     record.update(state=RunState.FAILED, exit_code=2, finished_at=time.time(), stopped=line.removeprefix("kit: "))
-    print(line, file=sys.stderr, flush=True)
+    log.error(line)
     return 2
 
 
@@ -69,7 +72,7 @@ def follow_trials(record, run_ids: list[str]) -> int:
                 state, line = _refresh(_trial_record(record, run_id))
                 if said.get(run_id) != (state, line):
                     said[run_id] = (state, line)
-                    print(f"kit: {run_id}: {line or state}", file=sys.stderr, flush=True)
+                    log.info(f"kit: {run_id}: {line or state}")
                 if state not in NOT_OVER:
                     ended.append(run_id)
                 if state == RunState.SUCCEEDED and not scored:
@@ -83,13 +86,12 @@ def follow_trials(record, run_ids: list[str]) -> int:
             if len(ended) < len(run_ids):
                 time.sleep(POLL)
     except KeyboardInterrupt:
-        print(f"\nkit: stopped following; the job array keeps running. {how_to(record.sweep_id, record)}",
-              file=sys.stderr, flush=True)
+        log.warning(f"\nkit: stopped following; the job array keeps running. {how_to(record.sweep_id, record)}")
         return 130
     first_bad = None
     for run_id in ended:
         status = _trial_record(record, run_id).read_status()
-        print(outcome_line(run_id, status.state, status.exit_code or 0, status.failure), file=sys.stderr)
+        log.log(outcome_level(status.state), outcome_line(run_id, status.state, status.exit_code or 0, status.failure))
         if status.state != RunState.SUCCEEDED and first_bad is None:
             first_bad = status.exit_code or 1
     code = 0 if first_bad is None else first_bad

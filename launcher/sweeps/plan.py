@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from launcher.backends import registry
-from launcher.errors import KitError
+from launcher.errors import KitError, Option
 from launcher.planning.build import build_plan
 from launcher.planning.inputs import PlanInputs
 from launcher.planning.model import LaunchPlan
@@ -103,9 +103,9 @@ def _check_overrides(spec: SweepSpec, overrides: Overrides) -> None:
     owned = {name for name in swept if name.startswith("--")} | {spec.output_arg}
     for key, value, said in override_pairs(overrides):
         if key in swept:
-            raise KitError(f"{said} fixes {key}, which the sweep varies; drop one of them")
+            raise KitError(said, f" fixes {key}, which the sweep varies; drop one of them")
         if key in ("args", "args+") and (clash := sorted(_flags_in(value if isinstance(value, list) else []) & owned)):
-            raise KitError(f"{said} sets {clash[0]}, which each trial of the sweep sets; drop it from the override")
+            raise KitError(said, f" sets {clash[0]}, which each trial of the sweep sets; drop it from the override")
     if clash := sorted(_flags_in(overrides.extra_args) & owned):
         raise KitError(f"-- {clash[0]} fixes an argument each trial of the sweep sets; drop it after --")
 
@@ -116,8 +116,8 @@ def plan_sweep(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: O
     check_fields(job, spec)
     _check_overrides(spec, overrides)
     if sweep_id is not None and TRIAL_ID.search(sweep_id):
-        raise KitError(f"--run-id {sweep_id}: a sweep's id may not end in -t<N>, which names trial N of another "
-                       f"sweep's run records; pick another id")
+        raise KitError(Option("run_id", sweep_id), ": a sweep's id may not end in -t<N>, which names trial N of "
+                       "another sweep's run records; pick another id")
     earlier_id = None if sweep_id else earlier_sweep_id(job, spec, cluster, overrides)
     sweep_id = sweep_id or sweep_id_for(job, spec, cluster, overrides)
     # The specs are resolved once; each trial's job is the resolved job with its values (no override fixes a

@@ -1,12 +1,15 @@
 """sweep.png in the sweep record: the metric against each parameter, one panel per parameter, the best marked.
 A log x axis for log ranges and for positive numbers spanning a decade or more; text values are categories."""
 
+import logging
 import hashlib
 import json
 import math
 import os
 
 from launcher.states import RunState
+
+log = logging.getLogger(__name__)
 
 PNG = "sweep.png"
 KEY = ".sweep.png.key"   # what the plot shows, hashed: `kit sweep status` redraws it only when that changed
@@ -103,8 +106,8 @@ def _curves_panel(ax, view: dict, trail: dict) -> None:
     ax.legend(loc="best", fontsize="small")
 
 
-def write_plot(record, view: dict, note) -> None:
-    """Write the plot if any trial has a metric; `note(line)` tells where, or why not. With early stopping, a last
+def write_plot(record, view: dict) -> None:
+    """Write the plot if any trial has a metric; a line (logged) tells where, or why not. With early stopping, a last
     panel draws every trial's learning curve, the pruned ones marked."""
     from launcher.sweeps.curves import kept
     scored = [r for r in view["trials"] if r["metric"] is not None]
@@ -117,7 +120,7 @@ def write_plot(record, view: dict, note) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        note("kit: matplotlib is not installed; no sweep.png")
+        log.info("kit: matplotlib is not installed; no sweep.png")
         return
     spec = record.read()["spec"]["parameters"]
     names = view["parameters"]
@@ -127,7 +130,7 @@ def write_plot(record, view: dict, note) -> None:
                                     ([trail, [r.get("state") for r in view["trials"]]] if trail else []),
                                     sort_keys=True, default=str).encode()).hexdigest()
     if _drawn(record, key):
-        note(f"kit: plot: {record.file(PNG)} (unchanged)")
+        log.info(f"kit: plot: {record.file(PNG)} (unchanged)")
         return
     panels = len(names) + (1 if any(trail.values()) else 0)
     fig, axes = plt.subplots(1, panels, figsize=(4.2 * panels, 3.6), squeeze=False)
@@ -143,8 +146,8 @@ def write_plot(record, view: dict, note) -> None:
         fig.savefig(record.file(PNG), dpi=100)
         with open(record.file(KEY), "w", encoding="utf-8") as f:
             f.write(key)
-        note(f"kit: plot: {record.file(PNG)}")
+        log.info(f"kit: plot: {record.file(PNG)}")
     except OSError as e:
-        note(f"kit: could not write {record.file(PNG)}: {e.strerror}")
+        log.warning(f"kit: could not write {record.file(PNG)}: {e.strerror}")
     finally:
         plt.close(fig)

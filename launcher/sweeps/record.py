@@ -1,9 +1,9 @@
 """The sweep record: <run root>/<sweep id>/sweep.json lists the trials and their parameters. Each trial is an
 ordinary run with its own record (<run root>/<sweep id>-t<N>/), which holds the trial's state."""
 
+import logging
 import json
 import os
-import sys
 import time
 from dataclasses import dataclass
 from typing import Optional
@@ -11,13 +11,15 @@ from typing import Optional
 from launcher import run_index
 from launcher.core.listing import entry_under_lock
 from launcher.core.lookup import DEFAULT_ROOT, all_roots
-from launcher.errors import KitError
+from launcher.errors import KitError, Option, RecordError
 from launcher.filestore import locked, write_atomic
 from launcher.records import LOCK, SWEEP_FILE, own_run_dir, refuse_planted, signature
 from launcher.spec.sweep import NOT_IDENTITY
 from launcher.sweeps.sweep_file import checked
 from launcher.render.text import to_json
 from launcher.states import RunState, TrialState
+
+log = logging.getLogger(__name__)
 
 
 
@@ -39,8 +41,8 @@ class SweepRecord:
             with open(self.file(SWEEP_FILE), encoding="utf-8") as f:
                 return checked(json.load(f))
         except (OSError, ValueError) as e:
-            raise KitError(f"sweep record {self.path}: {SWEEP_FILE} is unreadable ({e}); "
-                           f"inspect or remove that directory") from None
+            raise RecordError(f"sweep record {self.path}: {SWEEP_FILE} is unreadable ({e}); "
+                              f"inspect or remove that directory", path=self.path) from None
 
     def update(self, **fields) -> dict:
         """Read, change, write back, under the record's lock (the driver, a cancel and a status may all write)."""
@@ -88,7 +90,7 @@ def open_sweep(root: str, plan) -> SweepRecord:
         if _planned(old.get("trials"), data["trials"]) != data["trials"] \
                 or _what_runs(old.get("spec")) != _what_runs(data["spec"]):
             raise KitError(f"sweep {plan.sweep_id} already exists at {record.path} with other trials; "
-                           f"pick another --run-id")
+                           "pick another ", Option("run_id"))
         record.update(**{**data, "trials": _kept(old["trials"], data["trials"])})
         run_index.remember(record.path, entry=lambda: entry_under_lock(record.path))
         return record
@@ -136,15 +138,15 @@ def _refuse_a_namesake(sweep_id: str, path: str) -> None:
     if other is None:
         return
     if not os.path.isfile(os.path.join(other, SWEEP_FILE)):
-        raise KitError(f"sweep id {sweep_id} is taken by a run {run_index.taken(sweep_id, other, live=False)}")
+        raise KitError(f"sweep id {sweep_id} is taken by a run ", run_index.taken(sweep_id, other, live=False))
     try:
         state = state_now(SweepRecord(other).read())
     except KitError:
         state = "unreadable"
     if state == RunState.RUNNING:
-        raise KitError(f"sweep id {sweep_id} is taken by a sweep still running {run_index.taken(sweep_id, other)}")
-    raise KitError(f"sweep id {sweep_id} is taken by a sweep that ended ({state}) "
-                   f"{run_index.taken(sweep_id, other, live=False)}")
+        raise KitError(f"sweep id {sweep_id} is taken by a sweep still running ", run_index.taken(sweep_id, other))
+    raise KitError(f"sweep id {sweep_id} is taken by a sweep that ended ({state}) ",
+                   run_index.taken(sweep_id, other, live=False))
 
 
 def is_sweep(run_root: str, run_id: Optional[str]) -> bool:
@@ -178,7 +180,7 @@ def list_sweeps(run_root: str) -> list[tuple[str, dict]]:
             try:
                 found.append((name, SweepRecord(os.path.join(run_root, name)).read()))
             except KitError as e:
-                print(f"kit: warning: {e}", file=sys.stderr, flush=True)
+                log.warning(f"kit: warning: {e}")
     return sorted(found, key=lambda item: item[1].get("created_at", 0))
 
 

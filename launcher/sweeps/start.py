@@ -5,7 +5,6 @@ import dataclasses
 
 from launcher.backends import registry
 from launcher.core.prepare import Loaded, check_code
-from launcher.errors import note
 from launcher.spec import load_user_deepspeed
 from launcher.sweeps.execute import run_sweep
 from launcher.sweeps.plan import SweepPlan, plan_sweep
@@ -33,7 +32,7 @@ def sweep_plan(loaded: Loaded, sweep_id) -> SweepPlan:
     return at_edge(plan, loaded.resolved_cluster, loaded.resolved_job)
 
 
-def start_sweep(loaded: Loaded, plan: SweepPlan, detach: bool, say=note):
+def start_sweep(loaded: Loaded, plan: SweepPlan, detach: bool):
     """Run the planned sweep: followed to its end (its exit code), or detached (its record, returned at once)."""
     registry.placement(loaded.resolved_cluster.backend).check_files(loaded.resolved_cluster)
-    return run_sweep(plan, loaded.resolved_job, loaded.resolved_cluster, detach, say=say)
+    return run_sweep(plan, loaded.resolved_job, loaded.resolved_cluster, detach)

@@ -17,5 +17,5 @@ def print_status(run_root: str, sweep_id, fmt: str = "text") -> int:
     view = collect(record, os.path.dirname(record.path))
     sys.stdout.write(render_json(view) if fmt == "json" else render_text(view))
     sys.stdout.flush()
-    write_plot(record, view, lambda line: print(line, file=sys.stderr))
+    write_plot(record, view)
     return 0

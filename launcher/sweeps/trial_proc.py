@@ -4,8 +4,11 @@ dry-run shows it; then a copy of its metrics file into its record.
 
 The child is the trial's supervisor, in a session of its own (a terminal's Ctrl-C reaches the driver only,
 which forwards it). It holds the read end of a pipe from the driver: if the driver dies, even by kill -9, the
-pipe reads EOF and the child stops its trial, as a node's watchdog does when kit dies."""
+pipe reads EOF and the child stops its trial, as a node's watchdog does when kit dies; where the scheduler keeps
+the job after its supervisor lets go (SLURM), that stop is the job's cancel in the queue, as a pruned trial's is,
+so that the same command again runs the trial once more and never beside its old job."""
 
+import logging
 import os
 import signal
 import sys
@@ -15,10 +18,14 @@ import traceback
 
 from launcher.backends import registry
 from launcher.errors import KitError, render
+from launcher.logs import child_level, setup_console
 from launcher.core.launch import Prepared, launch
 from launcher.sweeps import forked, metrics
+from launcher.sweeps.cancel import cancel_when_submitted
 from launcher.sweeps.context import trial_specs
 from launcher.states import RunState
+
+log = logging.getLogger(__name__)
 
 
 class _Cancelled(Exception):
@@ -37,7 +44,7 @@ class _EarlyStop:
             raise _Cancelled()
 
 
-def _watch_driver(fd: int) -> None:
+def _watch_driver(fd: int, stop: _EarlyStop, backend) -> None:
     while True:
         try:
             if not os.read(fd, 64):
@@ -46,6 +53,9 @@ def _watch_driver(fd: int) -> None:
             continue
         except OSError:
             break
+    if getattr(backend, "outlives_supervisor", False) and stop.record is not None:
+        # The supervisor keeps following the job to its cancelled end and records it.
+        threading.Thread(target=cancel_when_submitted, args=(stop.record,), daemon=True).start()
     os.kill(os.getpid(), signal.SIGTERM)
 
 
@@ -56,16 +66,16 @@ def _keep_metrics(backend, trial, record, ctx) -> None:
         if content is not None:
             metrics.save(record.path, content)
     except (OSError, KitError) as e:
-        print(f"kit: could not keep a copy of the trial's {ctx.spec.metrics_file}: {e}", file=sys.stderr)
+        log.warning(f"kit: could not keep a copy of the trial's {ctx.spec.metrics_file}: {e}")
 
 
 def _run(trial, ctx, driver_fd: int) -> int:
     stop = _EarlyStop()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    threading.Thread(target=_watch_driver, args=(driver_fd,), daemon=True).start()
     plan = trial.plan
     backend = registry.backend(plan.backend)
+    threading.Thread(target=_watch_driver, args=(driver_fd, stop, backend), daemon=True).start()
     job_record, cluster_record = trial_specs(ctx, trial)
     prepared = Prepared(plan, (trial.cluster or ctx.cluster).workdir, job_record, cluster_record, ctx.binding,
                         trial.inputs)
@@ -76,10 +86,10 @@ def _run(trial, ctx, driver_fd: int) -> int:
         record = stop.record
         if record is not None:
             record.update_status(state=RunState.CANCELLED, exit_code=143, finished_at=time.time())
-        print(f"kit: run {plan.run_id} cancelled before it started", file=sys.stderr, flush=True)
+        log.warning(f"kit: run {plan.run_id} cancelled before it started")
         return 143
     except KitError as e:
-        print(f"kit: error: {render(e)}", file=sys.stderr, flush=True)
+        log.error(f"kit: error: {render(e)}")
         record = stop.record
         if record is not None and record.read_status().state == RunState.STARTING:
             record.update_status(state=RunState.FAILED, exit_code=e.exit_code, finished_at=time.time())
@@ -111,6 +121,7 @@ def start_trial(trial, ctx, console_path: str, close_fds=()) -> tuple[int, int]:
         for fd in close_fds:  # the other trials' pipes: each must see EOF only when the driver is gone
             os.close(fd)
         forked.output_to(console_path, truncate=True)
+        setup_console(child_level())   # its console file holds every line kit says, whatever -q the driver had
         code = _run(trial, ctx, read_fd)
     except BaseException:
         traceback.print_exc()

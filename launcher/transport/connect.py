@@ -1,12 +1,15 @@
 """Opening connections: one paramiko connection per host, in parallel, host keys checked; every connect bounded by
 ssh.connect_timeout, and a failure one line naming the host."""
 
+import logging
 import socket
 
-from launcher.errors import KitError, note, per_line
+from launcher.errors import KitError, per_line
 from launcher.transport.endpoint import Endpoint
 from launcher.transport.hostkeys import Accepted, changed_key_message, load_known_hosts, unknown_key_message
 from launcher.transport.ssh import Connection
+
+log = logging.getLogger(__name__)
 
 
 def _sock_via_jump(endpoint: Endpoint, accepted: Accepted):
@@ -67,7 +70,7 @@ def connect(endpoint: Endpoint, accepted: Accepted, sock=None) -> Connection:
     paramiko = load_paramiko()
     client = paramiko.SSHClient()
     load_known_hosts(client, endpoint)
-    client.set_missing_host_key_policy(accepted.policy(endpoint, note) if endpoint.accept_new
+    client.set_missing_host_key_policy(accepted.policy(endpoint) if endpoint.accept_new
                                        else paramiko.RejectPolicy())
     if endpoint.proxy_jump:
         jump, sock = _sock_via_jump(endpoint, accepted)
@@ -76,6 +79,7 @@ def connect(endpoint: Endpoint, accepted: Accepted, sock=None) -> Connection:
         if isinstance(sock, str):
             raise KitError(sock)
     t = endpoint.timeout
+    log.debug("kit: debug: ssh: logging in to %s as %s", endpoint.where, endpoint.user)
     try:
         client.connect(endpoint.hostname, port=endpoint.port, username=endpoint.user, sock=sock,
                        key_filename=list(endpoint.identity_files) or None, allow_agent=True,

@@ -1,10 +1,13 @@
 """Host keys: checked against known_hosts, never trusted silently. Unknown or changed keys are refused with a
 message that says how to verify and add the key; accepting new keys is an explicit opt-in that kit reports."""
 
+import logging
 import threading
 from typing import Any
 
 from launcher.transport.endpoint import Endpoint
+
+log = logging.getLogger(__name__)
 
 
 def load_known_hosts(client, endpoint: Endpoint) -> None:
@@ -40,7 +43,7 @@ class Accepted:
         self.keys = []
         self._lock = threading.Lock()
 
-    def policy(self, endpoint: Endpoint, note):
+    def policy(self, endpoint: Endpoint):
         from launcher.transport import load_paramiko
         paramiko: Any = load_paramiko()
         accepted = self
@@ -52,7 +55,7 @@ class Accepted:
                     accepted.keys.append({"host": endpoint.name, "address": hostname,
                                           "type": key.get_name(), "fingerprint": fingerprint})
                 client.get_host_keys().add(hostname, key.get_name(), key)
-                note(f"kit: warning: accepted the NEW host key of {endpoint.where}: {key.get_name()} {fingerprint} "
-                     f"(ssh.accept_new_host_keys is on; recorded in the run record)")
+                log.warning(f"kit: warning: accepted the NEW host key of {endpoint.where}: {key.get_name()} "
+                            f"{fingerprint} (ssh.accept_new_host_keys is on; recorded in the run record)")
 
         return AcceptAndRecord()

@@ -1,6 +1,7 @@
 """A paramiko connection to one host in use: commands, files, the watched sessions nodes run in, keepalives, and
 closing them (connect.py opens them)."""
 
+import logging
 import posixpath
 import threading
 import time
@@ -8,6 +9,7 @@ from typing import Any
 
 from launcher.transport.endpoint import Endpoint
 
+log = logging.getLogger(__name__)
 
 PUT_CHUNK = 1 << 20   # bytes per write of a file streamed to a host (put with a file object)
 # How long closing a connection waits for its sessions to end by themselves (a login's rc files, a check).
@@ -28,6 +30,7 @@ class Connection:
         """Run shell text on the host and wait: (exit status, stdout, stderr)."""
         chan = self.client.get_transport().open_session(timeout=self.endpoint.timeout)
         chan.settimeout(timeout)
+        log.debug("kit: debug: runs on %s: %s", self.endpoint.where, _shortened(command))
         chan.exec_command(command)
         if stdin:
             chan.sendall(stdin)
@@ -51,6 +54,7 @@ class Connection:
         chan = self.client.get_transport().open_session(timeout=self.endpoint.timeout)
         self._sessions.append(chan)
         chan.set_combine_stderr(True)
+        log.debug("kit: debug: starts on %s: %s", self.endpoint.where, _shortened(command))
         chan.exec_command(command)
         return chan
 
@@ -152,6 +156,12 @@ class Connection:
                     thing.close()
             except Exception:
                 pass
+
+
+def _shortened(command: str, most: int = 300) -> str:
+    """A command for a debug line: one line, its start (a boot script is kilobytes of Python)."""
+    flat = " ".join(command.split())
+    return flat if len(flat) <= most else f"{flat[:most]}... ({len(command)} characters)"
 
 
 def settle_all(conns, timeout: float = SETTLE_SECONDS) -> None:

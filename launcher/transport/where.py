@@ -6,6 +6,7 @@ here, not a test in every caller.
 Secrets never go on a command line: a command's added environment travels on the channel's stdin (NUL-separated
 NAME=VALUE, exported by the remote shell before it execs the command), or in the local process environment."""
 
+import logging
 import os
 import re
 import shlex
@@ -15,7 +16,9 @@ import subprocess
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from launcher.errors import KitError
+from launcher.errors import KitError, SchedulerError
+
+log = logging.getLogger(__name__)
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -50,10 +53,12 @@ class _Slurm:
         try:
             r = self.run(["scancel", job_id], timeout=20.0)
         except CommandError as e:
-            raise KitError(f"scancel {job_id} on {self.where} could not run: {e}") from None
+            raise SchedulerError(f"scancel {job_id} on {self.where} could not run: {e}", command=f"scancel {job_id}",
+                                 said=str(e)) from None
         if r.code != 0:
             why = (r.err.strip().splitlines() or [f"exit {r.code}"])[-1]
-            raise KitError(f"scancel {job_id} on {self.where} failed: {why}")
+            raise SchedulerError(f"scancel {job_id} on {self.where} failed: {why}", command=f"scancel {job_id}",
+                                 said=why)
 
 
 class Local(_Slurm):
@@ -69,6 +74,7 @@ class Local(_Slurm):
         if env is not None or drop is not None:
             full = {k: v for k, v in os.environ.items() if drop is None or not drop.drops(k)}
             full.update(env or {})
+        log.debug("kit: debug: runs here: %s", shlex.join(argv))
         try:
             r = subprocess.run(argv, cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout,
                                stdin=subprocess.DEVNULL)
@@ -176,6 +182,7 @@ class LoginHost(_Slurm):
         script = _REMOTE.format(unset=_unset_text(drop))
         words = ["bash", "--norc", "-c", script, "kit-slurm", cwd or ".", *argv]
         stdin = b"".join(f"{k}={v}".encode() + b"\0" for k, v in (env or {}).items() if _ENV_NAME.match(k))
+        log.debug("kit: debug: runs on %s: %s", self.where, shlex.join(argv))
         try:
             code, out, err = self._connection().run(" ".join(map(shlex.quote, words)), timeout=timeout,
                                                     stdin=stdin)

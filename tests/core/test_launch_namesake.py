@@ -38,6 +38,6 @@ def test_a_namesake_started_during_the_checks_keeps_its_name(tmp_path, monkeypat
     here.mkdir()
     prepared = Prepared(p, ".", {}, {}, None)
     with pytest.raises(KitError, match=f"^run id dup is taken by a run still running at {other};"):
-        launch(prepared, str(here), backend=SlowChecks(other), say=lambda line: None)
+        launch(prepared, str(here), backend=SlowChecks(other))
     assert not os.path.exists(here / p.run_dir)   # this one's record taken back
     assert os.readlink(tmp_path / "home" / "index" / "dup") == str(other)

@@ -122,3 +122,77 @@ def test_a_straggler_against_a_zero_time_baseline_reports_finite_numbers():
     json.dumps(s, allow_nan=False)
     assert s["ratio"] is None and s["slower"] == "data 4.0 ms per step against 0.0 ms on the fastest rank"
     assert s["machine"] == ""
+
+
+def test_a_fast_restart_gives_each_event_to_the_attempt_that_emitted_it():
+    """Issue 39: attempt 2 started 0.1 s after attempt 1 ended, so attempt 1's last events (its last second) lay in
+    both windows (each widened by a second) and went to attempt 2. Every event names its attempt (`a`,
+    train/insight.py): attempt 1 keeps its training up to its checkpoint and loses what followed, exactly."""
+    one = [ev("imported", 3), ev("world", 4), ev("train", 5, step=0), ev("first_step", 5.5, step=1),
+           span("save", 20, 21, step=10), span("save", 40, 41, step=20), ev("progress", 45, step=23),
+           ev("progress", 49.5, step=25), ev("progress", 49.9, step=26)]
+    two = [ev("imported", 53), ev("world", 54), span("restore", 55, 56, step=20), ev("train", 57, step=20),
+           ev("first_step", 57.4, step=21), ev("end", 140, step=80), span("test", 140, 142)]
+    events = [{**e, "a": 1} for e in one] + [{**e, "a": 2} for e in two]
+    attempts = [Attempt(1, 1, 50, "failed", "node 1 rank 1 killed by SIGKILL"), Attempt(2, 50.1, 150, "succeeded")]
+    r = report(0.0, 150.0, attempts, sorted(events, key=lambda e: e["t"]), [])
+    assert r.goodput_s == pytest.approx(15 + 19 + 83)   # 5-20, 21-40 kept by the checkpoint of step 20; 57-140
+    assert r.attempts == [{"attempt": 1, "cause": "node 1 rank 1 killed by SIGKILL", "failed_at": 49.9,
+                           "lost_s": pytest.approx(8.9), "restored_step": 20, "resumed_after_s": pytest.approx(7.5)}]
+    assert r.badput["failure detection"] == pytest.approx(0.1) and r.badput["restart"] == pytest.approx(0.1)
+    assert sum(r.badput.values()) + r.goodput_s == pytest.approx(r.total_s)
+    # A user's script that names no attempt is still placed by the time window.
+    plain = report(0.0, 150.0, [Attempt(1, 1, 50, "failed"), Attempt(2, 50.1, 150, "succeeded")],
+                   [ev("train", 5), ev("train", 60), ev("end", 140)], [])
+    assert plain.goodput_s == pytest.approx(80)
+
+
+def test_a_slurm_requeue_numbers_its_attempt_by_the_requeue_count():
+    """On SLURM a restart requeues the same script (kit's rendezvous id is attempt 1's): the events' `sr`, SLURM's
+    restart count, names the attempt there."""
+    one = [ev("train", 5, step=0), span("save", 20, 21, step=10), ev("progress", 29.8, step=14)]
+    two = [span("restore", 33, 34, step=10), ev("train", 35, step=10), ev("end", 60, step=40)]
+    events = [{**e, "a": 1, "sr": 0} for e in one] + [{**e, "a": 1, "sr": 1} for e in two]
+    attempts = [Attempt(1, 1, 30, "requeued"), Attempt(2, 30.1, 70, "succeeded")]
+    r = report(0.0, 70.0, attempts, events, [], by_requeues=True)
+    assert r.goodput_s == pytest.approx(15 + 25) and r.attempts[0]["lost_s"] == pytest.approx(8.8)
+
+
+def test_a_run_that_pretrains_counts_both_phases_training_as_goodput():
+    """Issue 39: the pretrain phase and fine-tuning each report a loop (`train` ... `end`), told apart by their
+    phase: fine-tuning is training, not wrap-up; the set-up between the phases is not training."""
+    events = [ev("imported", 3), ev("world", 4), ev("train", 5, step=0, phase="pretrain"),
+              ev("first_step", 5.5, step=1, phase="pretrain"), span("eval", 20, 21, step=30, phase="pretrain"),
+              ev("end", 21, step=30, phase="pretrain"), ev("train", 24, step=0, phase="train"),
+              ev("first_step", 24.5, step=1, phase="train"), span("save", 60, 61, step=50, phase="train"),
+              ev("end", 100, step=100, phase="train"), span("test", 100, 103, phase="train")]
+    r = report(0.0, 110.0, [Attempt(1, 1, 110, "succeeded")], [{**e, "a": 1} for e in events], [])
+    assert r.goodput_s == pytest.approx((20 - 5) + (100 - 24) - 1)
+    # Before the attempt, before the world, before the first loop, between the phases.
+    assert r.badput["wrap-up and teardown"] == pytest.approx(7) and r.badput["start-up and imports"] == pytest.approx(
+        1 + 2 + 1 + 3)
+
+
+def test_a_restart_in_fine_tuning_keeps_up_to_the_fine_tuning_checkpoint_it_restored():
+    """Both phases save a step 10; attempt 2 restored fine-tuning's: what attempt 1 kept ends with that save."""
+    one = [ev("train", 5, step=0, phase="pretrain"), span("save", 10, 11, step=10, phase="pretrain"),
+           ev("end", 20, step=20, phase="pretrain"), ev("train", 22, step=0, phase="train"),
+           span("save", 40, 41, step=10, phase="train"), ev("progress", 49, step=14)]
+    two = [span("restore", 55, 56, step=10, phase="train"), ev("train", 57, step=10, phase="train"),
+           ev("end", 90, step=40, phase="train")]
+    events = [{**e, "a": 1} for e in one] + [{**e, "a": 2} for e in two]
+    r = report(0.0, 100.0, [Attempt(1, 1, 50, "failed", "x"), Attempt(2, 51, 100, "succeeded")], events, [])
+    assert r.attempts[0]["lost_s"] == pytest.approx(8) and r.goodput_s == pytest.approx(14 + 18 + 33)
+
+
+def test_an_attempt_after_the_run_had_finished_loses_nothing():
+    """Issue 39: a rank died after the run wrote FINISHED; attempt 2 found this run's outputs complete and ended
+    (train/resume.py): attempt 1's training is all kept, attempt 2's time after its world formed is wrap-up."""
+    one = [ev("imported", 3), ev("world", 4), ev("train", 5, step=0), span("save", 20, 21, step=10),
+           ev("end", 40, step=20), span("test", 40, 42)]
+    two = [ev("imported", 47), ev("world", 48), ev("finished", 49, step=20)]
+    events = [{**e, "a": 1} for e in one] + [{**e, "a": 2} for e in two]
+    r = report(0.0, 50.0, [Attempt(1, 1, 45, "failed", "rank 1 killed by SIGKILL"), Attempt(2, 45.5, 50, "succeeded")],
+               events, [])
+    assert r.goodput_s == pytest.approx(34) and r.attempts == [] and "progress lost since the last checkpoint" not in r.badput
+    assert r.badput["wrap-up and teardown"] == pytest.approx(3 + 2) and r.unreported_s == 0

@@ -5,7 +5,6 @@ arguments, not the command line's flags."""
 import pytest
 
 import launcher as kit
-from launcher.api_words import in_api_words
 from launcher.errors import KitError
 from tests.launcher.localrun import REPO
 
@@ -46,10 +45,3 @@ def test_a_jobs_own_argument_given_as_a_field_is_pointed_to_args():
 def test_get_run_refuses_an_empty_id():
     with pytest.raises(KitError, match=r"^run_id='': a run id"):
         kit.get_run("")
-
-
-def test_flags_in_the_cores_lines_become_keyword_arguments():
-    said = in_api_words(KitError("--nodes 4: 4 nodes requested but the cluster lists 2 hosts; lower --nodes or "
-                                 "add hosts; pick another --run-id, e.g. x-2"))
-    assert str(said) == ("nodes=4: 4 nodes requested but the cluster lists 2 hosts; lower nodes or add hosts; pick "
-                         "another run_id, e.g. x-2")

@@ -28,7 +28,7 @@ def test_one_corrupt_status_does_not_break_the_listing(tmp_path):
     assert "good" in listing.stdout and "succeeded" in listing.stdout
     assert "corrupt" in listing.stdout
     status = kit("status", "bad", cwd=tmp_path)
-    assert status.returncode == 2 and "status.json is unreadable" in status.stderr
+    assert status.returncode == 74 and "status.json is unreadable" in status.stderr   # a record problem (issue 36)
     assert "Traceback" not in status.stderr
 
 

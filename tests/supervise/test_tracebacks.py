@@ -151,8 +151,8 @@ def test_what_counts_as_dying_of_another_ranks_failure():
 
 def test_the_console_releases_a_held_traceback_while_its_rank_is_silent(monkeypatch):
     monkeypatch.setattr(tracebacks, "HOLD_SECONDS", 0.3)
-    out, err = io.StringIO(), io.StringIO()
-    console = Console(out, err, tty=False, run_id="r")
+    out = io.StringIO()
+    console = Console(out, tty=False, run_id="r")
     r, w = os.pipe()
     reader = follow_node(r, 0, console)
     start = "".join(ln + "\n" for ln in failing()[:3]).encode()

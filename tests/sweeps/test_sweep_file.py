@@ -32,5 +32,5 @@ def test_a_malformed_sweep_file_costs_one_line(tmp_path, case):
         "unreadable" in warnings[0], listing.stderr
     for argv in (("sweep", "status", "bad"), ("status", "bad")):
         r = kit(*argv, "--run-root", str(root), cwd=tmp_path, timeout=60)
-        assert r.returncode == 2 and "Traceback" not in r.stderr, (argv, r.stderr)
+        assert r.returncode == 74 and "Traceback" not in r.stderr, (argv, r.stderr)   # a record problem (issue 36)
         assert r.stderr.strip().splitlines()[-1].startswith("kit: error: sweep record "), r.stderr

@@ -28,7 +28,7 @@ def _view(metrics):
             "trials": trials, "best": "s-t0"}
 
 
-def test_equal_results_are_named_together_and_the_plot_is_drawn_once(tmp_path, monkeypatch):
+def test_equal_results_are_named_together_and_the_plot_is_drawn_once(tmp_path, monkeypatch, capsys):
     record = _Record(tmp_path, {"--lr": [0.1, 0.01], "--opt": ["adam", "sgd"]})
     view = _view([(0.1, "adam", 0.5), (0.1, "adam", 0.5), (0.01, "sgd", 0.7)])
     labels = []
@@ -38,14 +38,13 @@ def test_equal_results_are_named_together_and_the_plot_is_drawn_once(tmp_path, m
         real(ax, xs, points)
         labels.extend(t.get_text() for t in ax.texts)
     monkeypatch.setattr(plot, "_label", spy)
-    notes = []
-    plot.write_plot(record, view, notes.append)
+    plot.write_plot(record, view)
     assert sorted(labels) == ["t0,t1", "t0,t1", "t2", "t2"]   # two panels, each trial named
     png = tmp_path / plot.PNG
-    assert png.read_bytes()[:4] == b"\x89PNG" and notes == [f"kit: plot: {png}"]
+    assert png.read_bytes()[:4] == b"\x89PNG" and capsys.readouterr().err == f"kit: plot: {png}\n"
     drawn = png.stat().st_mtime_ns
-    plot.write_plot(record, view, notes.append)
-    assert png.stat().st_mtime_ns == drawn and notes[-1] == f"kit: plot: {png} (unchanged)"
+    plot.write_plot(record, view)
+    assert png.stat().st_mtime_ns == drawn and capsys.readouterr().err == f"kit: plot: {png} (unchanged)\n"
     view["trials"][2]["metric"] = 0.8
-    plot.write_plot(record, view, notes.append)
-    assert notes[-1] == f"kit: plot: {png}"
+    plot.write_plot(record, view)
+    assert capsys.readouterr().err == f"kit: plot: {png}\n"

@@ -123,32 +123,35 @@ def test_sigkill_of_kit_mid_sweep_then_the_same_command_finishes_exactly_the_pla
     sweep = {"method": "tpe", "trials": 6, "seed": 1, "parameters": {"--lr": {"low": 0.0, "high": 1.0}},
              "early_stopping": {"method": "median", "min_steps": 3}}
     job = curve_job(tmp_path, sweep, steps=30, sleep=0.1)
-    argv = [sys.executable, "-m", "launcher", "submit", job, "--run-id", "durable"]
+    # Processes are found machine-wide by run id: an id of this test process's own (another checkout's run of this
+    # test beside it must not count).
+    sweep_id = f"durable{os.getpid()}"
+    argv = [sys.executable, "-m", "launcher", "submit", job, "--run-id", sweep_id]
     proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         # Kill kit while trial 3 (chosen by TPE: past the startup draw of 2) runs.
-        wait_for(lambda: os.path.isfile(tmp_path / "outputs" / "durable-t3" / "metrics.jsonl"), timeout=240)
+        wait_for(lambda: os.path.isfile(tmp_path / "outputs" / f"{sweep_id}-t3" / "metrics.jsonl"), timeout=240)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    killed = json.load(open(tmp_path / "runs" / "durable" / "sweep.json"))["trials"][3]
+    killed = json.load(open(tmp_path / "runs" / sweep_id / "sweep.json"))["trials"][3]
     assert killed.get("asked") is not None and killed["params"] is not None
     # The killed trial's supervisor stops its run when kit is gone (its pipe from kit reads EOF).
-    wait_for(lambda: trial_leftovers("durable", 6) == {}, timeout=120)
-    wait_for(lambda: _trial_record(tmp_path / "runs", "durable-t3")["state"] not in ("starting", "running"),
+    wait_for(lambda: trial_leftovers(sweep_id, 6) == {}, timeout=120)
+    wait_for(lambda: _trial_record(tmp_path / "runs", f"{sweep_id}-t3")["state"] not in ("starting", "running"),
              timeout=60)
-    r = kit("submit", job, "--run-id", "durable", cwd=tmp_path, timeout=400)
+    r = kit("submit", job, "--run-id", sweep_id, cwd=tmp_path, timeout=400)
     assert r.returncode == 0, r.stderr[-3000:]
-    view = status_json(tmp_path, "durable")
+    view = status_json(tmp_path, sweep_id)
     assert [t["index"] for t in view["trials"]] == list(range(6))
     assert all(t["state"] in ("succeeded", "pruned") for t in view["trials"]), view["trials"]
     assert view["trials"][3]["params"] == killed["params"]      # the killed trial ran again with its values
-    trials = _study_trials(tmp_path / "runs", "durable")
+    trials = _study_trials(tmp_path / "runs", sweep_id)
     finished = [t for t in trials if t.state.name in ("COMPLETE", "PRUNED")]
     assert sorted(t.user_attrs["kit_trial"] for t in finished) == list(range(6))   # each once, none twice
     assert not [t for t in trials if t.state.name in ("RUNNING", "WAITING")]
-    assert sweep_ids(tmp_path / "runs") == ["durable"]
-    assert trial_leftovers("durable", 6) == {}
+    assert sweep_ids(tmp_path / "runs") == [sweep_id]
+    assert trial_leftovers(sweep_id, 6) == {}
 
 
 BAD = [

@@ -113,3 +113,28 @@ def test_sections_say_the_machines_load_and_the_ranks_wait_for_a_cpu(tmp_path, m
     # A rank has torch imported: the run's threads on the node are its processes there times torch's threads.
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     assert insight.machine()["threads"] == 2 * torch.get_num_threads()
+
+
+def test_every_event_names_its_attempt_and_a_loops_events_their_phase(capsys):
+    """kit's report gives each event to the attempt that emitted it (issue 39): kit's rendezvous id of a restarted
+    attempt (local, SSH), a SLURM job's requeue count; and tells a pretrain phase's loop from fine-tuning's."""
+    from launcher.planning.attempt import rdzv_env, rdzv_id
+
+    assert rdzv_id(3) == insight.ATTEMPT_RDZV + "3"
+    assert insight.attempt_fields({}) == {"a": 1}
+    assert insight.attempt_fields(rdzv_env(2)) == {"a": 2}
+    assert insight.attempt_fields({"PET_RDZV_ID": "mine"}) == {"a": 1}   # a user's own rendezvous id
+    assert insight.attempt_fields({"SLURM_RESTART_COUNT": "2"}) == {"a": 1, "sr": 2}
+    Insight(0, True, on=True, phase="pretrain").event("train", step=0)
+    with Insight(0, True, on=True, phase="train").span("save", step=4):
+        pass
+    said = _said(capsys)
+    assert [(e["e"], e["phase"], e["a"]) for e in said] == [("train", "pretrain", 1), ("save", "train", 1)]
+
+
+def test_a_restarted_attempts_process_says_its_number(tmp_path):
+    """The number is read once, from the environment kit gives the attempt's processes."""
+    code = "from train import insight; insight.emit('imported')"
+    env = {**os.environ, "PET_RDZV_ID": "kit-attempt-2"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert json.loads(out[len(MARK):])["a"] == 2

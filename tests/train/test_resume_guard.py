@@ -2,6 +2,7 @@
 
 import re
 import json
+from pathlib import Path
 
 import pytest
 
@@ -42,6 +43,53 @@ def test_decide(tmp_path):
     resume.finish(tmp_path, 8, FP)
     with pytest.raises(resume.ResumeRefused, match=r"holds a finished run \(step 8\).*another --output-dir"):
         resume.decide("auto", tmp_path, FP)
+
+
+def test_a_restart_of_a_run_that_finished_has_nothing_to_do(tmp_path, monkeypatch):
+    """Issue 39: an earlier attempt of this run (its id, its fingerprint) finished it; a restarted attempt ends with
+    nothing to train, whatever --resume says. Attempt 1 under the same id is another run: refused or afresh."""
+    monkeypatch.setenv("KIT_RUN_ID", "this-run")
+    resume.finish(tmp_path, 8, FP)
+    (tmp_path / "metrics.json").write_text(json.dumps({"run_id": "this-run", "steps": 8}))
+    with pytest.raises(resume.ResumeRefused, match="holds a finished run"):
+        resume.decide("auto", tmp_path, FP)   # attempt 1: the id used again
+    assert resume.decide("no", tmp_path, FP) is None
+    monkeypatch.setenv("PET_RDZV_ID", "kit-attempt-2")
+    for how in ("auto", "no"):
+        with pytest.raises(resume.AlreadyFinished, match=r"finished by an earlier attempt \(step 8\): its outputs"):
+            resume.decide(how, tmp_path, FP)
+    assert resume.decision("auto", tmp_path, FP)[::2] == ("finished", 8)
+    monkeypatch.delenv("PET_RDZV_ID")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")   # a SLURM requeue is a restart too
+    with pytest.raises(resume.AlreadyFinished):
+        resume.decide("auto", tmp_path, FP)
+    with pytest.raises(resume.ResumeRefused, match=r"lr 0.001 -> 0.05"):   # other arguments: another run
+        resume.decide("auto", tmp_path, {**FP, "lr": 0.05})
+    (tmp_path / "metrics.json").unlink()   # its outputs are not all there: not done
+    with pytest.raises(resume.ResumeRefused, match="holds a finished run"):
+        resume.decide("auto", tmp_path, FP)
+    assert resume.decide("no", tmp_path, FP) is None
+
+
+@pytest.mark.slow
+def test_a_rank_killed_after_the_run_finished_ends_the_run_succeeded(tmp_path):
+    """Issue 39, through kit on the local backend: rank 1 dies by SIGKILL after the run wrote FINISHED, kit starts
+    attempt 2, which finds this run's outputs complete and ends with success instead of `resume refused` (exit 5)."""
+    data = write_csv(tmp_path / "d.csv", synthetic_rows(120))
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    script = Path(__file__).with_name("finish_then_die.py")
+    r = run_job(tmp_path, "ddp", resumable_args(data, out, cache, "--max-steps", "3", "--save-every", "2"),
+                job_fields={"entrypoint": {"script": str(script)}, "restarts": 1})
+    assert r.returncode == 0, r.stdout[-4000:]
+    assert "attempt 2/2 after:" in r.stdout and "SIGKILL" in r.stdout, r.stdout[-4000:]
+    assert "the run was finished by an earlier attempt (step 3)" in r.stdout, r.stdout[-4000:]
+    assert "resume refused" not in r.stdout and r.stdout.count("test accuracy") == 1   # tested once, not retrained
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["steps"] == 3 and (out / "classification_report.txt").is_file()
+    assert json.loads((out / resume.FINISHED).read_text())["run_id"] == metrics["run_id"]
+    status = json.loads((tmp_path / "runs" / metrics["run_id"] / "status.json").read_text())
+    assert status["state"] == "succeeded" and status["exit_code"] == 0, status
+    assert [a["state"] for a in status["attempts"]][:1] == ["failed"], status["attempts"]
 
 
 def with_run_id(path, run_id):

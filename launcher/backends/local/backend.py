@@ -44,7 +44,7 @@ class LocalBackend(Backend):
             preflight(plan, self.binding["entrypoint"], self.binding["workdir"], base_dir)
 
     def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
-        console = console or Console(sys.stdout, sys.stderr, run_id=plan.run_id)
+        console = console or Console(sys.stdout, run_id=plan.run_id)
         grace = plan.teardown_grace
         # Orphans of a node (a rank whose watchdog died) are re-parented to us, never to init, so the final
         # sweep below still finds them.
@@ -63,7 +63,7 @@ class LocalBackend(Backend):
             outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
                 f"kit: stopping run {plan.run_id}: SIGTERM to every process, SIGKILL after {grace:.0f} s"
                 " (a Ctrl-C shortens the wait)"),
-                watches=[watch, hang, InsightWatch(plan, record, watch, console.note)])
+                watches=[watch, hang, InsightWatch(plan, record, watch, console.warn)])
             for t in threads:
                 t.join(timeout=10)
             leftovers = tree.live_descendants()

@@ -3,7 +3,7 @@
 import os
 from typing import Optional
 
-from launcher.errors import KitError
+from launcher.errors import KitError, Option
 from launcher.planning.placement import Lanes, Placement, gpus_of
 from launcher.spec.cluster import ClusterSpec, Host
 from launcher.spec.job import JobSpec
@@ -63,7 +63,7 @@ class LocalPlacement(Placement):
         if need > cluster.gpus_per_node:
             raise KitError(
                 f"gpus_per_node: {len(hosts)} local node(s) x {gpus} GPUs need {need} GPUs but this machine "
-                f"has {cluster.gpus_per_node}; lower --gpus or --nodes"
+                f"has {cluster.gpus_per_node}; lower ", Option("gpus"), " or ", Option("nodes")
             )
 
     def spares(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
@@ -81,7 +81,8 @@ class LocalPlacement(Placement):
         first, need = rank * gpus_per_node, nodes * gpus_per_node
         if need > len(ids):
             raise KitError(f"gpu_ids: {nodes} local node(s) x {gpus_per_node} GPUs need {need} GPUs but "
-                           f"only {len(ids)} are visible ({','.join(ids) or 'none'}); lower --gpus or --nodes")
+                           f"only {len(ids)} are visible ({','.join(ids) or 'none'}); lower ", Option("gpus"), " or ",
+                           Option("nodes"))
         return ",".join(ids[first:first + gpus_per_node])
 
     def binding(self, cluster: ClusterSpec, job: JobSpec) -> dict:

@@ -11,7 +11,7 @@ from launcher import records
 from launcher.backends.slurm.array_script import array_option
 from launcher.backends.slurm.poller import poller
 from launcher.environment import process_env
-from launcher.errors import KitError
+from launcher.errors import KitError, SchedulerError
 from launcher.secrets import is_secret
 from launcher.transport.where import CommandError
 from launcher.trust import require_trusted
@@ -51,12 +51,13 @@ def submit_array(backend, sweep, todo, made: dict, timeout: float) -> tuple[str,
                       timeout=timeout)
     except (OSError, CommandError) as e:
         _fail_all(made)
-        raise KitError(f"sbatch could not be run on {where.where}: {e}") from None
+        raise SchedulerError(f"sbatch could not be run on {where.where}: {e}", command="sbatch", said=str(e)) \
+            from None
     array_id = r.out.strip().split(";")[0]
     if r.code != 0 or not array_id.isdigit():
         _fail_all(made)
         why = (r.err.strip().splitlines() or ["no job id printed"])[-1]
-        raise KitError(f"sbatch refused the sweep's job array: {why}")
+        raise SchedulerError(f"sbatch refused the sweep's job array: {why}", command="sbatch", said=why)
     for trial in todo:
         rec = made[trial.index]
         rec.update_status(array_job_id=array_id,

@@ -5,6 +5,7 @@ node logs the tasks write on the shared workdir), report, cancel. kit never re-d
 Every SLURM command and every touch of the cluster's workdir goes through transport/where.py: this machine, or the
 login host (`slurm.login_host`) over SSH and SFTP. The run record stays where `kit submit` ran."""
 
+import logging
 import os
 import time
 
@@ -15,7 +16,7 @@ from launcher.backends.slurm.outcome import describe, failure_of, final_fields, 
 from launcher.backends.slurm.poller import poller
 from launcher.backends.slurm.query import query
 from launcher.environment import process_env
-from launcher.errors import KitError, note
+from launcher.errors import KitError, SchedulerError
 from launcher.planning.model import LaunchPlan
 from launcher import run_index
 from launcher.records import RunRecord
@@ -24,6 +25,8 @@ from launcher.status import ACTIVE, FINAL, RunStatus
 from launcher.supervise import liveness
 from launcher.transport.where import CommandError, where_at
 from launcher.states import AttemptEnd, RunState
+
+log = logging.getLogger(__name__)
 
 SUBMIT_TIMEOUT = 60.0
 REQUEUE_DELAY = 2   # seconds before a requeued job may start again (see _requeue)
@@ -87,22 +90,23 @@ class SlurmBackend(Backend):
                                timeout=SUBMIT_TIMEOUT)
         except (OSError, CommandError, KitError) as e:
             record.update_status(state=RunState.FAILED, exit_code=1, finished_at=time.time())
-            raise KitError(f"sbatch could not be run on {self.where.where}: {e}") from None
+            raise SchedulerError(f"sbatch could not be run on {self.where.where}: {e}", command="sbatch",
+                                 said=str(e)) from None
         job_id = r.out.strip().split(";")[0]
         if r.code != 0 or not job_id.isdigit():
             record.update_status(state=RunState.FAILED, exit_code=1, finished_at=time.time())
             why = (r.err.strip().splitlines() or ["no job id printed"])[-1]
-            raise KitError(f"sbatch refused the job: {why}")
+            raise SchedulerError(f"sbatch refused the job: {why}", command="sbatch", said=why)
         record.update_status(**self.submitted_fields(plan, record, job_id, workdir))
         via = f" via {self.where.where}" if self.where.remote else ""
-        note(f"kit: submitted SLURM job {job_id}{via} (script {plan.run_dir}/job.sbatch)")
+        log.info(f"kit: submitted SLURM job {job_id}{via} (script {plan.run_dir}/job.sbatch)")
         return job_id
 
     def detach(self, plan: LaunchPlan, record: RunRecord, base_dir: str, inputs=None) -> None:
         """The queue keeps the job: submitting is all (no supervisor process, so kit restarts nothing; the batch
         shell's own requeues still happen)."""
         self._submit(plan, record)
-        note(_how_to(plan.run_id, record))
+        log.info(_how_to(plan.run_id, record))
 
     def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
         self._submit(plan, record)
@@ -112,7 +116,7 @@ class SlurmBackend(Backend):
         try:
             fields = follow(self.where, self.workdir, plan, record, requeues)
         except KeyboardInterrupt:
-            note(f"\nkit: stopped following; the job keeps running. {_how_to(plan.run_id, record)}")
+            log.warning(f"\nkit: stopped following; the job keeps running. {_how_to(plan.run_id, record)}")
             return Result(130, AttemptEnd.STILL_RUNNING, None)
         return Result(fields["exit_code"], fields["state"], failure_of(fields))
 
@@ -134,11 +138,12 @@ class SlurmBackend(Backend):
             if query(self.where, status.handle.job_id).finished:
                 raise KitError(f"interrupted; SLURM job {status.handle.job_id} was not requeued") from None
             record.update_status(reopen=True, state=RunState.REQUEUED)
-            note(f"\nkit: stopped following; SLURM job {status.handle.job_id} is requeued and will run. "
-                 f"{_how_to(plan.run_id, record)}")
+            log.warning(f"\nkit: stopped following; SLURM job {status.handle.job_id} is requeued and will run. "
+                        f"{_how_to(plan.run_id, record)}")
             return Result(130, AttemptEnd.STILL_RUNNING, None)
         if not requeued:
-            raise KitError(f"SLURM refused to requeue job {status.handle.job_id}")
+            raise SchedulerError(f"SLURM refused to requeue job {status.handle.job_id}",
+                                 command=f"scontrol requeue {status.handle.job_id}")
         record.keep_attempt_plan(plan)
         record.update_status(reopen=True, state=RunState.REQUEUED)
         return self._follow_result(plan, record, requeues=status.handle.restarts + 1)
@@ -173,7 +178,7 @@ class SlurmBackend(Backend):
         try:
             copy_node_logs(where_of(record, status), status, record.path)
         except (KitError, CommandError) as e:
-            note(f"kit: warning: could not bring the node logs up to date ({e}); showing the record's copy")
+            log.warning(f"kit: warning: could not bring the node logs up to date ({e}); showing the record's copy")
 
     def current_state(self, record: RunRecord, status: RunStatus) -> tuple[str, str]:
         state = status.state
@@ -204,9 +209,9 @@ class SlurmBackend(Backend):
         poller(self.where).watch(f"{array_id}_{t.index}" for t in todo)   # followed as one: one query for all
         via = f" via {self.where.where}" if self.where.remote else ""
         skipped = len(sweep.trials) - len(todo)
-        note(f"kit: sweep {sweep.sweep_id}: submitted SLURM job array {array_id}{via} ({len(todo)} trial(s), at "
-             f"most {sweep.spec.parallel} at once{f'; {skipped} succeeded before' if skipped else ''}): "
-             f"{' '.join(argv)}")
+        log.info(f"kit: sweep {sweep.sweep_id}: submitted SLURM job array {array_id}{via} ({len(todo)} trial(s), at "
+                 f"most {sweep.spec.parallel} at once{f'; {skipped} succeeded before' if skipped else ''}): "
+                 f"{' '.join(argv)}")
         return {"array_job_id": array_id, "array_tasks": [t.index for t in todo], "submitted_at": time.time(),
                 **self.login}
 

@@ -39,13 +39,13 @@ def run_dir_on_cluster(status: RunStatus) -> str:
 def confine(record, status) -> None:
     """Without a login host the record is the run directory on the workdir: the paths its status names (workdir,
     run_dir), from which kit reads exit codes and copies logs, must lead back to it, never elsewhere."""
-    from launcher.errors import KitError
+    from launcher.errors import RecordError
     if not status.handle.workdir or not status.handle.run_dir or not os.path.isabs(status.handle.workdir):
-        raise KitError(f"run record {record.path}: no absolute workdir and run_dir recorded; kit will not read "
-                       f"the job's files from elsewhere")
+        raise RecordError(f"run record {record.path}: no absolute workdir and run_dir recorded; kit will not read "
+                          f"the job's files from elsewhere", path=record.path)
     if os.path.realpath(run_dir_on_cluster(status)) != os.path.realpath(record.path):
-        raise KitError(f"run record {record.path} names its run directory as {run_dir_on_cluster(status)}, not "
-                       f"itself; kit will not read or copy files from there")
+        raise RecordError(f"run record {record.path} names its run directory as {run_dir_on_cluster(status)}, "
+                          f"not itself; kit will not read or copy files from there", path=record.path)
 
 
 def _exit_path(status, rank: int) -> str:

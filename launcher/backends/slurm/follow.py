@@ -2,6 +2,7 @@
 workdir (copied into the record and shown as they grow), the world and hang watches, and the record's final fields."""
 
 import dataclasses
+import logging
 import os
 import time
 
@@ -10,7 +11,7 @@ from launcher.backends.slurm.outcome import describe, final_fields, record_end, 
 from launcher.backends.slurm.poller import poller
 from launcher.backends.slurm.query import hostnames
 from launcher.backends.slurm.requeues import requeued_attempts
-from launcher.errors import KitError, note
+from launcher.errors import KitError
 from launcher.insight.watch import InsightWatch
 from launcher.planning.model import LaunchPlan
 from launcher.preflight.reach import reach_command, reach_problem
@@ -18,13 +19,14 @@ from launcher.preflight.stacks import dump_command, parse_dumps
 from launcher.records import RunRecord
 from launcher.states import OVER, RunState
 from launcher.status import Failure, RunStatus
-from launcher.supervise.failure import cause
+from launcher.supervise.failure import cause, outcome_level
 from launcher.supervise.hang import HangWatch
 from launcher.supervise.log_lines import flush_held, node_logs, print_new_lines
 from launcher.supervise.ranks_view import RanksView
 from launcher.supervise.world import WorldWatch, ranks_started
 from launcher.transport.where import CommandError
 
+log = logging.getLogger(__name__)
 POLL = 1.0   # the watches' and the logs' tick; SLURM itself is asked through the poller, which backs off
 REACH_TIMEOUT = 60.0
 
@@ -64,7 +66,7 @@ def _follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: 
             continue
         if describe(info) != said and not info.finished:
             said = describe(info)
-            note(f"kit: {said}")
+            log.info(f"kit: {said}")
             status = note_info(where, record, info)
         copy_node_logs(where, status, record.path)
         if print_new_lines(record.path, None, offsets, pending, noise, view=view):
@@ -75,7 +77,7 @@ def _follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: 
             watch = _world_watch(where, workdir, plan, record)
             hang = HangWatch(plan, watch, lambda: last_output[0], lambda: _stacks(where, workdir, plan, record),
                              record.path, named_host=lambda n: _host_of(record, n))
-            insight = InsightWatch(plan, record, watch, note, lambda n: _host_of(record, plan.nodes[n]))
+            insight = InsightWatch(plan, record, watch, log.warning, lambda n: _host_of(record, plan.nodes[n]))
         if watch is not None and stopped_by is None and info.kit_state == RunState.RUNNING:
             assert hang is not None and insight is not None   # set with watch, above
             stopped_by = watch.poll() or hang.poll() or insight.poll()
@@ -90,7 +92,7 @@ def _follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: 
             fields = record_end(record, fields)
             # The run's end as kit reads it (SLURM says FAILED for a job whose time ran out at the warning).
             why = f": {fields['ended_by']}" if fields["ended_by"] else ""
-            note(f"kit: SLURM job {status.handle.job_id} {fields['state']}{why}")
+            log.log(outcome_level(fields["state"]), f"kit: SLURM job {status.handle.job_id} {fields['state']}{why}")
             return fields
         time.sleep(POLL)
 
@@ -98,14 +100,14 @@ def _cancel(where, record: RunRecord, status: RunStatus, failure) -> None:
     """Cancel the job for a watch's verdict, marked first: a `kit status` in another shell that sees the job
     CANCELLED then records this verdict, not `cancelled` (outcome.with_kits_verdict). A scancel that fails leaves
     the job running and the run not over: said, and followed on (`kit cancel RUN` tries again)."""
-    note(f"kit: {cause(failure)}: cancelling SLURM job {status.handle.job_id}")
+    log.warning(f"kit: {cause(failure)}: cancelling SLURM job {status.handle.job_id}")
     record.update_status(stopping=failure)
     try:
         where.cancel(status.handle.job_id)
         poller(where).nudge()
     except (KitError, CommandError) as e:
-        note(f"kit: warning: could not cancel SLURM job {status.handle.job_id} ({e}); still following it "
-             f"(kit cancel {status.run_id} tries again)")
+        log.warning(f"kit: warning: could not cancel SLURM job {status.handle.job_id} ({e}); still following it "
+                    f"(kit cancel {status.run_id} tries again)")
 
 
 def _world_watch(where, workdir: str, plan: LaunchPlan, record: RunRecord):

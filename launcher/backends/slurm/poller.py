@@ -5,6 +5,7 @@ is new to a job or nudged (a node wrote its exit file, kit sent scancel or a req
 nothing changes, from FAST to SLOW: at most one scheduler query per SLOW seconds once steady, however many jobs.
 A state change seen goes back to FAST. Each call to slurmctld is an RPC; a shared controller rate-limits users."""
 
+import logging
 import threading
 import time
 from typing import Iterable, Optional
@@ -12,6 +13,7 @@ from typing import Iterable, Optional
 from launcher.backends.slurm.query import QUERY_TIMEOUT, JobInfo, query, started_from
 from launcher.transport.where import CommandError
 
+log = logging.getLogger(__name__)
 FAST = 1.0
 SLOW = 5.0
 # squeue's fields, '|'-separated (no field holds '|'): --array lists each array task on its own row.
@@ -105,6 +107,8 @@ class Poller:
             self._infos[job_id] = new
         self._interval = FAST if changed else min(self._interval * 2, SLOW)
         self._due = time.monotonic() + self._interval
+        log.debug("kit: debug: SLURM poll %d (%s): %s; next in %g s", self.queries, self.where.where,
+                  ", ".join(f"{j} {self._infos[j].slurm_state}" for j in ids), self._interval)
 
 
 _POLLERS: dict = {}

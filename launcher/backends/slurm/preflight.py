@@ -1,11 +1,12 @@
-"""Before `sbatch`: can this job ever run on that partition? One line and exit 2 on the first problem, nothing
-queued. A job asking for more nodes or GPUs than the partition has would otherwise wait in the queue forever.
+"""Before `sbatch`: can this job ever run on that partition? One line and exit 2 on the first problem (69 when
+scontrol itself fails), nothing queued. A job asking for more nodes or GPUs than the partition has would otherwise
+wait in the queue forever.
 The checks run where the SLURM commands run (transport/where.py): this machine, or the login host."""
 
 import os
 import re
 
-from launcher.errors import KitError
+from launcher.errors import KitError, Option, SchedulerError
 from launcher.backends.slurm.options import where_for
 from launcher.transport.where import CommandError
 
@@ -19,10 +20,12 @@ def _scontrol(where, *args: str) -> str:
     try:
         r = where.run(["scontrol", *args], timeout=TIMEOUT)
     except CommandError as e:
-        raise KitError(f"preflight: scontrol {' '.join(args)} failed: {e}") from None
+        raise SchedulerError(f"preflight: scontrol {' '.join(args)} failed: {e}", command=f"scontrol {' '.join(args)}",
+                             said=str(e)) from None
     if r.code != 0 and "not found" not in r.err + r.out:
         why = (r.err.strip().splitlines() or [f"exit {r.code}"])[-1]
-        raise KitError(f"preflight: scontrol {' '.join(args)} failed: {why} (is the SLURM controller reachable?)")
+        raise SchedulerError(f"preflight: scontrol {' '.join(args)} failed: {why} (is the SLURM controller "
+                             f"reachable?)", command=f"scontrol {' '.join(args)}", said=why)
     return r.out if r.code == 0 else ""
 
 
@@ -59,13 +62,14 @@ def _check_shape(where, part: dict, nodes: int, gpus: int) -> str:
     gpus_by_node = _node_gpus(where, part.get("Nodes", ""))
     have = len(gpus_by_node)
     if nodes > have:
-        raise KitError(f"--nodes {nodes}: partition {name} has {have} node(s) ({part.get('Nodes', '')}); "
+        raise KitError(Option("nodes", nodes), f": partition {name} has {have} node(s) ({part.get('Nodes', '')}); "
                        f"ask for at most {have}")
     fit = [n for n, g in gpus_by_node.items() if g >= gpus]
     what = ", ".join(f"{n}: {g}" for n, g in sorted(gpus_by_node.items()))
     if gpus and len(fit) < nodes:
-        raise KitError(f"--gpus {gpus}: partition {name} has {len(fit)} node(s) with {gpus} or more GPUs, "
-                       f"{nodes} needed (GPUs per node: {what}); lower --gpus, or --gpus 0 for a CPU job")
+        raise KitError(Option("gpus", gpus), f": partition {name} has {len(fit)} node(s) with {gpus} or more GPUs, "
+                       f"{nodes} needed (GPUs per node: {what}); lower ", Option("gpus"), ", or ", Option("gpus", 0),
+                       " for a CPU job")
     return f"{nodes} node(s) x {gpus} GPU(s) fit partition {name} (GPUs per node: {what})"
 
 

@@ -1,6 +1,7 @@
 """Run a plan on remote hosts over SSH: check every host, upload the plan's files, start each node's command
 unchanged under kit's watchdog in a session of its own, stream the output, tear down together."""
 
+import logging
 import os
 import posixpath
 import sys
@@ -24,6 +25,8 @@ from launcher.supervise.disk import with_full_disk
 from launcher.supervise.hang import HangWatch
 from launcher.supervise.world import WorldWatch, ranks_started
 from launcher.states import AttemptEnd, RunState
+
+log = logging.getLogger(__name__)
 
 
 def remote_env(plan: LaunchPlan, node: NodePlan, environ) -> dict:
@@ -124,18 +127,18 @@ class SshBackend(Backend):
             raise per_line(problems)  # one line per host, each like a single error
         try:   # the job's env_check on the nodes' fingerprints: the table said; strict refuses the run
             from launcher.insight.drift import judge_plan
-            judge_plan(plan, fingerprints, lambda text: print(text, file=sys.stderr, flush=True))
+            judge_plan(plan, fingerprints)
         except KitError:
             self._close()   # the waiting nodes end, having started nothing
             raise
         if plan.sync is not None and synced:
             from launcher.backends.ssh.sync import summary
-            print(summary(sorted(synced, key=lambda s: s.host), plan.sync.source), file=sys.stderr, flush=True)
+            log.info(summary(sorted(synced, key=lambda s: s.host), plan.sync.source))
         self.timings["connect_s"] = round(max(connected) - started, 3)  # the last host's handshake done
         self.timings["preflight_s"] = round(time.monotonic() - started - self.timings["connect_s"], 3)
 
     def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
-        console = console or Console(sys.stdout, sys.stderr, run_id=plan.run_id)
+        console = console or Console(sys.stdout, run_id=plan.run_id)
         if self._pid != os.getpid():
             # A forked (detached) supervisor: the parent closed its connections before the fork (release), which
             # ended the waiting gates without starting anything; log in and check again.
@@ -167,14 +170,14 @@ class SshBackend(Backend):
             outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
                 f"kit: stopping run {plan.run_id} on every host: SIGTERM to every process, SIGKILL after "
                 f"{plan.teardown_grace:.0f} s (a Ctrl-C shortens the wait)"),
-                watches=[watch, hang, InsightWatch(plan, record, watch, console.note)])
+                watches=[watch, hang, InsightWatch(plan, record, watch, console.warn)])
             pinging.set()
             for node, t in zip(nodes, threads):
                 t.join(timeout=0.2 if node.lost else 10)   # a lost host's stream may never end
         unclean = sorted({n.host for n in nodes if n.lost})
         if unclean and outcome.state == RunState.CANCELLED:
             console.note(f"kit: could not clean host(s) {', '.join(unclean)} (no answer); their watchdogs stop "
-                         f"the run's processes there by themselves")
+                         f"the run's processes there by themselves", logging.WARNING)
         disk_note = None
         if outcome.first_failed is not None and not nodes[outcome.first_failed].lost:
             # The failing rank's own stderr, teed on its host: what it said last about its error (the node log

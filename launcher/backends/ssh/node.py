@@ -6,14 +6,15 @@ gone). Secrets travel as the first stdin line after `go` (encode_env), never in 
 its pid (= its session and process-group id) and start time first, for the run record (backends/ssh/boot.py).
 """
 
+import logging
 import time
 from typing import BinaryIO, Optional
 
-from launcher.errors import note
 from launcher.status import NodeStatus
 from launcher.supervise.watchdog import encode_env
 from launcher.supervise.watchdog_output import PROGRESS_LOG_INTERVAL, split_progress
 
+log = logging.getLogger(__name__)
 HELLO = "kit-node"
 HELLO_TIMEOUT = 30.0
 # Field 22 of /proc/PID/stat (start time in clock ticks): pid and start time name one process for good.
@@ -23,8 +24,8 @@ STARTTIME = "sed 's/.*) //' /proc/{pid}/stat | cut -d' ' -f20"
 class LogFile:
     """The node's log on the submitting machine, written as its output streams in (progress lines thinned)."""
 
-    def __init__(self, path: str, warn=None):
-        self.path, self.warn, self.failed = path, warn, False
+    def __init__(self, path: str):
+        self.path, self.failed = path, False
         self.pending = b""
         self._last_progress = 0.0
         self.f: Optional[BinaryIO]
@@ -38,9 +39,8 @@ class LogFile:
         """A full disk: one warning, and the node's output keeps streaming (only the log's copy is dropped)."""
         if not self.failed:
             self.failed = True
-            if self.warn is not None:
-                self.warn(f"kit: warning: node log {self.path}: {e.strerror or e}; its lines are dropped while it "
-                          f"cannot be written (the console still shows them)")
+            log.warning(f"kit: warning: node log {self.path}: {e.strerror or e}; its lines are dropped while it "
+                        f"cannot be written (the console still shows them)")
 
     def feed(self, data: bytes) -> None:
         *lines, self.pending = (self.pending + data).split(b"\n")
@@ -90,7 +90,7 @@ class SshNode:
     def attach(cls, rank: int, host: str, conn, chan, *, early: bytes, env: dict, log_path: str) -> "SshNode":
         """Take over a gated channel (backends/ssh/gate.py) that passed its checks, and start the node."""
         chan.sendall(b"go\n" + encode_env(env))
-        node = cls(rank, host, conn, chan, LogFile(log_path, warn=note))
+        node = cls(rank, host, conn, chan, LogFile(log_path))
         node._early = early
         node._hello()
         return node

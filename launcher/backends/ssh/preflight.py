@@ -6,6 +6,7 @@ host."""
 import json
 import shlex
 
+from launcher.errors import Option
 from launcher.planning.model import LaunchPlan, NodePlan
 from launcher.preflight.entrypoint import (CHECK_SOURCE, MARKER, CheckResult, entrypoint_check_command,
                                           entrypoint_target, interpret_entrypoint_check)
@@ -82,7 +83,7 @@ def _read_probe(plan: LaunchPlan, node: NodePlan, result: CheckResult):
         return f"{where}: {said['missing']}"
     if said.get("port", "free").startswith("busy"):
         return (f"{where}: master port {plan.world.master_port} is in use on the master host; "
-                f"pick another with --port")
+                "pick another with ", Option("port"))
     return None
 
 
