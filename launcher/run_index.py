@@ -135,7 +135,8 @@ def _read_entries(path: str) -> tuple[dict, int, tuple]:
     return found, len(lines), (st.st_ino, len(raw))
 
 
-_SHAPE = {"path": str, "id": str, "kind": str, "backend": str, "state": str, "created": (int, float), "sig": list}
+_SHAPE: dict[str, type | tuple[type, ...]] = {
+    "path": str, "id": str, "kind": str, "backend": str, "state": str, "created": (int, float), "sig": list}
 
 
 def _well_formed(entry) -> bool:
@@ -255,7 +256,7 @@ def run_roots() -> list[str]:
         names = os.listdir(_index_dir())
     except OSError:
         return []
-    roots = {}
+    roots: dict[str, None] = {}   # an ordered set
     for name in names:
         if name.startswith("."):
             continue

@@ -27,7 +27,7 @@ def _node(v) -> NodeStatus:
     checks = {"rank": lambda x: integer(x) or 0, "host": lambda x: text(x, HOST_NAME) or "?", "pid": pid,
               "start": number, "address": lambda x: text(x, HOST_NAME), "pgid": pid,
               "start_ticks": lambda x: text(_ticks(x), TICKS), "remote_start": number}
-    values = {}
+    values: dict[str, Any] = {}   # field -> its checked value (of the field's type)
     for name, check in checks.items():
         try:
             values[name] = check(v.get(name))

@@ -34,7 +34,8 @@ _parts: dict = {}
 
 def _entry_points(text: str, group: str) -> dict:
     """name -> value of `group`'s lines in an entry_points.txt (an INI file: `[group]`, then `name = value`)."""
-    out, inside = {}, False
+    out: dict[str, str] = {}
+    inside = False
     for line in text.splitlines():
         line = line.strip()
         if line.startswith("["):
@@ -49,7 +50,8 @@ def scan(group: str = GROUP, path: list | None = None) -> dict:
     """name -> value of every entry point in `group` of the distributions on `path` (sys.path), as
     importlib.metadata finds them: sys.path in order, one distribution of a name (the first), the first entry
     point of a name. Directories only (a zipped distribution is not read)."""
-    found, seen = {}, set()
+    found: dict[str, str] = {}
+    seen = set()
     for entry in sys.path if path is None else path:
         try:
             names = sorted(os.listdir(entry or "."))

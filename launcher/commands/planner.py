@@ -116,6 +116,7 @@ def _plain(error: KitError) -> KitError:
 
 def _child(request, pipe: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    answer: tuple[str, object]   # ("ok", the Prepared), ("error", the KitError) or ("crash", the message)
     try:
         _load_schemas()
         from launcher.core.prepare import prepared_for
@@ -131,7 +132,7 @@ def _child(request, pipe: int) -> None:
             data = pickle.dumps(answer)
         except Exception:
             import traceback
-            data = pickle.dumps(("error", _plain(answer[1])) if answer[0] == "error" else
+            data = pickle.dumps(("error", _plain(answer[1])) if isinstance(answer[1], KitError) else
                                 ("crash", "the planner's answer could not be sent:\n" + traceback.format_exc()))
         data = len(data).to_bytes(8, "big") + data   # kit reads this much, not waiting for this process's end
         while data:

@@ -1,6 +1,7 @@
 """`kit wait RUN [--timeout S]`: block until a run of any backend ends (one followed by `kit submit`, a detached
 one, a SLURM job) and exit with its exit code; its outcome line on stderr."""
 
+import os
 import sys
 
 from launcher.errors import KitError
@@ -22,7 +23,7 @@ def wait(args) -> int:
                        f"kit sweep status {run_id} shows them all")
     record = find_record(args.run_root, run_id)
     recorded = record.read_status(strict=True)
-    name = recorded.run_id or run_id
+    name = recorded.run_id or run_id or os.path.basename(record.path)   # the latest run's, if its record has none
     if not recorded.over:
         require_trusted(record)   # waiting asks its backend (hosts, a login host): never for a stranger's record
     try:

@@ -42,7 +42,7 @@ UNTRUSTED = "untrusted"   # how a listing shows a record kit will not act on (tr
 
 def all_roots() -> list[str]:
     """Where this user's records are: ./runs and every run root in kit's index, each once."""
-    roots = {}
+    roots: dict[str, str] = {}
     for root in [DEFAULT_ROOT, *run_index.run_roots()]:
         if os.path.isdir(root):
             roots.setdefault(os.path.realpath(root), root)

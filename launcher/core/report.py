@@ -77,7 +77,7 @@ def build(record, status, state: str, now: Optional[float] = None) -> dict:
 
 def _attempt(a: dict, failures: list, restarts: list) -> dict:
     """The attempt's row, with what its failure cost and the restart after it, phase by phase (null: none)."""
-    failed = next((f for f in failures if f["attempt"] == a["attempt"]), {})
+    failed: dict = next((f for f in failures if f["attempt"] == a["attempt"]), {})
     return {**a, "lost_s": failed.get("lost_s"), "restored_step": failed.get("restored_step"),
             "resumed_after_s": failed.get("resumed_after_s"),
             "restart": next((r for r in restarts if r["attempt"] == a["attempt"]), None)}

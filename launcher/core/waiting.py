@@ -64,6 +64,7 @@ def wait_end(record: RunRecord, timeout: Optional[float] = None, poll: float = P
                 return state, note
         left = _left(deadline)
         if left is not None and left <= 0:
+            assert timeout is not None   # a deadline is set from a timeout
             raise StillGoing(state, timeout)
         time.sleep(interval if left is None else min(interval, left))
         interval = min(interval * 1.5, poll)

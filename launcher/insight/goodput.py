@@ -62,7 +62,7 @@ class Report:
 class Painter:
     """Non-overlapping (start, end, category, attempt) segments; a later coat covers what is under it."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.segments: list = []
 
     def paint(self, start, end, category, attempt=None, only=None) -> None:
@@ -205,7 +205,8 @@ def report(created: float, ended: float, attempts: list, events: list, marks: li
     for i, a in enumerate(attempts):
         nxt = attempts[i + 1] if i + 1 < len(attempts) else None
         restored = _first(nxt.events, "restore") if nxt else None
-        if a.state == RunState.SUCCEEDED or stops[a.number] is None:
+        stop = stops[a.number]
+        if a.state == RunState.SUCCEEDED or stop is None:
             continue
         if nxt is None and a.state in (RunState.PREEMPTED, RunState.RUNNING, AttemptEnd.STILL_RUNNING):
             continue
@@ -215,11 +216,11 @@ def report(created: float, ended: float, attempts: list, events: list, marks: li
         step = kept.get("step") if kept else (0 if nxt else None)
         cut = _kept_until(a, kept) if step else _t(_first(a.events, "train") or {})
         lost_before = p.total(LOST)
-        p.paint(max(cut or a.start, a.start), stops[a.number], LOST, a.number, only=TRAINING)
+        p.paint(max(cut or a.start, a.start), stop, LOST, a.number, only=TRAINING)
         resumed = _t(_first(nxt.events, "first_step") or {}) if nxt else None
-        failures.append({"attempt": a.number, "cause": a.cause, "failed_at": stops[a.number],
+        failures.append({"attempt": a.number, "cause": a.cause, "failed_at": stop,
                          "lost_s": round(p.total(LOST) - lost_before, 3), "restored_step": step if nxt else None,
-                         "resumed_after_s": round(resumed - stops[a.number], 3) if resumed else None})
+                         "resumed_after_s": round(resumed - stop, 3) if resumed else None})
     restarts = [split(a.number, stops[a.number], a.noticed_at, a.nodes_ended_at, a.end, b.number, b.events,
                       _formed(marks, b.number), a.restart) for a, b in zip(attempts, attempts[1:])]
     if attempts:

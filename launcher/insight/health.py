@@ -58,7 +58,7 @@ def _kind(cause: str) -> str:
 def caused_by_host(meaning: Optional[str]) -> bool:
     """Failures that say something about the host, not the job: a lost host, a node that never joined, a hang, a
     rank killed by a signal (the kernel's OOM killer, a node's watchdog...)."""
-    return bool(meaning) and (meaning in (LOST, NEVER_JOINED, HUNG) or meaning.startswith("killed by SIG"))
+    return bool(meaning and (meaning in (LOST, NEVER_JOINED, HUNG) or meaning.startswith("killed by SIG")))
 
 
 def _failures(status) -> list:

@@ -45,10 +45,10 @@ class Stragglers:
 
     def __init__(self, world_size: int, threshold: float = THRESHOLD, window: int = WINDOW):
         self.world_size, self.threshold = world_size, threshold
-        self._pending = defaultdict(dict)          # window -> rank -> report
-        self._rounds = deque(maxlen=window)        # complete windows: rank -> report
+        self._pending: defaultdict[object, dict[int, dict]] = defaultdict(dict)   # window -> rank -> report
+        self._rounds: deque[dict[int, dict]] = deque(maxlen=window)   # complete windows: rank -> report
         self._window = window
-        self._nodes = {}
+        self._nodes: dict[int, Optional[int]] = {}   # rank -> its node, as reported
         self.named: Optional[Straggler] = None
         self.lost_s = 0.0
         self.worst: Optional[Straggler] = None     # the lowest-scoring rank of the last complete window
@@ -105,7 +105,8 @@ class Stragglers:
 
     def _totals(self) -> dict:
         """rank -> section -> seconds per step over the window's rounds (weighted by their steps)."""
-        sums, steps = defaultdict(lambda: defaultdict(float)), defaultdict(lambda: defaultdict(int))
+        sums: defaultdict[int, defaultdict[str, float]] = defaultdict(lambda: defaultdict(float))
+        steps: defaultdict[int, defaultdict[str, int]] = defaultdict(lambda: defaultdict(int))
         for reports in self._rounds:
             for r, e in reports.items():
                 for s in SECTIONS:
@@ -132,7 +133,7 @@ class Stragglers:
 
 
 def _best(means: dict) -> dict:
-    best = {}
+    best: dict[str, float] = {}
     for sections in means.values():
         for s, t in sections.items():
             best[s] = min(t, best.get(s, t))
@@ -146,7 +147,7 @@ def _number(v) -> bool:
 def machine(s: Straggler) -> str:
     """Why the machine slowed the rank, when it did: `the machine is loaded (load 6.1 on 2 cores, other processes;
     rank 1 waited 60 ms a step more than the others for a CPU)`, or "" (a quiet machine, or nothing reported)."""
-    loaded = s.load is not None and bool(s.cpus) and s.load > s.cpus
+    loaded = bool(s.load is not None and s.cpus and s.load > s.cpus)
     waited = s.wait_s is not None and s.wait_s > 0 and s.wait_s >= LOADED_WAIT * max(s.own_s - s.fastest_s, 0.0)
     load = f"load {s.load:.1f} on {s.cpus} cores" if s.load is not None and s.cpus else ""
     wait = (f"rank {s.rank} waited {1000 * s.wait_s:.0f} ms a step more than the others for a CPU"
@@ -155,6 +156,7 @@ def machine(s: Straggler) -> str:
         wait = (f"though rank {s.rank} waited only {1000 * s.wait_s:.0f} ms a step more than the others for a CPU: "
                 f"something else slowed it too")
     if loaded:
+        assert s.load is not None   # loaded says so
         whose = ("" if s.threads is None else ", other processes" if s.load >= s.threads + 1
                  else f", the run's own {s.threads} threads")
         return "the machine is loaded (" + load + whose + (f"; {wait}" if wait else "") + ")"

@@ -10,6 +10,7 @@ from typing import Callable, Optional
 from launcher.insight import timeline
 from launcher.insight.events import read_log_events
 from launcher.insight.stragglers import Stragglers, below, line, record_fields
+from launcher.status import Failure
 
 POLL = 1.0
 
@@ -30,7 +31,7 @@ class InsightWatch:
     def _log(self, node: int) -> str:
         return self.record.file(f"node{node}.log")
 
-    def poll(self) -> Optional[object]:
+    def poll(self) -> Optional[Failure]:   # None: polled with the watches that stop a run, it never does
         now = self.clock()
         if now < self._next:
             return None

@@ -47,6 +47,7 @@ def _check_cpu(job: JobSpec) -> None:
 def _accumulation(job: JobSpec, world: int) -> int:
     if job.global_batch_size is None:
         return job.gradient_accumulation_steps
+    assert job.batch_size_per_device is not None   # JobSpec: global_batch_size needs batch_size_per_device
     per_step = job.batch_size_per_device * world
     steps, rest = divmod(job.global_batch_size, per_step)
     if rest or steps == 0:

@@ -40,7 +40,7 @@ def check_here(plan: LaunchPlan, entrypoint, args, code_dir: Optional[str], envi
     if plan.sync is None and not deepspeed_on_cpu:
         return   # what follows reads every module of the job's own: only where it matters
     search = [os.path.dirname(os.path.join(code_dir, entry.rel))] if entrypoint.script else [code_dir]
-    imported = local_modules(code_dir, entry, search)
+    imported: Iterable[Source] = local_modules(code_dir, entry, search)   # a list once synced code reads it
     if plan.sync is not None:
         imported = list(imported)
         _check_synced(plan.sync, code_dir, entrypoint, imported)

@@ -25,6 +25,7 @@ def entry_file(code_dir: str, script: Optional[str], module: Optional[str]) -> O
     that is not a file there (it may be installed on the nodes)."""
     if script is not None:
         return script
+    assert module is not None   # an entrypoint is a script or a module (spec/job.py)
     return module_file(code_dir, [code_dir], module, run=True)
 
 

@@ -57,7 +57,9 @@ def dump_command(plan: LaunchPlan, node: NodePlan) -> str:
 
 def parse_dumps(output: str) -> dict:
     """rank -> its dump text, from DUMP_SOURCE's output."""
-    stacks, rank, lines = {}, None, []
+    stacks: dict[int, str] = {}
+    lines: list[str] = []
+    rank = None
     for line in output.splitlines():
         if line.startswith(BEGIN):
             rank, lines = int(line.split()[1]), []

@@ -39,6 +39,13 @@ class LaunchSettings:
     script: Optional[str]
     args: tuple[str, ...]
 
+    def entry(self) -> tuple[str, ...]:
+        """What the node runs: `-m MODULE`, or the script (a job's entrypoint is exactly one, spec/job.py)."""
+        if self.module:
+            return ("-m", self.module)
+        assert self.script is not None   # no module: a script (spec/job.py's Entrypoint checks one is set)
+        return (self.script,)
+
 
 def accelerate_config(s: LaunchSettings, section: Optional[tuple[str, dict]]) -> dict:
     """The YAML content; loadable by accelerate's own ClusterConfig."""
@@ -92,5 +99,5 @@ def launch_argv(s: LaunchSettings) -> tuple[str, ...]:
         argv += ["--dynamo_backend", s.dynamo_backend]
     if s.rank_log_dir is not None:
         argv += ["--tee", "3", "--log_dir", s.rank_log_dir]
-    argv += ["-m", s.module] if s.module else [s.script]
+    argv += s.entry()
     return tuple(argv) + s.args

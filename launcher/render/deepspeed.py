@@ -1,10 +1,12 @@
 """The DeepSpeed JSON kit generates from a job's deepspeed options."""
 
+from typing import Any
+
 from launcher.spec.job import DeepSpeedOptions, JobSpec
 
 
 def _offload(device: str, nvme_path, pin: bool) -> dict:
-    out = {"device": device}
+    out: dict[str, Any] = {"device": device}
     if device == "nvme":
         out["nvme_path"] = nvme_path
     if device != "none":
@@ -13,7 +15,7 @@ def _offload(device: str, nvme_path, pin: bool) -> dict:
 
 
 def _zero(ds: DeepSpeedOptions, on_gpu: bool) -> dict:
-    zero = {"stage": ds.zero_stage}
+    zero: dict[str, Any] = {"stage": ds.zero_stage}
     if ds.zero_stage >= 1:
         zero["contiguous_gradients"] = True
         zero["overlap_comm"] = on_gpu
@@ -30,7 +32,7 @@ def deepspeed_config(job: JobSpec, world_size: int, grad_accum: int, on_gpu: boo
     """Batch sizes are "auto" (accelerate fills them from the dataloader) unless the job pins them."""
     ds = job.deepspeed
     micro = job.batch_size_per_device
-    config = {
+    config: dict[str, Any] = {
         "train_micro_batch_size_per_gpu": micro if micro else "auto",
         "train_batch_size": micro * grad_accum * world_size if micro else "auto",
         "gradient_accumulation_steps": grad_accum,

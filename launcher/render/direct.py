@@ -15,7 +15,7 @@ def is_direct(distributed_type: str, world_size: int) -> bool:
 
 
 def direct_argv(s: LaunchSettings) -> tuple[str, ...]:
-    return (s.python, *(("-m", s.module) if s.module else (s.script,))) + s.args
+    return (s.python, *s.entry()) + s.args
 
 
 def direct_env(s: LaunchSettings, threads_at_node: bool) -> dict[str, str]:

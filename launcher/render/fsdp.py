@@ -1,10 +1,12 @@
 """accelerate's fsdp_config section from a job's fsdp options."""
 
+from typing import Any
+
 from launcher.spec.job import FsdpOptions
 
 
 def fsdp_config(opts: FsdpOptions) -> dict:
-    cfg = {
+    cfg: dict[str, Any] = {
         "fsdp_version": opts.version,
         "fsdp_auto_wrap_policy": opts.auto_wrap_policy,
         "fsdp_state_dict_type": opts.state_dict_type,

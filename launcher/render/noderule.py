@@ -124,7 +124,8 @@ def derive(blocks: list[list[str]], values: list[dict[str, str]]) -> Rule:
 
 def ranges(numbers) -> str:
     """1-3, 5, 7-9."""
-    out, run = [], []
+    out: list[str] = []
+    run: list[int] = []
     for n in numbers:
         if run and n == run[-1] + 1:
             run.append(n)

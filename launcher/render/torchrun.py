@@ -24,7 +24,7 @@ def torchrun_argv(s: LaunchSettings, procs_per_node: int) -> tuple[str, ...]:
     ]
     if s.rank_log_dir is not None:
         argv += ["--tee", "3", "--log-dir", s.rank_log_dir]
-    argv += ["-m", s.module] if s.module else [s.script]
+    argv += s.entry()
     return tuple(argv) + s.args
 
 

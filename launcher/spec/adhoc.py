@@ -35,6 +35,7 @@ def command_line_job(script: Optional[str] = None, module: Optional[str] = None)
     if module is not None:
         data = {"name": _name(module.removesuffix(".__main__").rsplit(".", 1)[-1]), "entrypoint": {"module": module}}
         return validate(JobSpec, data, f"-m {module}")
+    assert script is not None   # given one of the two (core/prepare.job_of)
     if os.path.isdir(script):
         raise KitError(f"{script}: is a directory; give the script to run (train.py) or -m PACKAGE")
     data = {"name": _name(os.path.splitext(os.path.basename(script))[0]), "entrypoint": {"script": script}}

@@ -42,7 +42,10 @@ class Section(StrictModel):
 class ClusterSpec(StrictModel):
     name: Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
     backend: str   # a name in backends/registry.py
-    hosts: list[Union[HostName, Host]] = []
+    if TYPE_CHECKING:
+        hosts: list[Host] = []   # what validation leaves: hosts_as_objects makes each name a Host
+    else:
+        hosts: list[Union[HostName, Host]] = []
     gpus_per_node: Annotated[int, Field(ge=0)] = 0
     # Processes per node when the node has no GPUs.
     procs_per_node: PositiveInt = 1

@@ -118,7 +118,7 @@ def validate_deepspeed_json(data: Any, source: str) -> DeepSpeedJson:
 
 def _check_batch(cfg: DeepSpeedJson, world: int, source: str) -> None:
     total, micro, accum = cfg.train_batch_size, cfg.train_micro_batch_size_per_gpu, cfg.gradient_accumulation_steps
-    if all(isinstance(v, int) for v in (total, micro, accum)) and total != micro * accum * world:
+    if isinstance(total, int) and isinstance(micro, int) and isinstance(accum, int) and total != micro * accum * world:
         raise KitError(
             f"{source}: train_batch_size {total} != train_micro_batch_size_per_gpu {micro} x "
             f"gradient_accumulation_steps {accum} x world size {world} = {micro * accum * world}"

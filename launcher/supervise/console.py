@@ -32,7 +32,7 @@ class Console:
         self.tty = _isatty(out) if tty is None else tty
         self._lock = threading.Lock()
         self._bar = False          # a progress line is drawn on the terminal's last row
-        self._last_progress = {}   # node -> monotonic time of the last progress line printed off a tty
+        self._last_progress: dict[int, float] = {}  # node -> monotonic time of the last progress line printed off a tty
         self.alive = True
         self.rank_output_at = time.monotonic()   # when a rank last wrote anything (the hang watch reads it)
         self._view = RanksView(run_id)

@@ -60,12 +60,12 @@ def rank_exit(lines: list[str]) -> tuple[Optional[int], Optional[int]]:
     for line in map(strip_tag, lines):
         if _ROOT_CAUSE.search(line):
             in_root, rank, code = True, None, None
-        elif in_root and _RANK.match(line) and rank is None:
-            rank = int(_RANK.match(line).group(1))
-        elif in_root and _EXITCODE.match(line) and code is None:
-            code = _as_exit(int(_EXITCODE.match(line).group(1)))
-        elif _CALLED.search(line):
-            code = _as_exit(int(_CALLED.search(line).group(1)))
+        elif in_root and (m := _RANK.match(line)) and rank is None:
+            rank = int(m.group(1))
+        elif in_root and (m := _EXITCODE.match(line)) and code is None:
+            code = _as_exit(int(m.group(1)))
+        elif m := _CALLED.search(line):
+            code = _as_exit(int(m.group(1)))
     return rank, code
 
 
@@ -140,10 +140,10 @@ def _failures(lines: list[str]) -> list[tuple[int, int]]:
     for line in map(strip_tag, lines[starts[-1]:] if starts else []):
         if _ROOT_CAUSE.search(line):
             break
-        if _RANK.match(line):
-            rank = int(_RANK.match(line).group(1))
-        elif _EXITCODE.match(line) and rank is not None:
-            found.append((rank, _as_exit(int(_EXITCODE.match(line).group(1)))))
+        if m := _RANK.match(line):
+            rank = int(m.group(1))
+        elif (m := _EXITCODE.match(line)) and rank is not None:
+            found.append((rank, _as_exit(int(m.group(1)))))
             rank = None
     return found
 
@@ -258,7 +258,7 @@ def known_codes(argv) -> dict:
     return TRAIN_EXIT_CODES if modules[-1:] == [TRAIN_MODULE] else {}
 
 
-def restartable(state: str, f: Optional[Failure]) -> bool:
+def restartable(state: Optional[str], f: Optional[Failure]) -> bool:
     """A failure that is not the job's own verdict: a node lost, a world that did not form, a hang, a rank killed
     by a signal, a rank asking to be requeued (75). A job that refused (its own exit codes: bad configuration,
     data, resume) or was cancelled is never started again."""

@@ -74,7 +74,7 @@ class NoiseFilter:
     torch.distributed) is dropped, and the rest of the launcher's output after it is its death rattle; any other
     traceback (a single-process job's own, which torchrun does not tag) is shown whole."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._dying = False
         self._held: list[str] = []
         self._after_noise = False   # the blank line that ends a C++ trace is the trace's too

@@ -47,7 +47,7 @@ class Repeats:
     """show(stream, text): False for a warning already shown (from any rank) and for the source line Python prints
     under a warning it repeats. Not thread-safe: its owner serialises calls."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._seen: set = set()
         self._source_next: set = set()   # streams whose last line was a Python warning kept back
 

@@ -82,7 +82,7 @@ class _Watching:
     """The watches polled in a thread of their own: a watch that asks a host (a listing over SFTP, the stacks of
     every rank) can take seconds, and the loop must still see a node's end or a Ctrl-C within POLL_SECONDS."""
 
-    def __init__(self, watches):
+    def __init__(self, watches) -> None:
         self.failure: Optional[Failure] = None
         self._done = threading.Event()
         self._thread = None
@@ -117,7 +117,7 @@ def supervise(nodes, cancel: Cancel, on_stop=None, watches=()) -> Outcome:
     """`watches`: objects whose poll() returns a Failure when the run must stop though no node failed (a world
     that did not form, a hang): the run then ends failed with that failure."""
     codes = [None] * len(nodes)
-    order = []  # node indexes in the order they exited
+    order: list[int] = []  # node indexes in the order they exited
     watching = _Watching(watches)
     try:
         while True:

@@ -12,7 +12,7 @@ import re
 import signal
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from launcher.status import Failure
 
@@ -52,12 +52,12 @@ class TracebackGate:
     """feed(stream, line, text) -> the lines to show now; `text` is the line without its tags. Not thread-safe:
     its owner serialises calls (the console's lock)."""
 
-    def __init__(self, clock=time.monotonic):
+    def __init__(self, clock=time.monotonic) -> None:
         self._clock = clock
         self._held: dict = {}       # stream -> _Block
         self._trailing: dict = {}   # stream -> [time of its last kept-back line, lines kept since]
-        self._first = None          # (stream, time) of the first failure shown
-        self.first_kept = None      # (stream, exception line) of the first traceback kept back
+        self._first: Optional[tuple[Any, float]] = None   # (stream, time) of the first failure shown
+        self.first_kept: Optional[tuple[Any, str]] = None   # (stream, exception line) of the first traceback kept back
 
     @property
     def holding(self) -> bool:

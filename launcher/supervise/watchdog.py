@@ -76,7 +76,7 @@ def live_descendants() -> list:
     """Every live process below this one, as (pid, start time) (zombies excluded); as subreaper that includes
     re-parented orphans. A pid with its start time names one process for good: a recycled pid is never signalled
     (_signal below)."""
-    children = {}
+    children: dict[int, list] = {}   # ppid -> [(pid, its proc_stat)]
     for name in os.listdir("/proc"):
         if name.isdigit():
             st = proc_stat(int(name))
@@ -106,8 +106,8 @@ class Watchdog:
     def __init__(self, argv, grace: float, env: dict, log_path):
         self.argv, self.grace, self.env = argv, grace, env
         self.output = Output(log_path)
-        self.code = None            # the command's exit status, once reaped
-        self.deadline = None        # set when stopping: SIGKILL whatever is left after it
+        self.code: int | None = None   # the command's exit status, once reaped
+        self.deadline: float | None = None   # set when stopping: SIGKILL whatever is left after it
         self._lock = _thread.RLock()  # re-entered when a signal lands during stop()
         self.heartbeat = 0.0          # > 0: stop the node when kit has said nothing (not even `ping`) this long
         self.heard = time.monotonic()
@@ -178,7 +178,7 @@ class Watchdog:
             already.add(p)
 
     def run(self) -> int:
-        termed = set()
+        termed: set[tuple[int, int]] = set()   # (pid, start time) already sent SIGTERM
         while True:
             self._reap()
             if self.code is not None and self.deadline is None:

@@ -4,14 +4,17 @@ trial's run record keeps."""
 from dataclasses import dataclass
 
 from launcher.records import spec_record
+from launcher.spec.cluster import ClusterSpec
+from launcher.spec.job import JobSpec
+from launcher.spec.sweep import SweepSpec
 from launcher.sweeps.trials import Trial, trial_job
 
 
 @dataclass(frozen=True)
 class SweepContext:
-    job: object              # the resolved job (overrides applied); each trial applies its values on top
-    cluster: object          # the resolved cluster
-    spec: object             # the sweep spec
+    job: JobSpec             # the resolved job (overrides applied); each trial applies its values on top
+    cluster: ClusterSpec     # the resolved cluster
+    spec: SweepSpec          # the sweep spec
     base_dir: str            # where `kit submit` ran
     run_root: str            # absolute: the sweep's and the trials' records
     binding: object          # the backend's settings (Placement.binding)

@@ -14,7 +14,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from launcher import records
 from launcher.errors import KitError, render
@@ -30,6 +30,9 @@ from launcher.sweeps.table import collect, metric_problem, metric_text, render_t
 from launcher.sweeps.trial_proc import start_trial
 from launcher.sweeps.trials import describe
 from launcher.states import RunState
+
+if TYPE_CHECKING:
+    from launcher.sweeps.study import Study   # imported when a sweep opens one (it loads Optuna)
 
 POLL_SECONDS = 0.2
 
@@ -59,7 +62,7 @@ def _last_kit_line(path: str) -> str:
 
 
 class Driver:
-    def __init__(self, plan, record, ctx, todo, console):
+    def __init__(self, plan, record, ctx, todo, console) -> None:
         self.plan, self.record, self.ctx, self.todo, self.console = plan, record, ctx, todo, console
         self.running: dict[int, _Running] = {}
         self.queues: dict[int, deque] = {}
@@ -69,8 +72,8 @@ class Driver:
         self.bad_metric = ""         # the line that said it names no number there
         self.notes = 0
         self.said_blind = 0
-        self.study = None            # the sweep's Optuna study (study.py), for TPE and early stopping
-        self.backend = None          # reads the running trials' metrics.jsonl where they write it
+        self.study: Optional[Study] = None   # the sweep's Optuna study (study.py), for TPE and early stopping
+        self.backend: Any = None     # reads the running trials' metrics.jsonl where they write it
         self.read_at = 0.0
 
     def _note(self, text: str) -> None:
@@ -197,7 +200,8 @@ class Driver:
     def _read_curves(self) -> None:
         """Each running trial's new metrics.jsonl lines, reported to its study trial; a trial the pruner picks is
         stopped as `kit cancel` stops a run (its supervisor tears it down), and recorded pruned when it has ended."""
-        if self.backend is None or time.time() - self.read_at < self.backend.curve_read_seconds:
+        # The backend is set only once the study is open (_open_study, for early stopping).
+        if self.backend is None or self.study is None or time.time() - self.read_at < self.backend.curve_read_seconds:
             return
         self.read_at = time.time()
         for run in self.running.values():
@@ -240,7 +244,7 @@ class Driver:
     def _open_study(self) -> None:
         from launcher.backends import registry
         from launcher.sweeps.study import Study
-        self.study = Study(self.record.path, self.plan.sweep_id, self.plan.spec)
+        self.study = study = Study(self.record.path, self.plan.sweep_id, self.plan.spec)
         ended = {}
         for t in self.record.read()["trials"]:
             if t.get("asked") is None:
@@ -249,7 +253,7 @@ class Driver:
             value = trial_row(self.record, self.ctx.run_root, t["run_id"])["metric"] \
                 if state == RunState.SUCCEEDED else None
             ended[t["index"]] = (t["asked"], state, value)
-        self.study.reconcile(ended)
+        study.reconcile(ended)
         if self.plan.spec.early_stopping is not None:
             self.backend = registry.backend(self.plan.backend)
             self.backend.use(self.ctx.binding)

@@ -7,6 +7,7 @@ import os
 import sys
 import time
 import traceback
+from typing import Optional
 
 from launcher.backends import registry
 from launcher.errors import KitError, Option
@@ -84,7 +85,7 @@ def driver_main() -> None:
         forked.leave(code)
 
 
-def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: str = None):
+def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: Optional[str] = None):
     """Run the sweep: followed to its end (its exit code), or detached (its record, returned at once)."""
     base_dir = base_dir or os.getcwd()
     backend = registry.backend(plan.backend)

@@ -61,7 +61,9 @@ def follow_trials(record, run_ids: list[str]) -> int:
     """Print each trial's state changes until every one has ended. Ctrl-C stops following only. The first trial
     that succeeds is checked for sweep.metric (_stop_blind)."""
     from launcher.sweeps.table import metric_problem
-    said, ended, scored, unread = {}, [], False, 0
+    said: dict[str, tuple[str, str]] = {}   # run id -> (state, line) last printed
+    ended: list[str] = []
+    scored, unread = False, 0
     try:
         while len(ended) < len(run_ids):
             for run_id in run_ids:

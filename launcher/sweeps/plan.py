@@ -151,6 +151,7 @@ def replan(trial: TrialPlan, params: dict, job: JobSpec, spec: SweepSpec) -> Tri
     python = inputs.default_python if inputs else "python"
     deepspeed = inputs.user_deepspeed if inputs else None
     cluster = trial.cluster
+    assert cluster is not None   # plan_sweep gives each trial its lane's cluster
     plan = build_plan(tjob, cluster, Overrides(), trial.run_id, default_python=python, user_deepspeed=deepspeed)
     plan = dataclasses.replace(plan, sync=trial.plan.sync)
     return dataclasses.replace(trial, params=params, plan=plan,

@@ -37,7 +37,7 @@ def _log_axis(spec_param, xs: list) -> bool:
 def _label(ax, xs: list, points: list) -> None:
     """Each point's trials by name: trials with equal values and metric share one dot, drawn larger, named
     together ("t1,t4"), so no trial hides behind another."""
-    groups = {}
+    groups: dict[tuple, list[int]] = {}
     for x, (_, metric, index) in zip(xs, points):
         groups.setdefault((x, metric), []).append(index)
     for (x, metric), indices in groups.items():

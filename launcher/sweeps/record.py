@@ -149,8 +149,8 @@ def _refuse_a_namesake(sweep_id: str, path: str) -> None:
                    run_index.taken(sweep_id, other, live=False))
 
 
-def is_sweep(run_root: str, run_id: str) -> bool:
-    return bool(run_id) and os.path.isfile(os.path.join(run_root, run_id, SWEEP_FILE))
+def is_sweep(run_root: str, run_id: Optional[str]) -> bool:
+    return bool(run_id and os.path.isfile(os.path.join(run_root, run_id, SWEEP_FILE)))
 
 
 def find_sweep(run_root: str, sweep_id: str) -> SweepRecord:

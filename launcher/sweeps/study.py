@@ -12,7 +12,7 @@ Optuna is imported here only, on first use: `kit --help` and `--dry-run` never i
 import math
 import os
 import warnings
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from launcher.spec.sweep import STUDY_JOURNAL as JOURNAL, Range, SweepSpec
 from launcher.states import RunState
@@ -55,11 +55,12 @@ class Study:
         self.spec = spec
         self.path = os.path.join(record_path, JOURNAL)
         storage = JournalStorage(JournalFileBackend(self.path))
+        sampler: optuna.samplers.BaseSampler
         if spec.method == "tpe":
             sampler = optuna.samplers.TPESampler(seed=spec.seed, n_startup_trials=spec.chosen_from or 1)
         else:
             sampler = optuna.samplers.RandomSampler(seed=spec.seed)   # never used: every trial is enqueued
-        direction = "maximize" if spec.goal == "max" else "minimize"
+        direction: Literal["maximize", "minimize"] = "maximize" if spec.goal == "max" else "minimize"
         self.study = optuna.create_study(storage=storage, study_name=study_name, sampler=sampler,
                                          pruner=_pruner(spec), direction=direction, load_if_exists=True)
         self.distributions = {name: _distribution(spec.choices(name)) for name in spec.parameters}

@@ -95,6 +95,7 @@ def _run(trial, ctx, driver_fd: int) -> int:
             record.update_status(state=RunState.FAILED, exit_code=e.exit_code, finished_at=time.time())
         return e.exit_code
     _keep_metrics(backend, trial, launched.record, ctx)
+    assert launched.result is not None   # followed to its end (launch without detach)
     return launched.result.code
 
 

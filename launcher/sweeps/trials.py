@@ -25,7 +25,7 @@ def _draw(rng: random.Random, choice):
     if not isinstance(choice, Range):
         return rng.choice(choice)
     if choice.integer:
-        return rng.randint(choice.low, choice.high)
+        return rng.randint(int(choice.low), int(choice.high))   # both ints: choice.integer
     if choice.scale == "log":
         value = math.exp(rng.uniform(math.log(choice.low), math.log(choice.high)))
     else:
@@ -40,6 +40,7 @@ def expand(spec: SweepSpec) -> list[Trial]:
         combos = itertools.product(*(spec.choices(n) for n in names))
         return [Trial(i, dict(zip(names, combo))) for i, combo in enumerate(combos)]
     rng = random.Random(spec.seed)
+    assert spec.trials is not None   # random and tpe need it (SweepSpec's validator)
     return [Trial(i, {n: _draw(rng, spec.choices(n)) for n in names}) for i in range(spec.trials)]
 
 

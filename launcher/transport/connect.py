@@ -15,6 +15,7 @@ log = logging.getLogger(__name__)
 def _sock_via_jump(endpoint: Endpoint, accepted: Accepted):
     """ProxyJump: a direct-tcpip channel through the jump host (itself resolved through the same config)."""
     from launcher.transport.endpoint import resolve
+    assert endpoint.proxy_jump is not None   # called only for an endpoint that has one (connect, below)
     user, _, rest = endpoint.proxy_jump.rpartition("@")
     host, _, port = rest.partition(":")
     settings = {"config_file": endpoint.extra.get("config_file"), "connect_timeout": endpoint.timeout,

@@ -68,7 +68,8 @@ def resolve(name: str, address: Optional[str], settings: dict) -> Endpoint:
     """The cluster's explicit `ssh:` values win, then the OpenSSH config's Host block, then defaults."""
     cfg = _config_lookup(name, settings.get("config_file"))
     # A Host block that renames the host says how to reach it; otherwise the cluster's address does.
-    hostname = cfg.get("hostname") if cfg.get("hostname", name) != name else (address or name)
+    hostname = cfg.get("hostname", name)
+    hostname = hostname if hostname != name else (address or name)
     port = settings.get("port") if settings.get("port_given") or "port" not in cfg else int(cfg["port"])
     identities = [settings["identity_file"]] if settings.get("identity_file") else cfg.get("identityfile", [])
     return Endpoint(

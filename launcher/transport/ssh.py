@@ -20,10 +20,10 @@ class Connection:
     def __init__(self, endpoint: Endpoint, client, jump=None):
         self.endpoint, self.client, self._jump = endpoint, client, jump
         self._sftp: Any = None   # paramiko's SFTPClient, opened on first use
-        self._dirs = set()   # directories known to exist on the host
-        self._ahead = {}     # command -> sessions opened ahead of their use (open_ahead)
-        self._sessions = []  # every long session opened (gates, nodes): close() lets them end first
-        self._asked = None   # monotonic time of the keepalive request still waiting for its answer (watch())
+        self._dirs: set[str] = set()   # directories known to exist on the host
+        self._ahead: dict[str, list] = {}  # command -> sessions opened ahead of their use (open_ahead)
+        self._sessions: list = []  # every long session opened (gates, nodes): close() lets them end first
+        self._asked: float | None = None  # when the keepalive request still waiting for its answer was sent (watch())
         self._watching = False
 
     def run(self, command: str, timeout: float = 60.0, stdin: bytes = b"") -> tuple[int, str, str]:

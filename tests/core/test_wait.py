@@ -183,3 +183,14 @@ def test_a_bad_timeout_is_one_line_exit_2(tmp_path, value):
     root = _starting(tmp_path, "r")
     r = kit("wait", "r", "--run-root", str(root), f"--timeout={value}", cwd=tmp_path, timeout=60)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--timeout" in r.stderr, r.stderr
+
+
+def test_the_latest_run_is_named_by_its_directory_when_its_status_has_no_id(tmp_path):
+    """`kit wait` (no id: the latest run) on a record whose status.json has no run_id (a run whose status was not
+    written yet, one written by hand) names the run by its directory; it said `run None` (found by mypy)."""
+    run = tmp_path / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "status.json").write_text(json.dumps({"state": "succeeded", "exit_code": 0}))
+    r = kit("wait", "--run-root", str(tmp_path / "runs"), cwd=tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == "kit: run r1 succeeded (exit code 0)\n"

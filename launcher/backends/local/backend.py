@@ -27,7 +27,7 @@ from launcher.supervise.supervisor import Cancel, finalize, supervise
 from launcher.supervise.tracebacks import first_cause
 from launcher.supervise.watchdog import become_subreaper
 from launcher.supervise.world import WorldWatch, ranks_started
-from launcher.states import RunState
+from launcher.states import AttemptEnd, RunState
 
 
 REACH_TIMEOUT = 30.0   # the node's setup lines, then a connect bounded by reach.CONNECT_SECONDS
@@ -79,7 +79,7 @@ class LocalBackend(Backend):
         outcome = finalize(outcome, failure)
         record.end_attempt(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
                            node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
-        return Result(outcome.code, outcome.state, failure, outcome.noticed_at, outcome.ended_at)
+        return Result(outcome.code, AttemptEnd(outcome.state), failure, outcome.noticed_at, outcome.ended_at)
 
     def _reach(self, plan: LaunchPlan, node, base_dir: str, env: dict):
         """The master checked from this node (this machine), as its launcher dials it."""

@@ -33,6 +33,7 @@ class LocalNode:
         return self.proc.pid
 
     def output_fd(self) -> int:
+        assert self.proc.stdout is not None   # a pipe: start() opens the watchdog with stdout=PIPE
         return self.proc.stdout.fileno()
 
     def record(self) -> NodeStatus:
@@ -44,6 +45,7 @@ class LocalNode:
         return NodeStatus(rank=self.rank, host=self.host, pid=self.pid, start=started)
 
     def send(self, word: str) -> None:
+        assert self.proc.stdin is not None   # a pipe: start() opens the watchdog with stdin=PIPE
         try:
             self.proc.stdin.write(word.encode() + b"\n")
             self.proc.stdin.flush()

@@ -35,7 +35,7 @@ class LocalPlacement(Placement):
             cluster = cluster.model_copy(update={"cpus": local_cpu_count()})
         return cluster
 
-    def code_here(self, plan, cluster: ClusterSpec, cwd: str) -> Optional[str]:
+    def code_here(self, plan, cluster: ClusterSpec, cwd: str) -> str:
         return os.path.normpath(os.path.join(cwd, cluster.workdir))   # the nodes run here
 
     def dry_checks(self, plan, cluster: ClusterSpec, entrypoint, base_dir: str) -> None:

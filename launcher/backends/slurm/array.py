@@ -118,7 +118,7 @@ def cancel_array(backend, sweep_data: dict, sweep_path: str) -> str:
     left = sorted(r for r, s in now.items() if s in NOT_OVER)
     if left:
         return f"kit: sweep {sweep_id}: scancel sent to SLURM job array {array_id}; still ending: {', '.join(left)}"
-    counts = {}
+    counts: dict[str, int] = {}
     for s in now.values():
         counts[s] = counts.get(s, 0) + 1
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))

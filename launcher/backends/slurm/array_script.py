@@ -33,7 +33,8 @@ class ArrayPlan:
 
 def index_ranges(indices) -> str:
     """[0, 1, 2, 5, 7, 8] -> "0-2,5,7-8": SLURM's --array list syntax."""
-    out, run = [], []
+    out: list[str] = []
+    run: list[int] = []
     for i in sorted(indices):
         if run and i == run[-1] + 1:
             run.append(i)

@@ -18,7 +18,7 @@ from launcher.preflight.reach import reach_command, reach_problem
 from launcher.preflight.stacks import dump_command, parse_dumps
 from launcher.records import RunRecord
 from launcher.states import OVER, RunState
-from launcher.status import RunStatus
+from launcher.status import Failure, RunStatus
 from launcher.supervise.failure import cause, outcome_level
 from launcher.supervise.hang import HangWatch
 from launcher.supervise.log_lines import flush_held, node_logs, print_new_lines
@@ -47,9 +47,12 @@ def _follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: 
     status = record.read_status()
     polls, exits = poller(where), exits_written(where, status)
     # A requeued attempt's lines follow the last one's in the same logs: shown from where those end.
-    offsets, pending, noise, said = (_log_ends(record.path) if requeues else {}), {}, {}, None
+    offsets, said = (_log_ends(record.path) if requeues else {}), None
+    pending: dict = {}   # print_new_lines' partial lines, per log
+    noise: dict = {}     # its NoiseFilter per log
     view = RanksView(plan.run_id)   # later ranks' tracebacks and repeated warnings: in the node logs only
-    watch, hang, insight, stopped_by, last_output = None, None, None, None, [time.monotonic()]
+    watch, hang, insight, last_output = None, None, None, [time.monotonic()]
+    stopped_by: Failure | None = None
     seen_running, attempt_restarts = False, requeues
     while True:
         written = exits_written(where, status)
@@ -76,6 +79,7 @@ def _follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: 
                              record.path, named_host=lambda n: _host_of(record, n))
             insight = InsightWatch(plan, record, watch, log.warning, lambda n: _host_of(record, plan.nodes[n]))
         if watch is not None and stopped_by is None and info.kit_state == RunState.RUNNING:
+            assert hang is not None and insight is not None   # set with watch, above
             stopped_by = watch.poll() or hang.poll() or insight.poll()
             if stopped_by is not None:
                 _cancel(where, record, status, stopped_by)

@@ -81,7 +81,7 @@ def settle(where, status, info: JobInfo) -> JobInfo:
     return dataclasses.replace(info, slurm_state="FAILED", exit_code=next((c for c in codes if c), None))
 
 
-def budget_spent(batch_text: str) -> Optional[str]:
+def budget_spent(batch_text: str) -> Optional[RunState]:
     """The state a job ends in when its requeue budget was spent, from what its batch shell said, else None.
 
     The time-limit warning with no requeue left stops the ranks (they checkpoint): the job ran out of time, as

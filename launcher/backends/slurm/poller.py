@@ -52,7 +52,7 @@ class Poller:
     """Thread-safe: the thread whose call finds the answer due asks for every watched job; the others wait on
     the lock and read that answer."""
 
-    def __init__(self, where):
+    def __init__(self, where) -> None:
         self.where = where
         self._lock = threading.Lock()
         self._watched: set = set()

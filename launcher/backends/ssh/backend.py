@@ -24,7 +24,7 @@ from launcher.backends.ssh.host_disk import host_disk_note
 from launcher.supervise.disk import with_full_disk
 from launcher.supervise.hang import HangWatch
 from launcher.supervise.world import WorldWatch, ranks_started
-from launcher.states import RunState
+from launcher.states import AttemptEnd, RunState
 
 log = logging.getLogger(__name__)
 
@@ -94,11 +94,12 @@ class SshBackend(Backend):
         # A node's watchdog that hears nothing from kit (its pings) for this long stops the node by itself.
         heartbeat = 2 * float(self.settings.get("host_timeout") or HOST_TIMEOUT)
 
-        digests = synced = None
-        fingerprints = {}   # rank -> the node's environment, as its checks saw it (insight/drift.py)
+        digests = None
+        synced: list = []   # each host's Synced, when the plan syncs code (sync_into)
+        fingerprints: dict = {}   # rank -> the node's environment, as its checks saw it (insight/drift.py)
         if plan.sync is not None:
             from launcher.backends.ssh.sync import LocalDigests, sync_into
-            digests, synced = LocalDigests(plan.sync), []
+            digests = LocalDigests(plan.sync)
 
         def then(conn):
             connected.append(time.monotonic())
@@ -130,7 +131,7 @@ class SshBackend(Backend):
         except KitError:
             self._close()   # the waiting nodes end, having started nothing
             raise
-        if synced:
+        if plan.sync is not None and synced:
             from launcher.backends.ssh.sync import summary
             log.info(summary(sorted(synced, key=lambda s: s.host), plan.sync.source))
         self.timings["connect_s"] = round(max(connected) - started, 3)  # the last host's handshake done
@@ -198,7 +199,7 @@ class SshBackend(Backend):
         outcome = finalize(outcome, failure)
         record.end_attempt(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
                            node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
-        return Result(outcome.code, outcome.state, failure, outcome.noticed_at, outcome.ended_at)
+        return Result(outcome.code, AttemptEnd(outcome.state), failure, outcome.noticed_at, outcome.ended_at)
 
     def _upload(self, plan: LaunchPlan) -> None:
         """The plan's files each node needs into the node's workdir (SFTP, hosts in parallel)."""

@@ -15,7 +15,7 @@ from launcher.states import RunState
 
 
 def _nodes_by_host(status: RunStatus) -> dict:
-    by_host = {}
+    by_host: dict[str, list[NodeStatus]] = {}
     for node in status.nodes:
         if node.pid and node.start_ticks:   # a pid without its start time could be anyone's by now
             by_host.setdefault(node.host, []).append(node)
@@ -24,6 +24,7 @@ def _nodes_by_host(status: RunStatus) -> dict:
 
 def _guarded(node: NodeStatus, action: str) -> str:
     """Shell text that runs `action` only if the pid still is the watchdog recorded (same start time)."""
+    assert node.pid is not None   # _nodes_by_host keeps only the nodes with a pid
     pid = int(node.pid)
     ticks = shlex.quote(str(node.start_ticks or ""))
     return f'[ "$({STARTTIME.format(pid=pid)} 2>/dev/null)" = {ticks} ] && {action}'

@@ -62,7 +62,8 @@ def read_checks(chan, timeout: float, markers: tuple) -> tuple:
     from launcher.backends.ssh.boot import WAITING
     from launcher.preflight.entrypoint import CheckResult
     chan.settimeout(timeout)
-    buf, lines, waiting = b"", [], False
+    lines: list[str] = []
+    buf, waiting = b"", False
     while not waiting:
         try:
             chunk = chan.recv(65536)

@@ -8,6 +8,7 @@ its pid (= its session and process-group id) and start time first, for the run r
 
 import logging
 import time
+from typing import BinaryIO, Optional
 
 from launcher.status import NodeStatus
 from launcher.supervise.watchdog import encode_env
@@ -27,6 +28,7 @@ class LogFile:
         self.path, self.failed = path, False
         self.pending = b""
         self._last_progress = 0.0
+        self.f: Optional[BinaryIO]
         try:
             self.f = open(path, "ab", buffering=0)
         except OSError as e:
@@ -78,8 +80,10 @@ class SshNode:
         self.lost = False   # the connection dropped before the node's exit status came
         self.lost_why = ""
         self.host_timeout = 30.0   # a host silent this long is lost (ssh.host_timeout)
-        self.stopping_since = None
-        self.pid = self.start_ticks = self.started_at = None
+        self.stopping_since: Optional[float] = None
+        self.pid: Optional[int] = None             # the watchdog's, once it said hello
+        self.start_ticks: Optional[str] = None
+        self.started_at: Optional[float] = None
         self._early = b""
 
     @classmethod

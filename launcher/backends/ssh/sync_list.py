@@ -68,11 +68,9 @@ def _walk(source: str, skip_root: str, ignore: Ignore) -> list[str]:
     return found
 
 
-def sync_plan(sync, run_root: str, cwd: str) -> Optional[SyncPlan]:
-    """The SyncPlan of a cluster's `sync:` section (None when it has none); a one-line KitError for a source that
-    is not a directory, or a list too long to be code."""
-    if sync is None:
-        return None
+def sync_plan(sync, run_root: str, cwd: str) -> SyncPlan:
+    """The SyncPlan of a cluster's `sync:` section (its caller checks that there is one); a one-line KitError for a
+    source that is not a directory, or a list too long to be code."""
     source = os.path.abspath(os.path.join(cwd, os.path.expanduser(sync.source or ".")))
     if not os.path.isdir(source):
         raise KitError(f"sync.source {source}: no such directory; give the local directory of your code")

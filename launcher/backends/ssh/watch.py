@@ -83,7 +83,7 @@ def reach(conns: dict, plan: LaunchPlan, node: NodePlan):
 
 def stacks(conns: dict, plan: LaunchPlan) -> dict:
     """Every rank's stack, taken on each host (its nodes' ranks at once), hosts in parallel."""
-    first = {}
+    first: dict[str, NodePlan] = {}
     for node in plan.nodes:
         first.setdefault(node.host, node)
 
