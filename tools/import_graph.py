@@ -27,7 +27,8 @@ PACKAGE = "launcher"
 # Lowest first. A module belongs to the longest prefix that matches; it may import its own layer and lower ones.
 LAYERS = [
     ("base", ["launcher.errors", "launcher.logs", "launcher.states", "launcher.secrets", "launcher.hostinfo",
-              "launcher.metadata_on_use", "launcher.backends.registry", "launcher.backends.warmup", "launcher.wellformed"]),
+              "launcher.metadata_on_use", "launcher.backends.registry", "launcher.backends.warmup",
+              "launcher.wellformed"]),
     ("spec", ["launcher.spec"]),
     ("model", ["launcher.planning.model"]),
     ("render", ["launcher.render"]),
