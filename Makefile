@@ -39,8 +39,10 @@ test: venv
 test-fast: venv
 	$(PY) -m pytest -q -p no:cacheprovider -m "not harness and not slow"
 
-# ruff on launcher/, train/, bench/, tools/ and kit/, mypy on launcher/ (pyproject.toml); .ci/run runs this first.
+# ruff (format and check) on launcher/, train/, bench/, tools/ and kit/, mypy on launcher/ (pyproject.toml);
+# .ci/run runs this first. `ruff format launcher train bench tools kit` fixes what the format check refuses.
 lint: venv
+	$(VENV)/bin/ruff format --check launcher train bench tools kit
 	$(VENV)/bin/ruff check launcher train bench tools kit
 	$(VENV)/bin/mypy
 

@@ -28,8 +28,13 @@ def median_of(argv, cwd, repeat) -> float:
 
 
 def ssh_cluster(path: str, hosts: int) -> None:
-    cluster = {"name": "big", "backend": "ssh", "gpus_per_node": 8, "workdir": "/srv/kit",
-               "hosts": [{"name": f"gpu{i:03d}", "address": f"10.1.{i // 250}.{i % 250 + 1}"} for i in range(hosts)]}
+    cluster = {
+        "name": "big",
+        "backend": "ssh",
+        "gpus_per_node": 8,
+        "workdir": "/srv/kit",
+        "hosts": [{"name": f"gpu{i:03d}", "address": f"10.1.{i // 250}.{i % 250 + 1}"} for i in range(hosts)],
+    }
     with open(path, "w") as f:
         yaml.safe_dump(cluster, f)
 
@@ -45,11 +50,30 @@ def main() -> int:
         big = os.path.join(tmp, "ssh64.yaml")
         ssh_cluster(big, 64)
         cases = {
-            "slurm 2 nodes x 8 GPUs": [kit, "submit", job, "--cluster",
-                                       os.path.join(REPO, "cluster_configs", "slurm.example.yaml"),
-                                       "--nodes", "2", "--gpus", "8", "--dry-run"],
-            "ssh 64 nodes x 8 GPUs": [kit, "submit", job, "--cluster", big, "--nodes", "64", "--gpus", "8",
-                                      "--dry-run"],
+            "slurm 2 nodes x 8 GPUs": [
+                kit,
+                "submit",
+                job,
+                "--cluster",
+                os.path.join(REPO, "cluster_configs", "slurm.example.yaml"),
+                "--nodes",
+                "2",
+                "--gpus",
+                "8",
+                "--dry-run",
+            ],
+            "ssh 64 nodes x 8 GPUs": [
+                kit,
+                "submit",
+                job,
+                "--cluster",
+                big,
+                "--nodes",
+                "64",
+                "--gpus",
+                "8",
+                "--dry-run",
+            ],
         }
         baseline = median_of([os.path.join(BIN, "accelerate"), "launch", "--help"], tmp, args.baseline_repeat)
         print(f"baseline  accelerate launch --help     median {baseline:7.3f} s")

@@ -60,16 +60,21 @@ def main() -> int:
         for n in range(1, args.clones + 1):
             row = one_clone(n, work)
             rows.append(row)
-            print(f"clone {n}: install {row['install_s']:.0f} s, demo {row['demo_s']:.0f} s, "
-                  f"test accuracy {row['accuracy']:.4f} (load {os.getloadavg()[0]:.1f})", flush=True)
+            print(
+                f"clone {n}: install {row['install_s']:.0f} s, demo {row['demo_s']:.0f} s, "
+                f"test accuracy {row['accuracy']:.4f} (load {os.getloadavg()[0]:.1f})",
+                flush=True,
+            )
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     accs = [round(r["accuracy"], 4) for r in rows]
     demo = [r["demo_s"] for r in rows]
-    print(f"{datetime.date.today()}, {len(rows)} fresh clones, {os.cpu_count()} cores: demo {min(demo):.0f}-"
-          f"{max(demo):.0f} s, test accuracy {min(accs):.4f}-{max(accs):.4f}, install "
-          f"{min(r['install_s'] for r in rows):.0f}-{max(r['install_s'] for r in rows):.0f} s")
+    print(
+        f"{datetime.date.today()}, {len(rows)} fresh clones, {os.cpu_count()} cores: demo {min(demo):.0f}-"
+        f"{max(demo):.0f} s, test accuracy {min(accs):.4f}-{max(accs):.4f}, install "
+        f"{min(r['install_s'] for r in rows):.0f}-{max(r['install_s'] for r in rows):.0f} s"
+    )
     if len(set(accs)) != 1:
         print(f"target missed: the clones' test accuracies differ ({', '.join(f'{a:.4f}' for a in accs)})")
         return 1

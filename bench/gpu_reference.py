@@ -20,11 +20,38 @@ STRATEGIES = ("ddp", "deepspeed", "fsdp")
 
 
 def kit_argv(strategy: str, steps: int, out: Path, cluster: str | None, dry_run: bool) -> list[str]:
-    train_args = ["--model", "base", "--max-steps", str(steps), "--eval-every", str(10**9),
-                  "--save-every", str(10**9), "--resume", "no", "--no-save-model", "--pretrain-epochs", "0",
-                  "--output-dir", str(out)]
-    argv = [sys.executable, "-m", "launcher", "submit", str(REPO / "jobs" / "bert_cls.yaml"), "--gpus", "1",
-            "--mixed-precision", "bf16", "--strategy", strategy, "--set", f"args={json.dumps(train_args)}"]
+    train_args = [
+        "--model",
+        "base",
+        "--max-steps",
+        str(steps),
+        "--eval-every",
+        str(10**9),
+        "--save-every",
+        str(10**9),
+        "--resume",
+        "no",
+        "--no-save-model",
+        "--pretrain-epochs",
+        "0",
+        "--output-dir",
+        str(out),
+    ]
+    argv = [
+        sys.executable,
+        "-m",
+        "launcher",
+        "submit",
+        str(REPO / "jobs" / "bert_cls.yaml"),
+        "--gpus",
+        "1",
+        "--mixed-precision",
+        "bf16",
+        "--strategy",
+        strategy,
+        "--set",
+        f"args={json.dumps(train_args)}",
+    ]
     if cluster:
         argv += ["--cluster", cluster]
     return argv + (["--dry-run"] if dry_run else [])
@@ -33,9 +60,11 @@ def kit_argv(strategy: str, steps: int, out: Path, cluster: str | None, dry_run:
 def summary(strategy: str, metrics: dict) -> str:
     peak = max((row["peak_memory_mib"] for row in metrics.get("gpu") or []), default=None)
     mfu = metrics.get("mfu")
-    return (f"{strategy:10s} {metrics['strategy']:16s} {metrics['samples_per_s']:>10.1f} "
-            f"{metrics['tokens_per_s']:>12.0f} {'-' if peak is None else f'{peak:.0f}':>14s} "
-            f"{'-' if mfu is None else f'{100 * mfu:.1f}%':>7s}  {metrics.get('device_name') or ''}")
+    return (
+        f"{strategy:10s} {metrics['strategy']:16s} {metrics['samples_per_s']:>10.1f} "
+        f"{metrics['tokens_per_s']:>12.0f} {'-' if peak is None else f'{peak:.0f}':>14s} "
+        f"{'-' if mfu is None else f'{100 * mfu:.1f}%':>7s}  {metrics.get('device_name') or ''}"
+    )
 
 
 def main() -> int:

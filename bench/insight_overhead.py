@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 import train  # noqa: E402,F401  (offline env before transformers)
 
-TARGET = 0.01   # the reports' own cost, as a share of one step
+TARGET = 0.01  # the reports' own cost, as a share of one step
 
 
 def chunk_steps_per_s(trainer, steps: int, on: bool) -> tuple[float, float]:
@@ -38,8 +38,7 @@ def chunk_steps_per_s(trainer, steps: int, on: bool) -> tuple[float, float]:
     from train import insight
 
     trainer.insight.close()
-    trainer.insight = (insight.for_trainer(trainer.accelerator, trainer.model) if on
-                       else insight.Insight(on=False))
+    trainer.insight = insight.for_trainer(trainer.accelerator, trainer.model) if on else insight.Insight(on=False)
     assert trainer.insight.on == on
     trainer.total_steps = trainer.state.step + steps
     wall, cpu = time.perf_counter(), time.process_time()
@@ -97,11 +96,11 @@ def main() -> int:
         data = load_data(args, accelerator)
         torch.manual_seed(args.seed)
         trainer = build_trainer(args, accelerator, *data)
-        chunk_steps_per_s(trainer, a.chunk, True)   # warm-up: allocator, kernels
+        chunk_steps_per_s(trainer, a.chunk, True)  # warm-up: allocator, kernels
         on, off, ratios, walls = [], [], [], []
         for i in range(a.pairs):
             got = {}
-            for mode in ((True, False) if i % 2 == 0 else (False, True)):
+            for mode in (True, False) if i % 2 == 0 else (False, True):
                 got[mode] = chunk_steps_per_s(trainer, a.chunk, mode)
             on.append(got[True][0])
             off.append(got[False][0])
@@ -111,14 +110,16 @@ def main() -> int:
     step_s = 1 / statistics.median(off)
     cost = instrumentation_us()
     share = cost / 1e6 / step_s
-    print(f"reports off: median {statistics.median(off):.2f} steps per CPU second, {a.pairs} chunks of {a.chunk} "
-          f"steps")
+    print(f"reports off: median {statistics.median(off):.2f} steps per CPU second, {a.pairs} chunks of {a.chunk} steps")
     print(f"reports on:  median {statistics.median(on):.2f} steps per CPU second")
     print(f"pairs' ratios on/off (CPU): {', '.join(f'{r:.3f}' for r in ratios)}")
     print(f"median ratio on/off: {ratio:.3f} by CPU time, {statistics.median(walls):.3f} by wall clock")
-    print(f"the reports' own cost: {cost:.1f} us per step, {100 * share:.4f}% of a {step_s * 1e3:.0f} ms step "
-          f"(target < {100 * TARGET:g}%: {'PASS' if share < TARGET else 'FAIL'})")
+    print(
+        f"the reports' own cost: {cost:.1f} us per step, {100 * share:.4f}% of a {step_s * 1e3:.0f} ms step "
+        f"(target < {100 * TARGET:g}%: {'PASS' if share < TARGET else 'FAIL'})"
+    )
     return 0 if share < TARGET else 1
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -34,22 +34,47 @@ STEP = re.compile(r"^(?:\[node\d+/rank\d+\] )?step (\d+)/")
 
 
 def _job(base: Path, launcher: str, k: int) -> str:
-    link_reference_module(base)   # kit runs from base, the nodes' workdir: the project that holds train/
+    link_reference_module(base)  # kit runs from base, the nodes' workdir: the project that holds train/
     data = write_csv(base / "d.csv", synthetic_rows(200))
-    args = tiny_args(data, base / f"out-{launcher}-{k}", base / "cache", "--max-steps", "2", "--log-every", "1",
-                     "--no-save-model")
+    args = tiny_args(
+        data, base / f"out-{launcher}-{k}", base / "cache", "--max-steps", "2", "--log-every", "1", "--no-save-model"
+    )
     path = base / f"{launcher}-{k}.yaml"
-    path.write_text(yaml.safe_dump({"name": f"bench-{launcher}", "entrypoint": {"module": "train"}, "args": args,
-                                    "nodes": 2, "procs_per_node": 1, "launcher": launcher}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": f"bench-{launcher}",
+                "entrypoint": {"module": "train"},
+                "args": args,
+                "nodes": 2,
+                "procs_per_node": 1,
+                "launcher": launcher,
+            }
+        )
+    )
     return str(path)
 
 
 def first_step(base: Path, launcher: str, k: int) -> float:
     """Seconds from `kit submit` to the first logged training step."""
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "launcher", "submit", _job(base, launcher, k), "--cluster",
-                             LOCAL_CLUSTER, "--run-id", f"{launcher}-{k}"], cwd=base, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "launcher",
+            "submit",
+            _job(base, launcher, k),
+            "--cluster",
+            LOCAL_CLUSTER,
+            "--run-id",
+            f"{launcher}-{k}",
+        ],
+        cwd=base,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     seen = None
     for line in proc.stdout:
         if seen is None and STEP.match(line):
@@ -67,17 +92,21 @@ def main() -> int:
     times = {"accelerate": [], "torchrun": []}
     with tempfile.TemporaryDirectory(prefix="kit-bench-launchers-") as tmp:
         os.environ["KIT_HOME"] = os.path.join(tmp, "kit-home")  # its runs stay out of your own index of runs
-        first_step(Path(tmp), "accelerate", -1)   # warm the tokenizer cache and the page cache for both
+        first_step(Path(tmp), "accelerate", -1)  # warm the tokenizer cache and the page cache for both
         for k in range(args.pairs):
             order = ("accelerate", "torchrun") if k % 2 == 0 else ("torchrun", "accelerate")
             for launcher in order:
                 times[launcher].append(first_step(Path(tmp), launcher, k))
-            print(f"pair {k + 1}: accelerate {times['accelerate'][-1]:.2f} s, torchrun {times['torchrun'][-1]:.2f} s",
-                  flush=True)
+            print(
+                f"pair {k + 1}: accelerate {times['accelerate'][-1]:.2f} s, torchrun {times['torchrun'][-1]:.2f} s",
+                flush=True,
+            )
     acc, tr = statistics.median(times["accelerate"]), statistics.median(times["torchrun"])
     ok = tr / acc <= TARGET
-    print(f"median submit -> first step: accelerate launch {acc:.2f} s, torchrun {tr:.2f} s; torchrun / accelerate "
-          f"= {tr / acc:.2f} (target <= {TARGET}): {'met' if ok else 'MISSED'}")
+    print(
+        f"median submit -> first step: accelerate launch {acc:.2f} s, torchrun {tr:.2f} s; torchrun / accelerate "
+        f"= {tr / acc:.2f} (target <= {TARGET}): {'met' if ok else 'MISSED'}"
+    )
     return 0 if ok else 1
 
 

@@ -30,8 +30,13 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def write_specs(tmp: Path, steps: int, nodes: int) -> None:
-    job = {"name": "local-threads", "entrypoint": {"script": str(BENCH / "local_threads_rank.py")},
-           "args": ["--steps", str(steps), "--out", "result.json"], "nodes": nodes, "procs_per_node": 1}
+    job = {
+        "name": "local-threads",
+        "entrypoint": {"script": str(BENCH / "local_threads_rank.py")},
+        "args": ["--steps", str(steps), "--out", "result.json"],
+        "nodes": nodes,
+        "procs_per_node": 1,
+    }
     (tmp / "job.yaml").write_text(yaml.safe_dump(job))
     (tmp / "accelerate_default.yaml").write_text(yaml.safe_dump({"name": "plain", "backend": "local"}))
 
@@ -43,8 +48,15 @@ def run_once(tmp: Path, variant: str, index: int) -> dict:
     cluster = ["--cluster", "accelerate_default.yaml"] if variant == "default" else []
     env = {k: v for k, v in os.environ.items() if k not in THREAD_VARS}
     env["PYTHONPATH"] = str(BENCH.parent)  # `python -m launcher` from this checkout, whatever the cwd
-    done = subprocess.run([*KIT, "submit", "job.yaml", *cluster, "--run-id", f"{variant}-{index}"], cwd=tmp,
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    done = subprocess.run(
+        [*KIT, "submit", "job.yaml", *cluster, "--run-id", f"{variant}-{index}"],
+        cwd=tmp,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=600,
+    )
     if done.returncode != 0 or not result_file.exists():
         print(done.stdout[-3000:])
         raise SystemExit(f"the {variant} run failed (exit code {done.returncode})")
@@ -68,8 +80,10 @@ def main() -> int:
     for variant, reports in results.items():
         rates = [r["steps_per_s"] for r in reports]
         speed[variant] = statistics.median(rates)
-        print(f"{variant:<8} {reports[0]['threads']} thread(s) per process, {a.nodes} local nodes: "
-              f"{speed[variant]:.2f} steps/s  (rounds: {', '.join(f'{x:.2f}' for x in rates)})")
+        print(
+            f"{variant:<8} {reports[0]['threads']} thread(s) per process, {a.nodes} local nodes: "
+            f"{speed[variant]:.2f} steps/s  (rounds: {', '.join(f'{x:.2f}' for x in rates)})"
+        )
     ratio = speed["sized"] / speed["default"]
     print(f"ratio sized/default: {ratio:.2f}x  (target >= {TARGET}: {'PASS' if ratio >= TARGET else 'FAIL'})")
     return 0 if ratio >= TARGET else 1

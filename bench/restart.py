@@ -43,13 +43,33 @@ STEP = re.compile(r"^(?:\[node\d+/rank\d+\] )?step (\d+)/")
 
 
 def _job(base: Path, name: str, restarts: int, steps: int) -> str:
-    link_reference_module(base)   # kit runs from base, the nodes' workdir: the project that holds train/
+    link_reference_module(base)  # kit runs from base, the nodes' workdir: the project that holds train/
     data = write_csv(base / "d.csv", synthetic_rows(400))
-    args = resumable_args(data, base / f"out-{name}", base / "cache", "--max-steps", str(steps), "--log-every", "1",
-                          "--save-every", "4", "--no-save-model")
+    args = resumable_args(
+        data,
+        base / f"out-{name}",
+        base / "cache",
+        "--max-steps",
+        str(steps),
+        "--log-every",
+        "1",
+        "--save-every",
+        "4",
+        "--no-save-model",
+    )
     path = base / f"{name}.yaml"
-    path.write_text(yaml.safe_dump({"name": name, "entrypoint": {"module": "train"}, "args": args, "nodes": 2,
-                                    "procs_per_node": 1, "restarts": restarts}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": name,
+                "entrypoint": {"module": "train"},
+                "args": args,
+                "nodes": 2,
+                "procs_per_node": 1,
+                "restarts": restarts,
+            }
+        )
+    )
     return str(path)
 
 
@@ -58,9 +78,13 @@ class Watched:
 
     def __init__(self, job: str, run_id: str, cwd: Path):
         self.started = time.monotonic()
-        self.proc = subprocess.Popen([sys.executable, "-m", "launcher", "submit", job, "--cluster", LOCAL_CLUSTER,
-                                      "--run-id", run_id], cwd=cwd, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "launcher", "submit", job, "--cluster", LOCAL_CLUSTER, "--run-id", run_id],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         self.lines: list[tuple[float, str]] = []
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -123,15 +147,26 @@ def one_round(base: Path, k: int) -> dict:
     finally:
         run.stop()
     restart = _report_restart(run_id, base)
-    return {"fresh_s": first, "teardown_s": again - killed, "restart_s": step - killed,
-            "phases": restart["phases"], "gap_s": restart["gap_s"], "path": restart["path"],
-            "failure_before_kill_s": killed_wall - restart["failed_at"]}
+    return {
+        "fresh_s": first,
+        "teardown_s": again - killed,
+        "restart_s": step - killed,
+        "phases": restart["phases"],
+        "gap_s": restart["gap_s"],
+        "path": restart["path"],
+        "failure_before_kill_s": killed_wall - restart["failed_at"],
+    }
 
 
 def _report_restart(run_id: str, base: Path) -> dict:
     """The restart after attempt 1 as `kit report --json` gives it: its path, gap and phases."""
-    r = subprocess.run([sys.executable, "-m", "launcher", "report", run_id, "--json"], cwd=base,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "launcher", "report", run_id, "--json"],
+        cwd=base,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if r.returncode != 0:
         raise RuntimeError(f"kit report {run_id} failed: {r.stderr.strip()}")
     restart = json.loads(r.stdout)["attempts"][0]["restart"]
@@ -146,15 +181,19 @@ def phase_table(rows: list[dict]) -> str:
     names: list[str] = []
     for r in rows:
         names += [p["phase"] for p in r["phases"] if p["phase"] not in names]
+
     def med(path, name):
         got = [next((p["s"] for p in r["phases"] if p["phase"] == name), 0.0) for r in rows if r["path"] == path]
         return statistics.median(got) if got else None
+
     width = max(len(n) for n in names + ["the gap (sum)"])
     lines = [f"{'phase':<{width}}" + "".join(f"  {p:>8}" for p in paths)]
     for name in names:
         lines.append(f"{name:<{width}}" + "".join(f"  {med(p, name):>6.2f} s" for p in paths))
-    lines.append(f"{'the gap (sum)':<{width}}" + "".join(
-        f"  {statistics.median(r['gap_s'] for r in rows if r['path'] == p):>6.2f} s" for p in paths))
+    lines.append(
+        f"{'the gap (sum)':<{width}}"
+        + "".join(f"  {statistics.median(r['gap_s'] for r in rows if r['path'] == p):>6.2f} s" for p in paths)
+    )
     return "\n".join(lines)
 
 
@@ -168,18 +207,26 @@ def main() -> int:
         for k in range(args.rounds):
             rows.append(one_round(Path(tmp), k))
             r = rows[-1]
-            print(f"round {k + 1}: fresh launch to first step {r['fresh_s']:.2f} s; rank killed -> teardown "
-                  f"{r['teardown_s']:.2f} s -> restarted world's first step {r['restart_s']:.2f} s", flush=True)
-            print(f"  kit report: {r['path']} restart, {r['gap_s']:.2f} s from the failure (its last training "
-                  f"report, {r['failure_before_kill_s']:.2f} s before the kill): " + ", ".join(
-                      f"{p['phase']} {p['s']:.2f}" for p in r["phases"]), flush=True)
+            print(
+                f"round {k + 1}: fresh launch to first step {r['fresh_s']:.2f} s; rank killed -> teardown "
+                f"{r['teardown_s']:.2f} s -> restarted world's first step {r['restart_s']:.2f} s",
+                flush=True,
+            )
+            print(
+                f"  kit report: {r['path']} restart, {r['gap_s']:.2f} s from the failure (its last training "
+                f"report, {r['failure_before_kill_s']:.2f} s before the kill): "
+                + ", ".join(f"{p['phase']} {p['s']:.2f}" for p in r["phases"]),
+                flush=True,
+            )
     med = {key: statistics.median(r[key] for r in rows) for key in ("fresh_s", "teardown_s", "restart_s")}
     budget = med["teardown_s"] + TARGET * med["fresh_s"]
     ok = med["restart_s"] <= budget
-    print(f"median: fresh {med['fresh_s']:.2f} s, teardown {med['teardown_s']:.2f} s, "
-          f"restart {med['restart_s']:.2f} s; "
-          f"restart / (teardown + fresh) = {med['restart_s'] / (med['teardown_s'] + med['fresh_s']):.2f}; target: "
-          f"restart <= teardown + {TARGET} x fresh = {budget:.2f} s: {'met' if ok else 'MISSED'}")
+    print(
+        f"median: fresh {med['fresh_s']:.2f} s, teardown {med['teardown_s']:.2f} s, "
+        f"restart {med['restart_s']:.2f} s; "
+        f"restart / (teardown + fresh) = {med['restart_s'] / (med['teardown_s'] + med['fresh_s']):.2f}; target: "
+        f"restart <= teardown + {TARGET} x fresh = {budget:.2f} s: {'met' if ok else 'MISSED'}"
+    )
     print(f"the restart phase by phase (kit report; medians of {len(rows)} round(s)):")
     print(phase_table(rows))
     return 0 if ok else 1

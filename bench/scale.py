@@ -53,23 +53,36 @@ from tests.harness.session import harness  # noqa: E402
 
 PROBE = REPO / "tests" / "launcher" / "scripts" / "world_probe.py"
 SLURM_COMMANDS = ("sbatch", "squeue", "scontrol", "sacct", "scancel", "sinfo", "srun")
-LOCAL_ONLY = ("scontrol show hostnames",)   # parsed by the client, no RPC to slurmctld
-COLUMNS = [("started_s", "started s", "{:.1f}"), ("world_s", "world s", "{:.1f}"), ("stop_s", "stop s", "{:.1f}"),
-           ("kit_cpu_s", "kit cpu s", "{:.1f}"), ("kit_mb", "kit MB", "{:.0f}"),
-           ("sched_qps", "sched q/s", "{:.2f}"), ("file_ops", "file ops", "{:.0f}"),
-           ("ops_per_node", "ops/node", "{:.0f}"), ("dry_lines", "dry lines", "{:.0f}"),
-           ("early_stop_s", "early stop s", "{:.1f}"), ("early_kit_mb", "early MB", "{:.0f}")]
+LOCAL_ONLY = ("scontrol show hostnames",)  # parsed by the client, no RPC to slurmctld
+COLUMNS = [
+    ("started_s", "started s", "{:.1f}"),
+    ("world_s", "world s", "{:.1f}"),
+    ("stop_s", "stop s", "{:.1f}"),
+    ("kit_cpu_s", "kit cpu s", "{:.1f}"),
+    ("kit_mb", "kit MB", "{:.0f}"),
+    ("sched_qps", "sched q/s", "{:.2f}"),
+    ("file_ops", "file ops", "{:.0f}"),
+    ("ops_per_node", "ops/node", "{:.0f}"),
+    ("dry_lines", "dry lines", "{:.0f}"),
+    ("early_stop_s", "early stop s", "{:.1f}"),
+    ("early_kit_mb", "early MB", "{:.0f}"),
+]
 
 
-LIVE_TRACERS: list[subprocess.Popen] = []   # stopped by _clean_up after a failed run
+LIVE_TRACERS: list[subprocess.Popen] = []  # stopped by _clean_up after a failed run
 
 
 def trace_daemons(h, pids: list[int], out: Path) -> list[subprocess.Popen]:
     """strace attached to each host's daemon (sshd or slurmd) and to all it starts from then on: file syscalls
     only, lines naming a run directory kept (a grep fed by strace: the whole trace is millions of lines)."""
-    procs = [subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=file", "-o", f"|grep -F runs/ >> {out}.{pid}",
-                               "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-             for pid in pids]
+    procs = [
+        subprocess.Popen(
+            ["strace", "-f", "-qq", "-e", "trace=file", "-o", f"|grep -F runs/ >> {out}.{pid}", "-p", str(pid)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for pid in pids
+    ]
     LIVE_TRACERS.extend(procs)
     return procs
 
@@ -80,7 +93,7 @@ def stop(procs: list[subprocess.Popen]) -> None:
             LIVE_TRACERS.remove(p)
     for p in procs:
         if p.poll() is None:
-            p.send_signal(signal.SIGINT)   # strace detaches from its tracees and exits
+            p.send_signal(signal.SIGINT)  # strace detaches from its tracees and exits
     for p in procs:
         try:
             p.wait(30)
@@ -142,8 +155,11 @@ def kit_argv(usage: Path, *argv) -> list[str]:
 def trace_kit(pid: int, run_id: str, out: Path) -> subprocess.Popen:
     """strace attached to kit (and what it forks from then on), once its python runs: before it has planned, so
     before the run directory exists. (Started under strace instead, kit ignored Ctrl-C: seen here twice.)"""
-    proc = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=file", "-o", f"|grep -F runs/{run_id} > {out}",
-                             "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        ["strace", "-f", "-qq", "-e", "trace=file", "-o", f"|grep -F runs/{run_id} > {out}", "-p", str(pid)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     LIVE_TRACERS.append(proc)
     return proc
 
@@ -158,6 +174,7 @@ def kit_pid(tracer_proc) -> int:
         except psutil.NoSuchProcess:
             return None
         return next((k.pid for k in kids if "launcher" in k.cmdline()), None)
+
     return wait(find, 30, "kit to start")
 
 
@@ -175,8 +192,17 @@ def one_run(h, base: Path, backend: str, n: int, early: bool = False, trace: boo
     d.mkdir()
     (d / "stamps").mkdir()
     job = d / "job.yaml"
-    job.write_text(json.dumps({"name": "scale", "entrypoint": {"script": str(PROBE)}, "args": [str(d / "stamps")],
-                               "nodes": n, "procs_per_node": 1}))
+    job.write_text(
+        json.dumps(
+            {
+                "name": "scale",
+                "entrypoint": {"script": str(PROBE)},
+                "args": [str(d / "stamps")],
+                "nodes": n,
+                "procs_per_node": 1,
+            }
+        )
+    )
     if backend == "ssh":
         cluster = ssh_cluster_config(h.ssh, d / "cluster.yaml", python=sys.executable)
         # Logins under the tracer and a shared machine's load: 32 hosts' handshakes took more than the harness's
@@ -190,25 +216,35 @@ def one_run(h, base: Path, backend: str, n: int, early: bool = False, trace: boo
         cluster = slurm_cluster_config(h.slurm, d / "cluster.yaml", python=sys.executable)
         extra = ["--gpus", "0"]
     log = d / "sched.log"
-    env = {**os.environ, "PATH": wrappers(d / "bin", log) + os.pathsep + os.environ["PATH"],
-           "KIT_HOME": str(base / "kit-home")}
+    env = {
+        **os.environ,
+        "PATH": wrappers(d / "bin", log) + os.pathsep + os.environ["PATH"],
+        "KIT_HOME": str(base / "kit-home"),
+    }
     if h.slurm is not None:
         env["SLURM_CONF"] = h.slurm.conf
     argv = ["submit", str(job), "--cluster", cluster, "--run-id", run_id, *extra]
     row: dict = {}
     if not early:
-        dry = subprocess.run([sys.executable, "-m", "launcher", *argv, "--dry-run"], cwd=work, env=env,
-                             capture_output=True, text=True, timeout=120)
+        dry = subprocess.run(
+            [sys.executable, "-m", "launcher", *argv, "--dry-run"],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if dry.returncode != 0:
             raise RuntimeError(dry.stderr)
         row["dry_lines"] = len(dry.stdout.splitlines())
-        log.write_text("")   # the dry-run makes no scheduler call; counted from the submit on
+        log.write_text("")  # the dry-run makes no scheduler call; counted from the submit on
     daemons = list((h.ssh.sshd_pids if backend == "ssh" else h.slurm.slurmd_pids).values())
     tracers = trace_daemons(h, daemons, d / "hosts.trace") if trace else []
-    time.sleep(1)   # strace has attached
+    time.sleep(1)  # strace has attached
     started = time.time()
-    proc = subprocess.Popen(kit_argv(d / "usage", *argv), cwd=work, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        kit_argv(d / "usage", *argv), cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     pid = kit_pid(proc)
     kit_tracer = trace_kit(pid, run_id, d / "kit.trace") if trace else None
     if early:
@@ -228,8 +264,11 @@ def one_run(h, base: Path, backend: str, n: int, early: bool = False, trace: boo
         output, _ = proc.communicate(timeout=300)
     except subprocess.TimeoutExpired:
         import psutil
-        tree = [f"{c.pid} {c.status()} {' '.join(c.cmdline())[:150]}"
-                for c in psutil.Process(proc.pid).children(recursive=True)]
+
+        tree = [
+            f"{c.pid} {c.status()} {' '.join(c.cmdline())[:150]}"
+            for c in psutil.Process(proc.pid).children(recursive=True)
+        ]
         proc.kill()
         raise RuntimeError(f"kit did not end within 300 s of Ctrl-C; under the tracer: {tree}") from None
     if kit_tracer is not None:
@@ -240,21 +279,28 @@ def one_run(h, base: Path, backend: str, n: int, early: bool = False, trace: boo
         status = json.loads((work / "runs" / run_id / "status.json").read_text())
         job_id = str((status.get("handle") or {}).get("job_id") or "")
         stop_from = time.time()
-        cancel = subprocess.run([sys.executable, "-m", "launcher", "cancel", run_id], cwd=work, env=env,
-                                capture_output=True, text=True, timeout=300)
+        cancel = subprocess.run(
+            [sys.executable, "-m", "launcher", "cancel", run_id],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if cancel.returncode != 0:
             raise RuntimeError(cancel.stdout + cancel.stderr)
     else:
         stop_from = interrupted
         if proc.returncode != 130:
             raise RuntimeError(f"kit exited {proc.returncode} after Ctrl-C:\n{output[-3000:]}")
-    seen: list = []   # (seconds after the stop, what was still there): what the stop waits for
+    seen: list = []  # (seconds after the stop, what was still there): what the stop waits for
 
     def gone():
         left = run_processes(h, run_id, job_id)
         if left:
             seen.append((round(time.time() - stop_from, 1), left))
         return not left
+
     wait(gone, 300, "nothing of the run on any host", interval=0.2)
     row["early_stop_s" if early else "stop_s"] = time.time() - stop_from
     if seen:
@@ -268,8 +314,11 @@ def one_run(h, base: Path, backend: str, n: int, early: bool = False, trace: boo
         row["ranks_started_at_ctrl_c"] = len(stamps(d / "stamps", "started"))
         return row
     row["kit_cpu_s"] = float(user) + float(system)
-    calls = [c for c in (line.split(None, 2) for line in log.read_text().splitlines())   # an argument's own
-             if len(c) == 3 and c[0].replace(".", "").isdigit()]                           # newlines: not a call
+    calls = [
+        c
+        for c in (line.split(None, 2) for line in log.read_text().splitlines())  # an argument's own
+        if len(c) == 3 and c[0].replace(".", "").isdigit()
+    ]  # newlines: not a call
     ours = [c for c in calls if c[1] == h.bed.controller and float(c[0]) <= interrupted]
     rpcs = [c for c in ours if not any(c[2].startswith(x) for x in LOCAL_ONLY)]
     if backend == "slurm":
@@ -291,8 +340,12 @@ def _clean_up(h) -> None:
     keep = set(getattr(h.ssh, "sshd_pids", {}).values()) | set(getattr(h.slurm, "slurmd_pids", {}).values())
     for host in h.bed.hosts:
         for p in host.processes():
-            if p["pid"] not in keep and p["pid"] != host.init_pid and p["nspid"] > 2 and \
-                    not any(x in " ".join(p["cmdline"]) for x in ("sshd", "slurmd", "strace", "grep")):
+            if (
+                p["pid"] not in keep
+                and p["pid"] != host.init_pid
+                and p["nspid"] > 2
+                and not any(x in " ".join(p["cmdline"]) for x in ("sshd", "slurmd", "strace", "grep"))
+            ):
                 try:
                     os.kill(p["pid"], signal.SIGKILL)
                 except ProcessLookupError:
@@ -320,8 +373,10 @@ def extrapolate(xs: list[float], ys: list[float], to: float) -> tuple[float, flo
 
 def plot(rows: list[dict], path: Path, to: int = 1024) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     keys = [(k, label) for k, label, _ in COLUMNS if any(r.get(k) is not None for r in rows)]
     cols = 3
     fig, axes = plt.subplots(math.ceil(len(keys) / cols), cols, figsize=(5 * cols, 3.6 * math.ceil(len(keys) / cols)))
@@ -342,7 +397,7 @@ def plot(rows: list[dict], path: Path, to: int = 1024) -> None:
         ax.set_title(label)
         ax.set_xlabel("nodes")
         ax.legend(fontsize=8)
-    for ax in list(axes.flat)[len(keys):]:
+    for ax in list(axes.flat)[len(keys) :]:
         ax.axis("off")
     fig.suptitle(f"kit at scale: measured (solid), extrapolated to {to} nodes (dashed)")
     fig.tight_layout()
@@ -367,10 +422,13 @@ def main() -> int:
         return 0
     sizes = [int(x) for x in args.sizes.split(",")]
     backends = args.backends.split(",")
-    compileall.compile_dir(str(REPO / "launcher"), quiet=1)   # as a pip install does (PYTHONDONTWRITEBYTECODE)
+    compileall.compile_dir(str(REPO / "launcher"), quiet=1)  # as a pip install does (PYTHONDONTWRITEBYTECODE)
     rows = []
-    print(f"{time.strftime('%Y-%m-%d %H:%M %Z')}, {os.cpu_count()} cores, load before "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    print(
+        f"{time.strftime('%Y-%m-%d %H:%M %Z')}, {os.cpu_count()} cores, load before "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        flush=True,
+    )
     for n in sizes:
         up = time.time()
         with harness(n, ssh="ssh" in backends, slurm="slurm" in backends) as h:
@@ -381,7 +439,7 @@ def main() -> int:
                 row = {"backend": backend, "nodes": n}
                 kinds = (False, True) if backend == "ssh" and not args.no_early else (False,)
                 for early in (True,) if args.early_only and backend == "ssh" else kinds:
-                    try:   # a failed run is a row saying so; the next still runs on the same hosts
+                    try:  # a failed run is a row saying so; the next still runs on the same hosts
                         row.update(one_run(h, base, backend, n, early=early, trace=not args.no_trace))
                     except Exception as e:
                         traceback.print_exc()

@@ -71,8 +71,9 @@ def _milestones(out: Path, started: float, timeout=240.0) -> dict:
 
 def _train_args(base: Path, name: str) -> list[str]:
     data = write_csv(base / "d.csv", synthetic_rows(200))
-    return tiny_args(data, base / f"out-{name}", base / "cache", "--max-steps", "2", "--log-every", "1",
-                     "--no-save-model")
+    return tiny_args(
+        data, base / f"out-{name}", base / "cache", "--max-steps", "2", "--log-every", "1", "--no-save-model"
+    )
 
 
 def time_hand(h, base: Path, i: int, threads: int) -> dict:
@@ -80,8 +81,15 @@ def time_hand(h, base: Path, i: int, threads: int) -> dict:
     out.mkdir()
     script = out / "job.sbatch"
     args = " ".join(_train_args(base, f"hand-{i}"))
-    script.write_text(HAND.format(out=out, python=sys.executable, port=29400 + i, args=args,
-                                   threads=f"--num_cpu_threads_per_process {threads} " if threads else ""))
+    script.write_text(
+        HAND.format(
+            out=out,
+            python=sys.executable,
+            port=29400 + i,
+            args=args,
+            threads=f"--num_cpu_threads_per_process {threads} " if threads else "",
+        )
+    )
     started = time.time()
     job = h.slurm.run(["sbatch", "--parsable", str(script)]).stdout.strip()
     seen = {"started": 0.0, "submitted": time.time() - started, **_milestones(out, started)}
@@ -92,14 +100,38 @@ def time_hand(h, base: Path, i: int, threads: int) -> dict:
 def time_kit(h, base: Path, i: int, cluster: str) -> dict:
     job = base / f"kit-{i}.yaml"
     # The hand script's environment: the same tokenizer setting (kit adds ACCELERATE_USE_CPU itself).
-    job.write_text(json.dumps({"name": "bench", "entrypoint": {"module": "train"}, "nodes": 2,
-                               "procs_per_node": 1, "env": {"TOKENIZERS_PARALLELISM": "false"},
-                               "args": _train_args(base, f"kit-{i}")}))
+    job.write_text(
+        json.dumps(
+            {
+                "name": "bench",
+                "entrypoint": {"module": "train"},
+                "nodes": 2,
+                "procs_per_node": 1,
+                "env": {"TOKENIZERS_PARALLELISM": "false"},
+                "args": _train_args(base, f"kit-{i}"),
+            }
+        )
+    )
     run_dir = Path(h.bed.path("work"), "runs", f"bench-{i}")
     started = time.time()
-    proc = subprocess.Popen([sys.executable, "-m", "launcher", "submit", str(job), "--cluster", cluster, "--gpus",
-                             "0", "--run-id", f"bench-{i}"], cwd=h.bed.path("work"), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "launcher",
+            "submit",
+            str(job),
+            "--cluster",
+            cluster,
+            "--gpus",
+            "0",
+            "--run-id",
+            f"bench-{i}",
+        ],
+        cwd=h.bed.path("work"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     seen = _milestones(run_dir, started)
     proc.wait(timeout=240)
     status = json.loads((run_dir / "status.json").read_text())
@@ -125,13 +157,14 @@ def main() -> int:
         os.makedirs(h.bed.path("work"), exist_ok=True)
         threads = {"cpu_threads_per_process": args.threads} if args.threads else {}
         cluster = slurm_cluster_config(h.slurm, base / "cluster.yaml", python=sys.executable, **threads)
-        time_hand(h, base, 99, args.threads)   # the first job after slurmctld starts waits ~3 s: not counted
+        time_hand(h, base, 99, args.threads)  # the first job after slurmctld starts waits ~3 s: not counted
         load = os.getloadavg()[0]
         for i in range(args.repeats):
             # Pairs alternate which goes first, so a load that rises or falls during the run favours neither.
             for name in ("hand", "kit") if i % 2 == 0 else ("kit", "hand"):
-                runs[name].append(time_hand(h, base, i, args.threads) if name == "hand"
-                                  else time_kit(h, base, i, cluster))
+                runs[name].append(
+                    time_hand(h, base, i, args.threads) if name == "hand" else time_kit(h, base, i, cluster)
+                )
         load = max(load, os.getloadavg()[0])
     print("medians in seconds; split: sbatch, queue wait, node start, rendezvous (see the docstring)")
     print(f"{'':>5} {'sbatch':>7} {'queue':>7} {'node':>7} {'rdzv':>7} {'1st line':>9} {'1st step':>9}")
@@ -139,16 +172,23 @@ def main() -> int:
     for name, rows in runs.items():
         med[name] = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
         split = [statistics.median(r[b] - r[a] for r in rows) for a, b in SPLIT]
-        print(f"{name:>5} " + " ".join(f"{v:>7.2f}" for v in split)
-              + f" {med[name]['first line']:>9.2f} {med[name]['first step']:>9.2f}")
+        print(
+            f"{name:>5} "
+            + " ".join(f"{v:>7.2f}" for v in split)
+            + f" {med[name]['first line']:>9.2f} {med[name]['first step']:>9.2f}"
+        )
     for name, rows in runs.items():
         print(f"{name:>5} first step, each run: " + " ".join(f"{r['first step']:.2f}" for r in rows))
     pairs = sorted(k["first step"] / m["first step"] for m, k in zip(runs["hand"], runs["kit"]))
-    print(f"kit / hand per pair: {' '.join(f'{r:.2f}' for r in pairs)} (median {statistics.median(pairs):.2f}); "
-          f"1-minute load average up to {load:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"kit / hand per pair: {' '.join(f'{r:.2f}' for r in pairs)} (median {statistics.median(pairs):.2f}); "
+        f"1-minute load average up to {load:.1f} on {os.cpu_count()} CPUs"
+    )
     ratio = med["kit"]["first step"] / med["hand"]["first step"]
-    print(f"submit to first step, kit / hand: {ratio:.2f} (target <= {TARGET}): "
-          + ("met" if ratio <= TARGET else "MISSED"))
+    print(
+        f"submit to first step, kit / hand: {ratio:.2f} (target <= {TARGET}): "
+        + ("met" if ratio <= TARGET else "MISSED")
+    )
     return 0 if ratio <= TARGET else 1
 
 

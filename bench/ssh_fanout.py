@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 from tests.harness.configs import ssh_cluster_config  # noqa: E402
 from tests.harness.session import harness  # noqa: E402
 
-STAMP = 'date +%s.%N > {dir}/$(hostname)'
+STAMP = "date +%s.%N > {dir}/$(hostname)"
 
 
 def wait_stamps(stamp_dir: Path, n: int, timeout=120.0) -> float:
@@ -59,15 +59,22 @@ def time_kit(h, base: Path, n: int, attempt: int = 0, tree=None) -> tuple[float,
     stamps = _fresh(base, f"{tag}-stamps-{attempt}")
     run_id = f"fanout-{tag}-{n}-{attempt}"
     job = base / "job.yaml"
-    job.write_text(json.dumps({"name": "fanout", "entrypoint": {"script": "/bin/true"}, "nodes": n,
-                               "procs_per_node": 1}))
+    job.write_text(
+        json.dumps({"name": "fanout", "entrypoint": {"script": "/bin/true"}, "nodes": n, "procs_per_node": 1})
+    )
     setup = [f'if [ -n "$KIT_RUN_ID" ]; then {STAMP.format(dir=stamps)}; exit 0; fi']
     cfg = ssh_cluster_config(h.ssh, base / "cluster.yaml", python=sys.executable, setup=setup)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.time()
     env = {**os.environ, "PYTHONPATH": str(tree)} if tree else None  # before the editable install's finder
-    proc = subprocess.run([sys.executable, "-m", "launcher", "submit", str(job), "--cluster", cfg, "--run-id",
-                           run_id], cwd=h.bed.path("work"), capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "launcher", "submit", str(job), "--cluster", cfg, "--run-id", run_id],
+        cwd=h.bed.path("work"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-2000:])
@@ -81,8 +88,13 @@ def time_pdsh(h, base: Path, n: int, attempt: int = 0) -> float:
     stamps = _fresh(base, f"pdsh-stamps-{attempt}")
     env = {**os.environ, "PDSH_SSH_ARGS_APPEND": f"-F {h.ssh.ssh_config}", "PDSH_RCMD_TYPE": "ssh"}
     started = time.time()
-    subprocess.run(["pdsh", "-f", "256", "-w", ",".join(x.name for x in h.bed.hosts),
-                    STAMP.format(dir=stamps)], env=env, check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        ["pdsh", "-f", "256", "-w", ",".join(x.name for x in h.bed.hosts), STAMP.format(dir=stamps)],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return wait_stamps(stamps, n) - started
 
 
@@ -90,8 +102,12 @@ def time_loop(h, base: Path, n: int) -> float:
     stamps = _fresh(base, "loop-stamps")
     started = time.time()
     for host in h.bed.hosts:
-        subprocess.run(["ssh", "-F", h.ssh.ssh_config, host.name, STAMP.format(dir=stamps)], check=True,
-                       capture_output=True, timeout=60)
+        subprocess.run(
+            ["ssh", "-F", h.ssh.ssh_config, host.name, STAMP.format(dir=stamps)],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
     return wait_stamps(stamps, n) - started
 
 
@@ -100,15 +116,20 @@ def time_train(h, base: Path) -> dict:
     (from the run record) and the rest (the nodes' imports, rendezvous and the first step)."""
     from tests.train.launch import job_spec
     from tests.train.support import synthetic_rows, tiny_args, write_csv
+
     data = write_csv(base / "d.csv", synthetic_rows(120))
     args = tiny_args(data, base / "out", base / "cache", "--max-steps", "3", "--log-every", "1")
     job = base / "train.yaml"
     job.write_text(json.dumps(job_spec("ddp", args, 2, 2, 2, {"PYTHONPATH": str(REPO)})))
     cfg = ssh_cluster_config(h.ssh, base / "train-cluster.yaml", python=sys.executable, cpu_threads_per_process=1)
     started = time.time()
-    proc = subprocess.Popen([sys.executable, "-m", "launcher", "submit", str(job), "--cluster", cfg, "--run-id",
-                             "fanout-train"], cwd=h.bed.path("work"), stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "launcher", "submit", str(job), "--cluster", cfg, "--run-id", "fanout-train"],
+        cwd=h.bed.path("work"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     first = None
     for line in proc.stdout:
         if first is None and "step 1/" in line:
@@ -118,8 +139,12 @@ def time_train(h, base: Path) -> dict:
     status = json.loads(Path(h.bed.path("work"), "runs", "fanout-train", "status.json").read_text())
     phases = status["handle"]["timings"]
     nodes_up = status["started_at"] - started
-    return {"first_step_s": round(first, 2), "kit_startup_s": round(nodes_up - sum(phases.values()), 2),
-            **phases, "rendezvous_s": round(first - nodes_up, 2)}
+    return {
+        "first_step_s": round(first, 2),
+        "kit_startup_s": round(nodes_up - sum(phases.values()), 2),
+        **phases,
+        "rendezvous_s": round(first - nodes_up, 2),
+    }
 
 
 def main() -> int:
@@ -132,8 +157,10 @@ def main() -> int:
     for tree in (REPO, args.baseline):
         if tree is not None:
             compileall.compile_dir(str(tree / "launcher"), quiet=1)
-    print(f"{'hosts':>5} {'kit s':>7} {'pdsh s':>7} {'loop s':>7} {'kit/pdsh':>8} {'kit/loop':>8} "
-          f"{'kit cpu/host':>12}  kit phases")
+    print(
+        f"{'hosts':>5} {'kit s':>7} {'pdsh s':>7} {'loop s':>7} {'kit/pdsh':>8} {'kit/loop':>8} "
+        f"{'kit cpu/host':>12}  kit phases"
+    )
     missed = False
     for n in args.sizes:
         with harness(n, ssh=True) as h:
@@ -153,12 +180,20 @@ def main() -> int:
                 continue
             kit, cpu, phases = sorted(runs, key=lambda r: r[0])[len(runs) // 2]
             missed |= kit > pdsh and not label
-            print(f"{label or n:>5} {kit:>7.2f} {pdsh:>7.2f} {loop:>7.2f} {kit / pdsh:>8.2f} {kit / loop:>8.2f} "
-                  f"{cpu / n:>12.3f}  {phases}", flush=True)
+            print(
+                f"{label or n:>5} {kit:>7.2f} {pdsh:>7.2f} {loop:>7.2f} {kit / pdsh:>8.2f} {kit / loop:>8.2f} "
+                f"{cpu / n:>12.3f}  {phases}",
+                flush=True,
+            )
         print(f"{'':>5} load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-        print(f"{'':>5} each run: kit " + " ".join(f"{r[0]:.2f}" for r in kit_runs)
-              + (("; base " + " ".join(f"{r[0]:.2f}" for r in base_runs)) if base_runs else "")
-              + "; pdsh " + " ".join(f"{t:.2f}" for t in pdsh_runs), flush=True)
+        print(
+            f"{'':>5} each run: kit "
+            + " ".join(f"{r[0]:.2f}" for r in kit_runs)
+            + (("; base " + " ".join(f"{r[0]:.2f}" for r in base_runs)) if base_runs else "")
+            + "; pdsh "
+            + " ".join(f"{t:.2f}" for t in pdsh_runs),
+            flush=True,
+        )
     print("target kit <= pdsh at every size: " + ("MISSED" if missed else "met"), flush=True)
     # Last: the training run leaves the machine busy for a while (page cache, writeback), which slowed the
     # fan-out round after it, kit and pdsh alike (kit's CPU per host went from 0.13 to 0.22-0.26 s).

@@ -29,9 +29,26 @@ TARGET = 0.95  # the module's loop keeps at least 95% of a hand-written loop's s
 def _module_args(out: Path, cache: str, steps: int, extra=()):
     from train.args import parse_args
 
-    return parse_args(["--max-steps", str(steps), "--eval-every", str(10**9), "--save-every", str(10**9),
-                       "--log-every", str(10**9), "--output-dir", str(out), "--cache-dir", cache,
-                       "--resume", "no", "--no-save-model", *extra])
+    return parse_args(
+        [
+            "--max-steps",
+            str(steps),
+            "--eval-every",
+            str(10**9),
+            "--save-every",
+            str(10**9),
+            "--log-every",
+            str(10**9),
+            "--output-dir",
+            str(out),
+            "--cache-dir",
+            cache,
+            "--resume",
+            "no",
+            "--no-save-model",
+            *extra,
+        ]
+    )
 
 
 def module_steps_per_s(accelerator, args, data) -> float:
@@ -57,12 +74,21 @@ def baseline_steps_per_s(args, data) -> float:
     torch.manual_seed(args.seed)
     from train.run import special_ids
 
-    net = model_lib.build_model(args.model, len(splits.labels), len(tokenizer), args.max_length, args.dropout,
-                                args.ngram_buckets, special_ids(tokenizer), args.ngram_input)   # the job's model
+    net = model_lib.build_model(
+        args.model,
+        len(splits.labels),
+        len(tokenizer),
+        args.max_length,
+        args.dropout,
+        args.ngram_buckets,
+        special_ids(tokenizer),
+        args.ngram_input,
+    )  # the job's model
     opt = model_lib.build_optimizer(net, args.lr, args.weight_decay, args.ngram_lr)
     sched = model_lib.build_scheduler(opt, int(args.warmup * args.max_steps), args.max_steps)
-    loader = train_loader(encoded["train"], args.batch_size, args.seed, tokenizer.pad_token_id, True,
-                          model_lib.reads_chars(net))
+    loader = train_loader(
+        encoded["train"], args.batch_size, args.seed, tokenizer.pad_token_id, True, model_lib.reads_chars(net)
+    )
     net.train()
     batches = iter(loader)
     start = time.perf_counter()
@@ -106,15 +132,30 @@ def scaling(steps: int, cache: str) -> None:
     for world in (1, 2):
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "out"
-            args = ["--max-steps", str(steps), "--eval-every", str(10**9), "--save-every", str(10**9),
-                    "--output-dir", str(out), "--cache-dir", cache, "--resume", "no", "--no-save-model"]
+            args = [
+                "--max-steps",
+                str(steps),
+                "--eval-every",
+                str(10**9),
+                "--save-every",
+                str(10**9),
+                "--output-dir",
+                str(out),
+                "--cache-dir",
+                cache,
+                "--resume",
+                "no",
+                "--no-save-model",
+            ]
             result = run_job(Path(tmp), "ddp", args, world=world)
             if result.returncode != 0:
                 print(result.stdout[-3000:])
                 raise SystemExit(f"{world}-process run failed")
             metrics = json.loads((out / "metrics.json").read_text())
-            print(f"{world} process(es), 1 thread each: {metrics['samples_per_s']:.1f} samples/s, "
-                  f"{metrics['tokens_per_s']:.0f} tokens/s ({steps} steps of batch 32 per process)")
+            print(
+                f"{world} process(es), 1 thread each: {metrics['samples_per_s']:.1f} samples/s, "
+                f"{metrics['tokens_per_s']:.0f} tokens/s ({steps} steps of batch 32 per process)"
+            )
 
 
 def main() -> int:

@@ -33,14 +33,17 @@ NEAR = 0.1
 
 def sweep_spec(method: str, trials: int, seed: int, parallel: int) -> dict:
     spec = {"method": method, "metric": "loss", "goal": "min", "parallel": parallel}
-    if method == "grid":   # the nearest grid to `trials` points: 6 x 4 for 24
+    if method == "grid":  # the nearest grid to `trials` points: 6 x 4 for 24
         rows = max(1, round((trials * 1.5) ** 0.5))
         cols = max(1, trials // rows)
-        spec["parameters"] = {"--lr": [round((i + 0.5) / rows, 4) for i in range(rows)],
-                              "--x": [round((j + 0.5) / cols, 4) for j in range(cols)]}
+        spec["parameters"] = {
+            "--lr": [round((i + 0.5) / rows, 4) for i in range(rows)],
+            "--x": [round((j + 0.5) / cols, 4) for j in range(cols)],
+        }
     else:
-        spec.update(trials=trials, seed=seed,
-                    parameters={"--lr": {"low": 0.0, "high": 1.0}, "--x": {"low": 0.0, "high": 1.0}})
+        spec.update(
+            trials=trials, seed=seed, parameters={"--lr": {"low": 0.0, "high": 1.0}, "--x": {"low": 0.0, "high": 1.0}}
+        )
     if method == "tpe":
         spec["early_stopping"] = {"method": "asha", "min_steps": 1, "reduction_factor": 3}
     return spec
@@ -48,9 +51,14 @@ def sweep_spec(method: str, trials: int, seed: int, parallel: int) -> dict:
 
 def run_sweep(tmp: Path, method: str, trials: int, seed: int, args) -> dict:
     name = f"{method}-s{seed}"
-    job = {"name": "tuning", "entrypoint": {"script": str(CURVE)},
-           "args": ["--steps", str(args.steps), "--sleep", str(args.sleep)], "nodes": 1, "procs_per_node": 1,
-           "sweep": sweep_spec(method, trials, seed, args.parallel)}
+    job = {
+        "name": "tuning",
+        "entrypoint": {"script": str(CURVE)},
+        "args": ["--steps", str(args.steps), "--sleep", str(args.sleep)],
+        "nodes": 1,
+        "procs_per_node": 1,
+        "sweep": sweep_spec(method, trials, seed, args.parallel),
+    }
     path = tmp / f"{name}.yaml"
     path.write_text(yaml.safe_dump(job, sort_keys=False))
     r = subprocess.run([*KIT, "submit", str(path), "--run-id", name], cwd=tmp, capture_output=True, text=True)
@@ -64,9 +72,16 @@ def run_sweep(tmp: Path, method: str, trials: int, seed: int, args) -> dict:
         steps += len(curve.read_text().splitlines()) if curve.exists() else 0
     best = next(t for t in view["trials"] if t["run_id"] == view["best"])
     near = all(abs(float(best["params"][k]) - v) <= NEAR for k, v in OPTIMUM.items())
-    return {"method": method, "seed": seed, "trials": len(view["trials"]), "best": best["metric"],
-            "best_params": best["params"], "near": near, "steps": steps,
-            "pruned": view["counts"].get("pruned", 0)}
+    return {
+        "method": method,
+        "seed": seed,
+        "trials": len(view["trials"]),
+        "best": best["metric"],
+        "best_params": best["params"],
+        "near": near,
+        "steps": steps,
+        "pruned": view["counts"].get("pruned", 0),
+    }
 
 
 def main() -> int:
@@ -84,11 +99,16 @@ def main() -> int:
             for seed in seeds:
                 res = run_sweep(Path(tmp), method, args.trials, seed, args)
                 results.append(res)
-                print(f"{method:6} seed {seed}: best {res['best']:.4f} at {res['best_params']} "
-                      f"(near: {res['near']}), {res['steps']} steps, {res['pruned']} pruned", flush=True)
+                print(
+                    f"{method:6} seed {seed}: best {res['best']:.4f} at {res['best_params']} "
+                    f"(near: {res['near']}), {res['steps']} steps, {res['pruned']} pruned",
+                    flush=True,
+                )
     full = args.trials * args.steps
-    print(f"\n{args.trials} trials of {args.steps} steps each (every trial to its end: {full} steps); optimum "
-          f"loss {1 / args.steps:.4f}\n")
+    print(
+        f"\n{args.trials} trials of {args.steps} steps each (every trial to its end: {full} steps); optimum "
+        f"loss {1 / args.steps:.4f}\n"
+    )
     print("| method | seeds | median best loss | near the optimum | median steps run | of every trial to its end |")
     print("|---|---|---|---|---|---|")
     verdict = {}
@@ -103,8 +123,10 @@ def main() -> int:
         Path(args.json).write_text(json.dumps(results, indent=2))
     found, share = verdict["tpe"]
     ok = found and share < 0.5
-    print(f"\ntarget: TPE + ASHA near the optimum in most seeds and under half the steps: "
-          f"{'met' if ok else 'MISSED'} ({share:.0%} of the steps)")
+    print(
+        f"\ntarget: TPE + ASHA near the optimum in most seeds and under half the steps: "
+        f"{'met' if ok else 'MISSED'} ({share:.0%} of the steps)"
+    )
     return 0 if ok else 1
 
 

@@ -19,6 +19,7 @@ _API = ("submit", "plan", "sweep", "get_run", "get_sweep", "runs", "hosts", "Run
 def __getattr__(name):
     if name in _API:
         from launcher import api
+
         return api.runs_under if name == "runs" else getattr(api, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 from launcher import records
 from launcher.backends import registry
 from launcher.core.cancel import cancel_run
-from launcher.core.hosts import hosts   # noqa: F401  (kit.hosts(clear=None): the hosts' health, as kit hosts --json)
+from launcher.core.hosts import hosts  # noqa: F401  (kit.hosts(clear=None): the hosts' health, as kit hosts --json)
 from launcher.core.launch import launch
 from launcher.core.listing import find_record
 from launcher.core.lookup import state_now
@@ -55,6 +55,7 @@ def in_api_words(fn):
             return fn(*a, **kw)
         except KitError as e:
             raise e.in_terms(keyword) from None
+
     return wrapper
 
 
@@ -72,12 +73,13 @@ def check_arguments(**given) -> None:
     for name in _STRS:
         v = given.get(name)
         if v is not None and not isinstance(v, str):
-            raise KitError(f"{name}={v!r}: give a string (e.g. strategy='ddp', mixed_precision='bf16') or leave it "
-                           f"out")
+            raise KitError(f"{name}={v!r}: give a string (e.g. strategy='ddp', mixed_precision='bf16') or leave it out")
     run_id = given.get("run_id")
     if run_id is not None and (not isinstance(run_id, str) or not run_id):
-        raise KitError(f"run_id={run_id!r}: give a non-empty string (letters, digits, '.', '_', '-') or leave it "
-                       f"out for a generated one")
+        raise KitError(
+            f"run_id={run_id!r}: give a non-empty string (letters, digits, '.', '_', '-') or leave it "
+            f"out for a generated one"
+        )
     args = given.get("args")
     if args is not None and (isinstance(args, (str, bytes)) or not all(isinstance(a, str) for a in args)):
         raise KitError(f"args={args!r}: a list of strings, e.g. args=['--epochs', '1']")
@@ -87,20 +89,42 @@ def check_arguments(**given) -> None:
             raise KitError(f"{name}={v!r}: a path (a string), or leave it out")
 
 
-def _request(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, run_id,
-             sweep=None) -> Request:
+def _request(
+    job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, run_id, sweep=None
+) -> Request:
     """The submission the keywords name, as the core takes it; a keyword of the wrong kind is a one-line KitError."""
-    check_arguments(nodes=nodes, gpus=gpus, procs_per_node=procs_per_node, strategy=strategy,
-                    mixed_precision=mixed_precision, port=port, run_id=run_id, args=args, cluster=cluster, sweep=sweep)
+    check_arguments(
+        nodes=nodes,
+        gpus=gpus,
+        procs_per_node=procs_per_node,
+        strategy=strategy,
+        mixed_precision=mixed_precision,
+        port=port,
+        run_id=run_id,
+        args=args,
+        cluster=cluster,
+        sweep=sweep,
+    )
     if not isinstance(job, (str, os.PathLike)):
         raise KitError(f"job: a job spec's path, e.g. 'jobs/bert_cls.yaml' (got {job!r})")
     if not isinstance(set or {}, dict):
         raise KitError(f"set: a mapping of field to value, e.g. {{'deepspeed.zero_stage': 3}} (got {set!r})")
     if isinstance(args, str):
         raise KitError("args: a list of words, e.g. args=['--epochs', '1'] (not one string)")
-    return Request(job=os.fspath(job), cluster=_path(cluster), sweep=_path(sweep), run_id=run_id, nodes=nodes,
-                   gpus=gpus, procs_per_node=procs_per_node, strategy=strategy, mixed_precision=mixed_precision,
-                   port=port, sets=tuple(_set_item(k, v) for k, v in (set or {}).items()), args=tuple(args or ()))
+    return Request(
+        job=os.fspath(job),
+        cluster=_path(cluster),
+        sweep=_path(sweep),
+        run_id=run_id,
+        nodes=nodes,
+        gpus=gpus,
+        procs_per_node=procs_per_node,
+        strategy=strategy,
+        mixed_precision=mixed_precision,
+        port=port,
+        sets=tuple(_set_item(k, v) for k, v in (set or {}).items()),
+        args=tuple(args or ()),
+    )
 
 
 def _plain(data):
@@ -117,13 +141,15 @@ def _path(p) -> Optional[str]:
 def _set_item(key, value) -> str:
     import yaml
     from launcher.spec.overrides import set_item
+
     if not isinstance(key, str):
         raise KitError(f"set: field names are strings like 'deepspeed.zero_stage' (got {key!r})")
     try:
         return set_item(key, value)
     except yaml.YAMLError:
-        raise KitError(f"set: {key}: {value!r} is not plain data (numbers, strings, booleans, lists, "
-                       f"mappings)") from None
+        raise KitError(
+            f"set: {key}: {value!r} is not plain data (numbers, strings, booleans, lists, mappings)"
+        ) from None
 
 
 class Plan:
@@ -138,10 +164,12 @@ class Plan:
 
     def to_dict(self) -> dict:
         from launcher.render.dryrun import masked_dict
+
         return masked_dict(self.plan)
 
     def __str__(self) -> str:
         from launcher.render.dryrun import render_text
+
         return render_text(self.plan)
 
     def __repr__(self) -> str:
@@ -150,10 +178,20 @@ class Plan:
 
 
 @in_api_words
-def plan(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
-         procs_per_node: Optional[int] = None, strategy: Optional[str] = None, mixed_precision: Optional[str] = None,
-         port: Optional[int] = None, set: Optional[dict] = None, args: Sequence[str] = (),
-         run_id: Optional[str] = None) -> Plan:
+def plan(
+    job,
+    *,
+    cluster=None,
+    nodes: Optional[int] = None,
+    gpus: Optional[int] = None,
+    procs_per_node: Optional[int] = None,
+    strategy: Optional[str] = None,
+    mixed_precision: Optional[str] = None,
+    port: Optional[int] = None,
+    set: Optional[dict] = None,
+    args: Sequence[str] = (),
+    run_id: Optional[str] = None,
+) -> Plan:
     """The dry-run of `kit submit` as data: nothing is written or started."""
     request = _request(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, run_id)
     loaded = load(request)
@@ -165,10 +203,20 @@ def plan(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] 
 
 
 @in_api_words
-def submit(job, *, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
-           procs_per_node: Optional[int] = None, strategy: Optional[str] = None,
-           mixed_precision: Optional[str] = None, port: Optional[int] = None, set: Optional[dict] = None,
-           args: Sequence[str] = (), run_id: Optional[str] = None) -> "Run":
+def submit(
+    job,
+    *,
+    cluster=None,
+    nodes: Optional[int] = None,
+    gpus: Optional[int] = None,
+    procs_per_node: Optional[int] = None,
+    strategy: Optional[str] = None,
+    mixed_precision: Optional[str] = None,
+    port: Optional[int] = None,
+    set: Optional[dict] = None,
+    args: Sequence[str] = (),
+    run_id: Optional[str] = None,
+) -> "Run":
     """Check, record and start the run; return its handle at once (the run goes on without this process)."""
     request = _request(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, run_id)
     loaded = load(request)
@@ -183,8 +231,9 @@ def get_run(run_id: Optional[str] = None, run_root: Optional[str] = None) -> "Ru
     """The run `run_id` (the latest one when None; the beginning of an id will do when it begins no other):
     wherever kit's index of your runs says, or under `run_root`."""
     if run_id is not None and (not isinstance(run_id, str) or not run_id):
-        raise KitError(f"run_id={run_id!r}: a run id (or its beginning) as a non-empty string, or None for the "
-                       f"latest run")
+        raise KitError(
+            f"run_id={run_id!r}: a run id (or its beginning) as a non-empty string, or None for the latest run"
+        )
     check_arguments(run_root=run_root)
     return Run(find_record(run_root, run_id, how=("kit.submit()", "see kit.runs(), or pass run_root='DIR'")).path)
 
@@ -193,6 +242,7 @@ def runs_under(run_root: Optional[str] = None) -> list:
     """Every run under `run_root`, or (None) every run of yours kit's index knows and those under ./runs; oldest
     first."""
     from launcher.core.listing import record_paths
+
     return [Run(path) for path in record_paths(run_root)]
 
 
@@ -229,6 +279,7 @@ class Run:
     def wait(self, timeout: Optional[float] = None, poll: float = POLL) -> str:
         """Block until the run is over (as `kit wait` does); its final state. TimeoutError after `timeout` s."""
         from launcher.core.waiting import StillGoing, wait_end
+
         try:
             return wait_end(self.record, timeout, poll)[0]
         except StillGoing as e:
@@ -237,17 +288,20 @@ class Run:
     def describe(self) -> dict:
         """The run as data, as `kit status RUN --json` prints it: state, exit_code, failure, attempts, nodes, ..."""
         from launcher.core.describe import describe
+
         state, note = state_now(self.record)
         return _plain(describe(self.record, self.record.read_status(), state, note))
 
     def report(self, png: Optional[str] = None) -> dict:
         """Where the run's time went, as `kit report RUN --json` prints it; `png`: the timeline drawn there too."""
         from launcher.core.report import report_run
+
         return _plain(report_run(self.record, png=_path(png)))
 
     def logs(self, node: Optional[int] = None) -> str:
         """The node logs' text (one node's with `node`), brought up to date where they are written elsewhere."""
         from launcher.supervise.log_lines import node_logs
+
         status = self.status
         registry.backend(status.backend).fetch_logs(self.record, status)
         found = node_logs(self.path, node) if os.path.isdir(self.path) else []
@@ -269,15 +323,28 @@ class Run:
 
 
 @in_api_words
-def sweep(job, *, sweep=None, cluster=None, nodes: Optional[int] = None, gpus: Optional[int] = None,
-          procs_per_node: Optional[int] = None, strategy: Optional[str] = None,
-          mixed_precision: Optional[str] = None, port: Optional[int] = None, set: Optional[dict] = None,
-          args: Sequence[str] = (), sweep_id: Optional[str] = None) -> "Sweep":
+def sweep(
+    job,
+    *,
+    sweep=None,
+    cluster=None,
+    nodes: Optional[int] = None,
+    gpus: Optional[int] = None,
+    procs_per_node: Optional[int] = None,
+    strategy: Optional[str] = None,
+    mixed_precision: Optional[str] = None,
+    port: Optional[int] = None,
+    set: Optional[dict] = None,
+    args: Sequence[str] = (),
+    sweep_id: Optional[str] = None,
+) -> "Sweep":
     """Start a sweep (the job's `sweep:` section, or the file `sweep`); return its handle at once: its trials run
     on (in a driver process of their own, or as a scheduler's job array)."""
     from launcher.sweeps.start import start_sweep, sweep_plan
-    request = _request(job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args,
-                       sweep_id, sweep=sweep)
+
+    request = _request(
+        job, cluster, nodes, gpus, procs_per_node, strategy, mixed_precision, port, set, args, sweep_id, sweep=sweep
+    )
     loaded = load(request)
     if loaded.sweep is None:
         raise KitError(f"{request.job} has no sweep section; pass sweep='FILE.yaml' (a file with a sweep: section)")
@@ -290,6 +357,7 @@ def get_sweep(sweep_id: Optional[str] = None, run_root: Optional[str] = None) ->
     """The sweep `sweep_id` (the latest one when None): wherever kit's index says, or under `run_root`."""
     from launcher.core.lookup import root_of
     from launcher.sweeps.record import find_sweep, latest_sweep, latest_sweep_root
+
     root = root_of(run_root, sweep_id) if sweep_id else latest_sweep_root(run_root)
     sweep_id = sweep_id or latest_sweep(root)
     if sweep_id is None:
@@ -302,6 +370,7 @@ class Sweep:
 
     def __init__(self, path: str):
         from launcher.sweeps.record import SweepRecord
+
         self.path = os.path.abspath(path)
         self.record = SweepRecord(self.path)
 
@@ -311,6 +380,7 @@ class Sweep:
 
     def view(self) -> dict:
         from launcher.sweeps.table import collect
+
         return collect(self.record, os.path.dirname(self.path))
 
     @property
@@ -342,6 +412,7 @@ class Sweep:
 
     def cancel(self) -> str:
         from launcher.sweeps.cancel import cancel_sweep
+
         return cancel_sweep(self.record)
 
     def __repr__(self) -> str:

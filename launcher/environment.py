@@ -42,5 +42,7 @@ def dropped_warning(plan: LaunchPlan, environ) -> str:
     names = dropped_vars(plan, environ) if registry.placement(plan.backend).inherits_submit_env else []
     if not names:
         return ""
-    return (f"kit: warning: not passed to the nodes from your environment: {', '.join(names)} "
-            f"(set them in the job's env to use them)")
+    return (
+        f"kit: warning: not passed to the nodes from your environment: {', '.join(names)} "
+        f"(set them in the job's env to use them)"
+    )

@@ -9,8 +9,8 @@ An error that names an option of `kit submit` carries it as an Option (data), no
 `--nodes 2`, the API `nodes=2` (launcher/api.py), from the same error."""
 
 USER_ERROR_EXIT = 2
-SCHEDULER_EXIT = 69   # sysexits.h EX_UNAVAILABLE: a service kit needs refused or did not answer
-RECORD_EXIT = 74      # sysexits.h EX_IOERR: a file kit keeps could not be read or locked
+SCHEDULER_EXIT = 69  # sysexits.h EX_UNAVAILABLE: a service kit needs refused or did not answer
+RECORD_EXIT = 74  # sysexits.h EX_IOERR: a file kit keeps could not be read or locked
 
 
 class Option:
@@ -22,8 +22,11 @@ class Option:
         self.name, self.value, self.quoted = name, value, quoted
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Option) and (self.name, self.value, self.quoted) == (other.name, other.value,
-                                                                                     other.quoted)
+        return isinstance(other, Option) and (self.name, self.value, self.quoted) == (
+            other.name,
+            other.value,
+            other.quoted,
+        )
 
     def __hash__(self) -> int:
         return hash((self.name, str(self.value)))
@@ -37,6 +40,7 @@ def flag(option: Option) -> str:
     arguments as where they go (`after --: kit submit JOB -- --lr 0.1`)."""
     if option.name == "args":
         import shlex
+
         return f"after --: kit submit JOB -- {shlex.join(option.value)}"
     text = "--" + option.name.replace("_", "-")
     if option.value is None:
@@ -129,10 +133,10 @@ def did_you_mean(word: str, choices) -> str | None:
     """The one choice a mistyped `word` was meant to be: a close spelling (`node` -> `nodes`, `--node` ->
     `--nodes`), or the only choice it begins (`gpus` -> `gpus_per_node`); None when none or several fit."""
     import difflib
+
     choices = list(choices)
     if close := difflib.get_close_matches(word, choices, n=1, cutoff=0.8):
         return close[0]
     stem = word.rstrip("-_")
     longer = [c for c in choices if len(stem) >= 3 and c.startswith((stem + "_", stem + "-"))]
     return longer[0] if len(longer) == 1 else None
-

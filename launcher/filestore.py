@@ -49,7 +49,7 @@ def reserve_room(path: str) -> None:
         with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644), "wb") as f:
             f.write(bytes(RESERVE_BYTES))
     except OSError as e:
-        if e.errno != errno.ELOOP:   # a symbolic link there is not kit's to remove
+        if e.errno != errno.ELOOP:  # a symbolic link there is not kit's to remove
             unlink_quietly(path)
 
 
@@ -66,10 +66,11 @@ def publish_new(path: str, text: str) -> bool:
     written temporary file fails when the name exists). False when another process got there first."""
     tmp = f"{path}.new.{os.getpid()}"
     try:
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644), "w",
-                       encoding="utf-8") as f:
+        with os.fdopen(
+            os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644), "w", encoding="utf-8"
+        ) as f:
             f.write(text)
-        os.chmod(tmp, 0o644)   # whatever the umask: a group-writable record is not trusted (untrusted())
+        os.chmod(tmp, 0o644)  # whatever the umask: a group-writable record is not trusted (untrusted())
         os.link(tmp, path)
         return True
     except FileExistsError:
@@ -84,7 +85,7 @@ def locked(path: str):
     lock held by another process for over LOCK_WAIT seconds is one line."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    except OSError as e:   # a record this user cannot lock (read-only, full disk): the write fails after anyway
+    except OSError as e:  # a record this user cannot lock (read-only, full disk): the write fails after anyway
         if e.errno == errno.ELOOP:
             raise KitError(f"{path} is a symbolic link; kit will not follow it: remove it") from None
         yield
@@ -97,9 +98,12 @@ def locked(path: str):
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise RecordError(f"{os.path.dirname(path)}: its lock is held for over {LOCK_WAIT:g} s by "
-                                      f"another process; try again", path=os.path.dirname(path)) from None
+                    raise RecordError(
+                        f"{os.path.dirname(path)}: its lock is held for over {LOCK_WAIT:g} s by "
+                        f"another process; try again",
+                        path=os.path.dirname(path),
+                    ) from None
                 time.sleep(0.01)
         yield
     finally:
-        os.close(fd)   # releases the lock
+        os.close(fd)  # releases the lock

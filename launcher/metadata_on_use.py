@@ -14,12 +14,13 @@ class MetadataOnUse:
     def version(self, name: str) -> str:
         import importlib.util
         import os
+
         spec = importlib.util.find_spec(name)
         for place in (spec.submodule_search_locations or []) if spec else []:
             site = os.path.dirname(place)
             for entry in os.listdir(site):
                 if entry.startswith(name + "-") and entry.endswith(".dist-info"):
-                    return entry[len(name) + 1:-len(".dist-info")]
+                    return entry[len(name) + 1 : -len(".dist-info")]
         return self._real().version(name)
 
     def entry_points(self, **selection):
@@ -27,7 +28,7 @@ class MetadataOnUse:
         return self._real().entry_points(**selection)
 
     def __getattr__(self, attr):
-        if attr.startswith("__"):   # the import system's own questions (__spec__, ...): this is no module
+        if attr.startswith("__"):  # the import system's own questions (__spec__, ...): this is no module
             raise AttributeError(attr)
         return getattr(self._real(), attr)
 
@@ -35,6 +36,7 @@ class MetadataOnUse:
         if sys.modules.get("importlib.metadata") is self:
             del sys.modules["importlib.metadata"]
         import importlib.metadata
+
         return importlib.metadata
 
 

@@ -25,14 +25,21 @@ log = logging.getLogger(__name__)
 STATUS = "status.json"
 # What a sweep's directory holds instead (sweeps/record.py): run ids and sweep ids share one namespace.
 SWEEP_FILE = "sweep.json"
-LOCK = ".status.lock"       # flock'd around each read-modify-write of the status
+LOCK = ".status.lock"  # flock'd around each read-modify-write of the status
 RESERVE = ".status.reserve"  # room kept for the status on a disk that fills up (write_atomic)
 VERDICT = ("state", "exit_code", "failure", "finished_at", "node_exit_codes", "ended_by")
 # An attempt's end: the run's verdict only once no restart follows it. A reopened run has none of it (the ended
 # attempt keeps its own in the record's list of attempts).
 ATTEMPT_END = VERDICT + ("stopped_nodes", "stopping")
-_CLEARED = {"exit_code": None, "failure": None, "finished_at": None, "node_exit_codes": (),
-            "ended_by": "", "stopped_nodes": (), "stopping": None}
+_CLEARED = {
+    "exit_code": None,
+    "failure": None,
+    "finished_at": None,
+    "node_exit_codes": (),
+    "ended_by": "",
+    "stopped_nodes": (),
+    "stopping": None,
+}
 
 
 def spec_record(spec, plan: LaunchPlan) -> dict:
@@ -48,8 +55,8 @@ def spec_record(spec, plan: LaunchPlan) -> dict:
 
 @dataclass
 class RunRecord:
-    path: str          # absolute directory of the run
-    write_failed: bool = False   # a status write failed (a full disk): warned once
+    path: str  # absolute directory of the run
+    write_failed: bool = False  # a status write failed (a full disk): warned once
     # Set by the restart loop (backends/attempts.py) while a backend runs an attempt: whether a restart may follow
     # the attempt's end these fields describe. If so, end_attempt holds that end here (`held`) instead of writing
     # it as the run's verdict, and the loop decides: the end goes into the attempts list, or becomes the verdict.
@@ -70,10 +77,12 @@ class RunRecord:
                 return RunStatus.from_json(json.load(f))
         except FileNotFoundError:
             return RunStatus()
-        except (ValueError, UnicodeDecodeError, OSError) as e:   # status.BadStatus is a ValueError
+        except (ValueError, UnicodeDecodeError, OSError) as e:  # status.BadStatus is a ValueError
             if strict:
-                raise RecordError(f"run record {self.path}: {STATUS} is unreadable ({e}); "
-                                  "inspect or remove that directory", path=self.path) from None
+                raise RecordError(
+                    f"run record {self.path}: {STATUS} is unreadable ({e}); inspect or remove that directory",
+                    path=self.path,
+                ) from None
             return corrupt(os.path.basename(self.path), f"{STATUS} is unreadable ({e})")
 
     def keep_attempt_plan(self, plan: LaunchPlan) -> None:
@@ -87,8 +96,13 @@ class RunRecord:
         (state, exit code, failure) is written into the record's history, not applied; `reopen`: a restart starts
         an ended run again. `append`: field -> entries added to that list field as it is on disk (writers that
         race each keep theirs). A full disk costs a warning (once per record) and keeps the last good record."""
-        return self.amend(lambda current: {**fields, **{name: [*getattr(current, name), *more]
-                                                        for name, more in (append or {}).items()}}, reopen)
+        return self.amend(
+            lambda current: {
+                **fields,
+                **{name: [*getattr(current, name), *more] for name, more in (append or {}).items()},
+            },
+            reopen,
+        )
 
     def end_attempt(self, **fields) -> RunStatus:
         """An attempt's end (state, exit code, failure, end time, nodes' codes), written as update_status does:
@@ -100,17 +114,19 @@ class RunRecord:
         held, self.held = self.held, None
         return held
 
-    def amend(self, change: Callable[[RunStatus], dict], reopen: bool = False,
-              attempt_end: bool = False) -> RunStatus:
+    def amend(self, change: Callable[[RunStatus], dict], reopen: bool = False, attempt_end: bool = False) -> RunStatus:
         """update_status with the fields computed from the status as it is under the lock, for a change that
         depends on what is there (numbering an entry by the list's length). `attempt_end`: the fields end an
         attempt; while a restart may follow it (restart_may_follow), its end is held in `held`, not written, and
         only what is not the end (a SLURM requeue count) is. `reopen` clears the last attempt's end."""
         with self._locked():
             current = self.read_status()
-            if current.state == RunState.CORRUPT:   # never written over: what it held is unknown, and may still matter
-                raise RecordError(f"run record {self.path}: {STATUS} is unreadable ({current.note}); kit will not "
-                                  f"write over it: inspect or remove that directory", path=self.path)
+            if current.state == RunState.CORRUPT:  # never written over: what it held is unknown, and may still matter
+                raise RecordError(
+                    f"run record {self.path}: {STATUS} is unreadable ({current.note}); kit will not "
+                    f"write over it: inspect or remove that directory",
+                    path=self.path,
+                )
             fields = change(current)
             if attempt_end and self.restart_may_follow is not None and self.restart_may_follow(fields):
                 self.held = {k: v for k, v in fields.items() if k in ATTEMPT_END}
@@ -123,15 +139,20 @@ class RunRecord:
             try:
                 # The room kept on a disk that fills up is for the verdict: a progress write (a timeline mark)
                 # that would use it up fails with the warning instead, and the end can still be recorded.
-                write_atomic(self.file(STATUS), to_json(status.to_json()),
-                             reserve=self.file(RESERVE) if status.state in OVER else None)
+                write_atomic(
+                    self.file(STATUS),
+                    to_json(status.to_json()),
+                    reserve=self.file(RESERVE) if status.state in OVER else None,
+                )
             except OSError as e:
                 if not self.write_failed:
                     self.write_failed = True
-                    log.warning(f"kit: warning: cannot write {self.file(STATUS)}: {e.strerror or e}; the run goes on, "
-                                f"its record keeps its last good state")
+                    log.warning(
+                        f"kit: warning: cannot write {self.file(STATUS)}: {e.strerror or e}; the run goes on, "
+                        f"its record keeps its last good state"
+                    )
                 return status
-            if run_index.indexed(self.path):   # still under the lock: the index's entry follows every write
+            if run_index.indexed(self.path):  # still under the lock: the index's entry follows every write
                 try:
                     run_index.note(self.index_entry(status, os.stat(self.file(STATUS))))
                 except OSError:
@@ -140,11 +161,21 @@ class RunRecord:
 
     def index_entry(self, status: RunStatus, st: os.stat_result) -> dict:
         """What `kit runs` shows of this record (run_index.py), `st` being its status file's stat."""
-        return {"path": os.path.abspath(self.path), "id": os.path.basename(self.path), "kind": "run",
-                "job": status.job, "backend": status.backend, "state": str(status.state.value),
-                "exit": status.exit_code, "created": status.created_at or 0, "began": status.began,
-                "finished": status.finished_at, "job_id": status.scheduler_job_id, "owner": st.st_uid,
-                "sig": signature(st)}
+        return {
+            "path": os.path.abspath(self.path),
+            "id": os.path.basename(self.path),
+            "kind": "run",
+            "job": status.job,
+            "backend": status.backend,
+            "state": str(status.state.value),
+            "exit": status.exit_code,
+            "created": status.created_at or 0,
+            "began": status.began,
+            "finished": status.finished_at,
+            "job_id": status.scheduler_job_id,
+            "owner": st.st_uid,
+            "sig": signature(st),
+        }
 
     def _locked(self):
         return locked(self.file(LOCK))
@@ -162,8 +193,13 @@ def _verdict_kept(current: RunStatus, fields: dict, reopen: bool) -> dict:
     if new is None or allowed(current.state, new, reopen):
         return fields
     kept = {k: v for k, v in fields.items() if k not in VERDICT}
-    refused = {"at": time.time(), "pid": os.getpid(), "state": new, "exit_code": fields.get("exit_code"),
-               "kept": current.state}
+    refused = {
+        "at": time.time(),
+        "pid": os.getpid(),
+        "state": new,
+        "exit_code": fields.get("exit_code"),
+        "kept": current.state,
+    }
     return {**kept, "history": [*current.history, refused]}
 
 
@@ -174,24 +210,32 @@ def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
     permission) is one line, with nothing of it left."""
     path = os.path.join(workdir, plan.run_dir)
     record = RunRecord(path)
-    first = RunStatus(run_id=plan.run_id, job=plan.job_name, backend=plan.backend, state=RunState.STARTING,
-                      created_at=time.time())
+    first = RunStatus(
+        run_id=plan.run_id, job=plan.job_name, backend=plan.backend, state=RunState.STARTING, created_at=time.time()
+    )
     try:
         own_run_dir(path, plan.run_id)
-        refuse_planted([record.file(n) for n in (STATUS, RESERVE, LOCK, "job.yaml", "cluster.yaml", "plan.json")]
-                        + [os.path.join(workdir, rel) for rel in plan.files], plan.run_id)
+        refuse_planted(
+            [record.file(n) for n in (STATUS, RESERVE, LOCK, "job.yaml", "cluster.yaml", "plan.json")]
+            + [os.path.join(workdir, rel) for rel in plan.files],
+            plan.run_id,
+        )
         claimed = publish_new(record.file(STATUS), to_json(first.to_json()))
     except OSError as e:
-        raise KitError(f"cannot write the run record in {path}: {e.strerror or e}; free space or pick "
-                       f"another run root (cluster's run_root / workdir)") from None
+        raise KitError(
+            f"cannot write the run record in {path}: {e.strerror or e}; free space or pick "
+            f"another run root (cluster's run_root / workdir)"
+        ) from None
     if not claimed:
         raise KitError(f"run {plan.run_id} already exists at {path}; pick another ", Option("run_id"))
     reserve_room(record.file(RESERVE))
     written = [record.file(STATUS), record.file(RESERVE), record.file(LOCK)]
     try:
-        for name, text in (("job.yaml", to_yaml(spec_record(job, plan))),
-                           ("cluster.yaml", to_yaml(spec_record(cluster, plan))),
-                           ("plan.json", to_json(masked_dict(plan)))):
+        for name, text in (
+            ("job.yaml", to_yaml(spec_record(job, plan))),
+            ("cluster.yaml", to_yaml(spec_record(cluster, plan))),
+            ("plan.json", to_json(masked_dict(plan))),
+        ):
             written.append(record.file(name))
             write_atomic(record.file(name), text)
         for rel, content in plan.files.items():
@@ -200,8 +244,10 @@ def create(workdir: str, plan: LaunchPlan, job, cluster) -> RunRecord:
     except OSError as e:
         for name in written:
             unlink_quietly(name)
-        raise KitError(f"cannot write the run record in {path}: {e.strerror or e}; free space or pick "
-                       f"another run root (cluster's run_root / workdir)") from None
+        raise KitError(
+            f"cannot write the run record in {path}: {e.strerror or e}; free space or pick "
+            f"another run root (cluster's run_root / workdir)"
+        ) from None
     return record
 
 
@@ -211,13 +257,13 @@ def own_run_dir(path: str, run_id: str) -> None:
     a planted `runs/<run-id>` would have kit write into, and open up, a directory of the planter's choosing."""
     os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
     try:
-        os.mkdir(path, 0o700)   # never follows a link at `path`: a planted one is "exists"
+        os.mkdir(path, 0o700)  # never follows a link at `path`: a planted one is "exists"
     except FileExistsError:
         refuse_planted([path], run_id, directory=True)
         return
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
-        os.fchmod(fd, 0o755)   # the directory this process made, not whatever the name may point to by now
+        os.fchmod(fd, 0o755)  # the directory this process made, not whatever the name may point to by now
     finally:
         os.close(fd)
 
@@ -230,12 +276,20 @@ def refuse_planted(paths: list[str], run_id: str, directory: bool = False) -> No
             st = os.lstat(path)
         except FileNotFoundError:
             continue
-        what = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else
-                f"owned by uid {st.st_uid}, not by this user" if st.st_uid != os.geteuid() else
-                "not a directory" if directory and not stat.S_ISDIR(st.st_mode) else None)
+        what = (
+            "a symbolic link"
+            if stat.S_ISLNK(st.st_mode)
+            else f"owned by uid {st.st_uid}, not by this user"
+            if st.st_uid != os.geteuid()
+            else "not a directory"
+            if directory and not stat.S_ISDIR(st.st_mode)
+            else None
+        )
         if what:
-            raise KitError(f"run {run_id}: {path} is {what}; kit will not write there: remove it or pick another ",
-                           Option("run_id"))
+            raise KitError(
+                f"run {run_id}: {path} is {what}; kit will not write there: remove it or pick another ",
+                Option("run_id"),
+            )
 
 
 @contextmanager
@@ -246,7 +300,7 @@ def tentative(workdir: str, plan: LaunchPlan, job, cluster):
     path = os.path.join(workdir, plan.run_dir)
     made, d = [], path
     while d and not os.path.exists(d):
-        made.append(d)   # deepest first
+        made.append(d)  # deepest first
         d = os.path.dirname(d)
     record = None
     try:
@@ -260,7 +314,7 @@ def tentative(workdir: str, plan: LaunchPlan, job, cluster):
         for d in made:
             try:
                 os.rmdir(d)
-            except OSError:   # not empty: something else is in it now
+            except OSError:  # not empty: something else is in it now
                 pass
         raise
 

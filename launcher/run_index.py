@@ -21,7 +21,7 @@ from typing import Optional
 INDEX = "index"
 ENTRIES = ".entries"
 _ENTRIES_LOCK = ".entries.lock"
-_SLACK = 1000   # superseded lines tolerated beyond as many as there are live entries, before a rewrite
+_SLACK = 1000  # superseded lines tolerated beyond as many as there are live entries, before a rewrite
 
 
 def kit_home() -> str:
@@ -51,7 +51,7 @@ def remember(record_path: str, entry=None) -> None:
     read-only home) costs only the index, never the run."""
     name = os.path.basename(record_path.rstrip("/"))
     link = os.path.join(_index_dir(), name)
-    tmp = os.path.join(_index_dir(), f".new-{os.getpid()}-{name}")   # a dot name: never a run id
+    tmp = os.path.join(_index_dir(), f".new-{os.getpid()}-{name}")  # a dot name: never a run id
     try:
         os.makedirs(_index_dir(), mode=0o700, exist_ok=True)
         try:
@@ -84,15 +84,17 @@ def note(*entries: dict) -> None:
     """Append records' entries (records.py, sweeps/record.py make them) to the index's. Best effort, as remember()."""
     from launcher.errors import KitError
     from launcher.filestore import locked
+
     line = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in entries).encode()
     try:
         os.makedirs(_index_dir(), mode=0o700, exist_ok=True)
         with locked(os.path.join(_index_dir(), _ENTRIES_LOCK)):
-            fd = os.open(os.path.join(_index_dir(), ENTRIES), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
-                         0o600)
+            fd = os.open(
+                os.path.join(_index_dir(), ENTRIES), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600
+            )
             try:
-                while line:   # under the lock, to a file opened for appending: after every other writer's
-                    line = line[os.write(fd, line):]
+                while line:  # under the lock, to a file opened for appending: after every other writer's
+                    line = line[os.write(fd, line) :]
             finally:
                 os.close(fd)
     except (OSError, KitError):
@@ -119,9 +121,9 @@ def _read_entries(path: str) -> tuple[dict, int, tuple]:
     lines = raw.split(b"\n")
     if lines and not lines[-1]:
         lines.pop()
-    try:   # all at once, as one JSON list: ~3x faster than line by line
+    try:  # all at once, as one JSON list: ~3x faster than line by line
         parsed = json.loads(b"[" + b",".join(lines) + b"]")
-    except ValueError:   # a line cut short (a full disk), or damaged: the others still count
+    except ValueError:  # a line cut short (a full disk), or damaged: the others still count
         parsed = []
         for line in lines:
             try:
@@ -136,7 +138,14 @@ def _read_entries(path: str) -> tuple[dict, int, tuple]:
 
 
 _SHAPE: dict[str, type | tuple[type, ...]] = {
-    "path": str, "id": str, "kind": str, "backend": str, "state": str, "created": (int, float), "sig": list}
+    "path": str,
+    "id": str,
+    "kind": str,
+    "backend": str,
+    "state": str,
+    "created": (int, float),
+    "sig": list,
+}
 
 
 def _well_formed(entry) -> bool:
@@ -155,6 +164,7 @@ def _compact(path: str, found: dict, seen: tuple) -> None:
     read from the file `seen`, unless lines came (or the file was rewritten) since, then the file as it is now."""
     from launcher.errors import KitError
     from launcher.filestore import locked, write_atomic
+
     try:
         with locked(os.path.join(_index_dir(), _ENTRIES_LOCK)):
             st = os.stat(path)
@@ -197,7 +207,7 @@ def where(run_id: str) -> Optional[str]:
     if os.path.isdir(target):
         return target
     if os.path.isdir(os.path.dirname(target)):
-        _forget(link)   # the record was deleted; a run root that is not there now (an unmounted disk) is kept
+        _forget(link)  # the record was deleted; a run root that is not there now (an unmounted disk) is kept
     return None
 
 
@@ -221,8 +231,8 @@ def taken(run_id: str, other: str, live: bool = True) -> tuple:
     """Where the namesake of `run_id` is and what to do, for the one-line refusal (text and Options, for a
     KitError): another id (one the index does not hold), or, while it is `live`, ending that run."""
     from launcher.errors import Option
-    end = (f" (or end that one: kit cancel {run_id} ", Option("run_root", os.path.dirname(other)), ")") if live \
-        else ()
+
+    end = (f" (or end that one: kit cancel {run_id} ", Option("run_root", os.path.dirname(other)), ")") if live else ()
     return (f"at {other}; pick another ", Option("run_id"), f", e.g. {free_id(run_id)}", *end)
 
 
@@ -256,7 +266,7 @@ def run_roots() -> list[str]:
         names = os.listdir(_index_dir())
     except OSError:
         return []
-    roots: dict[str, None] = {}   # an ordered set
+    roots: dict[str, None] = {}  # an ordered set
     for name in names:
         if name.startswith("."):
             continue

@@ -70,6 +70,7 @@ class RunState(Word):
 class AttemptEnd(Word):
     """How kit's following of one attempt ended (backends/result.Result.state): the run's states that end it, and
     STILL_RUNNING: kit stopped following (Ctrl-C) while the scheduler keeps the job going."""
+
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
@@ -86,9 +87,10 @@ class AttemptEnd(Word):
 class Meaning(Word):
     """Why a node failed when it is not the node's own verdict (status.Failure.meaning; a rank's own exit code has
     its own words, supervise/failure.py)."""
-    HOST_LOST = "lost"             # the node's host stopped answering
+
+    HOST_LOST = "lost"  # the node's host stopped answering
     NEVER_JOINED = "never joined"  # the world did not form in time (supervise/world.py)
-    HUNG = "hung"                  # no rank made progress for timeouts.hang (supervise/hang.py)
+    HUNG = "hung"  # no rank made progress for timeouts.hang (supervise/hang.py)
     NOT_STARTED = "never started"  # the scheduler ended the job before any node's command ran
 
 
@@ -96,23 +98,24 @@ class RestartPath(Word):
     """How a restart started the world again (the record's attempts list, `restart`; kit report names it): FULL,
     every node stopped and every process started anew, is the only path today; WARM is kept for a path that keeps
     processes, imports or state across the restart."""
+
     FULL = "full"
     WARM = "warm"
 
 
 class TrialState(Word):
     """A sweep trial's or a sweep's state beside the run states it shares (sweeps/)."""
-    NOT_RUN = "not run"   # a trial not launched yet
-    ARRAY = "array"       # a sweep submitted as one job array: its state is its tasks'
+
+    NOT_RUN = "not run"  # a trial not launched yet
+    ARRAY = "array"  # a sweep submitted as one job array: its state is its tasks'
 
 
-State = RunState   # the name older code imports
+State = RunState  # the name older code imports
 
 ACTIVE = (RunState.STARTING, RunState.RUNNING)
 QUEUED = (RunState.PENDING, RunState.REQUEUED)
 NOT_OVER = ACTIVE + QUEUED
-FINAL = (RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED, RunState.TIMEOUT, RunState.PREEMPTED,
-         RunState.PRUNED)
+FINAL = (RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED, RunState.TIMEOUT, RunState.PREEMPTED, RunState.PRUNED)
 OVER = FINAL + (RunState.LOST,)
 _OVER = frozenset(OVER)
 
@@ -146,12 +149,28 @@ def allowed(current: Union[str, RunState], new: Union[str, RunState], reopen: bo
     if current == new:
         return True
     source = RunState.read(current)
-    if reopen:   # a restart: from an ended run, or from the attempt that just ended
+    if reopen:  # a restart: from an ended run, or from the attempt that just ended
         return target in REOPEN
     if source not in TRANSITIONS:
         return True
     return target in TRANSITIONS[source]
 
 
-__all__ = ["Word", "RunState", "AttemptEnd", "Meaning", "RestartPath", "TrialState", "State", "ACTIVE", "QUEUED",
-           "NOT_OVER", "FINAL", "OVER", "TRANSITIONS", "REOPEN", "allowed", "BadTransition"]
+__all__ = [
+    "Word",
+    "RunState",
+    "AttemptEnd",
+    "Meaning",
+    "RestartPath",
+    "TrialState",
+    "State",
+    "ACTIVE",
+    "QUEUED",
+    "NOT_OVER",
+    "FINAL",
+    "OVER",
+    "TRANSITIONS",
+    "REOPEN",
+    "allowed",
+    "BadTransition",
+]

@@ -12,11 +12,10 @@ from dataclasses import dataclass, fields
 from typing import Any, Optional
 
 from launcher.backends import registry
-from launcher.states import ACTIVE, FINAL, NOT_OVER, QUEUED, Meaning, RunState   # (states.py), re-exported here
-from launcher.wellformed import (HOST_NAME, RUN_ID, TICKS, BadStatus, checked, integer, items, number, pid,
-                                 text)
+from launcher.states import ACTIVE, FINAL, NOT_OVER, QUEUED, Meaning, RunState  # (states.py), re-exported here
+from launcher.wellformed import HOST_NAME, RUN_ID, TICKS, BadStatus, checked, integer, items, number, pid, text
 
-EVENT = re.compile(r"^[a-z][a-z_ ]{0,40}$")     # a timeline event's or a section's name
+EVENT = re.compile(r"^[a-z][a-z_ ]{0,40}$")  # a timeline event's or a section's name
 
 
 def _node(v) -> NodeStatus:
@@ -24,10 +23,17 @@ def _node(v) -> NodeStatus:
         return v
     if not isinstance(v, dict):
         raise BadStatus(f"expected a node mapping, got {v!r}")
-    checks = {"rank": lambda x: integer(x) or 0, "host": lambda x: text(x, HOST_NAME) or "?", "pid": pid,
-              "start": number, "address": lambda x: text(x, HOST_NAME), "pgid": pid,
-              "start_ticks": lambda x: text(_ticks(x), TICKS), "remote_start": number}
-    values: dict[str, Any] = {}   # field -> its checked value (of the field's type)
+    checks = {
+        "rank": lambda x: integer(x) or 0,
+        "host": lambda x: text(x, HOST_NAME) or "?",
+        "pid": pid,
+        "start": number,
+        "address": lambda x: text(x, HOST_NAME),
+        "pgid": pid,
+        "start_ticks": lambda x: text(_ticks(x), TICKS),
+        "remote_start": number,
+    }
+    values: dict[str, Any] = {}  # field -> its checked value (of the field's type)
     for name, check in checks.items():
         try:
             values[name] = check(v.get(name))
@@ -45,9 +51,14 @@ def _failure(v) -> Optional[Failure]:
         return v
     if not isinstance(v, dict):
         raise BadStatus(f"expected a failure mapping, got {v!r}")
-    return Failure(node=integer(v.get("node")) or 0, host=text(v.get("host")) or "?", rank=integer(v.get("rank")),
-                   code=integer(v.get("code")) or 0, meaning=text(v.get("meaning")) or "",
-                   last_line=text(v.get("last_line")) or "")
+    return Failure(
+        node=integer(v.get("node")) or 0,
+        host=text(v.get("host")) or "?",
+        rank=integer(v.get("rank")),
+        code=integer(v.get("code")) or 0,
+        meaning=text(v.get("meaning")) or "",
+        last_line=text(v.get("last_line")) or "",
+    )
 
 
 def _codes(v) -> tuple:
@@ -71,30 +82,47 @@ def _nodes(v) -> tuple:
 def _attempt(v) -> dict:
     if not isinstance(v, dict):
         raise BadStatus(f"expected an attempt mapping, got {v!r}")
-    return {"attempt": integer(v.get("attempt")), "started_at": number(v.get("started_at")),
-            "finished_at": number(v.get("finished_at")), "state": text(v.get("state")), "cause": text(v.get("cause")),
-            "exit_code": integer(v.get("exit_code")), "master_port": integer(v.get("master_port")),
-            # whose failure it was (host health: insight/health.py)
-            "host": text(v.get("host"), HOST_NAME), "meaning": text(v.get("meaning")),
-            # how the restart after it went, for kit report's phases (backends/attempts.py): when kit saw the
-            # failure, when every node had ended, and the restart's path (states.RestartPath)
-            "noticed_at": number(v.get("noticed_at")), "nodes_ended_at": number(v.get("nodes_ended_at")),
-            "restart": text(v.get("restart"))}
+    return {
+        "attempt": integer(v.get("attempt")),
+        "started_at": number(v.get("started_at")),
+        "finished_at": number(v.get("finished_at")),
+        "state": text(v.get("state")),
+        "cause": text(v.get("cause")),
+        "exit_code": integer(v.get("exit_code")),
+        "master_port": integer(v.get("master_port")),
+        # whose failure it was (host health: insight/health.py)
+        "host": text(v.get("host"), HOST_NAME),
+        "meaning": text(v.get("meaning")),
+        # how the restart after it went, for kit report's phases (backends/attempts.py): when kit saw the
+        # failure, when every node had ended, and the restart's path (states.RestartPath)
+        "noticed_at": number(v.get("noticed_at")),
+        "nodes_ended_at": number(v.get("nodes_ended_at")),
+        "restart": text(v.get("restart")),
+    }
 
 
 def _history(v) -> dict:
     if not isinstance(v, dict):
         raise BadStatus(f"expected a history mapping, got {v!r}")
-    return {"at": number(v.get("at")), "pid": pid(v.get("pid")), "state": text(v.get("state")),
-            "exit_code": integer(v.get("exit_code")), "kept": text(v.get("kept"))}
+    return {
+        "at": number(v.get("at")),
+        "pid": pid(v.get("pid")),
+        "state": text(v.get("state")),
+        "exit_code": integer(v.get("exit_code")),
+        "kept": text(v.get("kept")),
+    }
 
 
 def _mark(v) -> dict:
     """A timeline entry kit wrote (insight/timeline.py): when, what, which attempt, a word more."""
     if not isinstance(v, dict):
         raise BadStatus(f"expected a timeline mapping, got {v!r}")
-    return {"at": number(v.get("at")), "event": text(v.get("event"), EVENT) or "?",
-            "attempt": integer(v.get("attempt")), "detail": text(v.get("detail")) or ""}
+    return {
+        "at": number(v.get("at")),
+        "event": text(v.get("event"), EVENT) or "?",
+        "attempt": integer(v.get("attempt")),
+        "detail": text(v.get("detail")) or "",
+    }
 
 
 def _straggler(v) -> Optional[dict]:
@@ -103,11 +131,21 @@ def _straggler(v) -> Optional[dict]:
         return None
     if not isinstance(v, dict):
         raise BadStatus(f"expected a straggler mapping, got {v!r}")
-    return {"node": integer(v.get("node")), "host": text(v.get("host"), HOST_NAME) or "?",
-            "rank": integer(v.get("rank")), "section": text(v.get("section"), EVENT) or "?",
-            "ratio": number(v.get("ratio")), "score": number(v.get("score")), "at": number(v.get("at")),
-            "own_s": number(v.get("own_s")), "fastest_s": number(v.get("fastest_s")), "load": number(v.get("load")),
-            "cpus": integer(v.get("cpus")), "wait_s": number(v.get("wait_s")), "threads": integer(v.get("threads"))}
+    return {
+        "node": integer(v.get("node")),
+        "host": text(v.get("host"), HOST_NAME) or "?",
+        "rank": integer(v.get("rank")),
+        "section": text(v.get("section"), EVENT) or "?",
+        "ratio": number(v.get("ratio")),
+        "score": number(v.get("score")),
+        "at": number(v.get("at")),
+        "own_s": number(v.get("own_s")),
+        "fastest_s": number(v.get("fastest_s")),
+        "load": number(v.get("load")),
+        "cpus": integer(v.get("cpus")),
+        "wait_s": number(v.get("wait_s")),
+        "threads": integer(v.get("threads")),
+    }
 
 
 def _backend(v) -> str:
@@ -123,10 +161,11 @@ MAX_LAST_LINE = 400
 @dataclass(frozen=True)
 class Failure:
     """The first failure of a run: node, host, rank, the rank's own exit code, what it means, its last words."""
+
     node: int
     host: str
-    rank: Optional[int]     # global rank, when the launcher named it
-    code: int               # the rank's own exit code (or the node's, when no rank is named)
+    rank: Optional[int]  # global rank, when the launcher named it
+    code: int  # the rank's own exit code (or the node's, when no rank is named)
     meaning: str
     last_line: str
 
@@ -140,7 +179,7 @@ class Failure:
         return self.code == PREEMPTED
 
 
-PREEMPTED = 75   # EX_TEMPFAIL: "preempted, requeue me", whatever the program
+PREEMPTED = 75  # EX_TEMPFAIL: "preempted, requeue me", whatever the program
 # A Failure's meanings that are not the node's own verdict (states.Meaning): its host stopped answering, the world
 # did not form in time, no rank made progress, the scheduler ended the job before any node's command ran.
 LOST, NEVER_JOINED, HUNG, NOT_STARTED = Meaning.HOST_LOST, Meaning.NEVER_JOINED, Meaning.HUNG, Meaning.NOT_STARTED
@@ -150,13 +189,14 @@ LOST, NEVER_JOINED, HUNG, NOT_STARTED = Meaning.HOST_LOST, Meaning.NEVER_JOINED,
 class NodeStatus:
     """One node of a running run: where it runs and the process kit can find it by (local: the watchdog's pid and
     start time; SSH: the remote watchdog's pid, process group and start ticks; SLURM: the host once known)."""
+
     rank: int
     host: str = "?"
     pid: Optional[int] = None
-    start: Optional[float] = None          # local: psutil create_time of the watchdog
-    address: Optional[str] = None          # SSH: what kit dialled
+    start: Optional[float] = None  # local: psutil create_time of the watchdog
+    address: Optional[str] = None  # SSH: what kit dialled
     pgid: Optional[int] = None
-    start_ticks: Optional[str] = None      # SSH: the watchdog's start time in /proc ticks, digits only
+    start_ticks: Optional[str] = None  # SSH: the watchdog's start time in /proc ticks, digits only
     remote_start: Optional[float] = None
 
 
@@ -171,14 +211,14 @@ class RunStatus:
     started_at: Optional[float] = checked(None, number)
     finished_at: Optional[float] = checked(None, number)
     exit_code: Optional[int] = checked(None, integer)
-    node_exit_codes: tuple = checked((), _codes)           # per node: int, or None when it wrote none
-    stopped_nodes: tuple = checked((), _codes)              # nodes kit stopped: their exit codes are kit's doing
+    node_exit_codes: tuple = checked((), _codes)  # per node: int, or None when it wrote none
+    stopped_nodes: tuple = checked((), _codes)  # nodes kit stopped: their exit codes are kit's doing
     failure: Optional[Failure] = checked(None, _failure)
     # A watch's verdict on a SLURM job kit is cancelling (hang, world not formed), written before the scancel:
     # the run's verdict once the job ends cancelled, whoever reads that end first (slurm/outcome.with_kits_verdict).
     stopping: Optional[Failure] = checked(None, _failure)
-    nodes: tuple = checked((), _nodes)                     # NodeStatus per node
-    supervisor_pid: Optional[int] = checked(None, pid)     # the kit process that follows the run (local, SSH)
+    nodes: tuple = checked((), _nodes)  # NodeStatus per node
+    supervisor_pid: Optional[int] = checked(None, pid)  # the kit process that follows the run (local, SSH)
     supervisor_start: Optional[float] = checked(None, number)
     teardown_grace: Optional[float] = checked(None, number)
     ended_by: str = checked("", lambda v: text(v) or "")
@@ -269,5 +309,15 @@ def corrupt(run_id: str, why: str) -> RunStatus:
     return RunStatus(run_id=run_id if RUN_ID.fullmatch(run_id or "") else "", state=RunState.CORRUPT, note=why)
 
 
-__all__ = ["RunStatus", "NodeStatus", "Failure", "BadStatus", "ACTIVE", "QUEUED", "NOT_OVER", "FINAL", "PREEMPTED",
-           "corrupt"]
+__all__ = [
+    "RunStatus",
+    "NodeStatus",
+    "Failure",
+    "BadStatus",
+    "ACTIVE",
+    "QUEUED",
+    "NOT_OVER",
+    "FINAL",
+    "PREEMPTED",
+    "corrupt",
+]

@@ -7,12 +7,13 @@ from typing import Optional
 from launcher.errors import KitError
 from launcher.records import STATUS
 
-_TRUSTED_OWNERS: set = set()   # uids the user vouched for (--trust-owner USER), besides themselves and root
+_TRUSTED_OWNERS: set = set()  # uids the user vouched for (--trust-owner USER), besides themselves and root
 
 
 def trust_owners(names) -> None:
     """Trust the records of these users (names or uids) as one's own, for this process."""
     import pwd
+
     for name in names or ():
         try:
             _TRUSTED_OWNERS.add(int(name) if str(name).isdigit() else pwd.getpwnam(name).pw_uid)
@@ -40,6 +41,7 @@ def untrusted(record, name: str = STATUS) -> Optional[str]:
 
 def _owner(uid: int) -> str:
     import pwd
+
     try:
         return f"user {pwd.getpwuid(uid).pw_name}"
     except KeyError:
@@ -49,5 +51,7 @@ def _owner(uid: int) -> str:
 def require_trusted(record, name: str = STATUS) -> None:
     why = untrusted(record, name)
     if why:
-        raise KitError(f"run record {record.path} is not trusted: {why}; kit acts only on records that are yours "
-                       f"and writable by nobody else (chmod go-w, or --trust-owner USER for a user you trust)")
+        raise KitError(
+            f"run record {record.path} is not trusted: {why}; kit acts only on records that are yours "
+            f"and writable by nobody else (chmod go-w, or --trust-owner USER for a user you trust)"
+        )

@@ -7,10 +7,10 @@ import re
 from dataclasses import field
 from typing import Optional
 
-HOST_NAME = re.compile(r"^[A-Za-z0-9?][A-Za-z0-9_.:%-]*$")   # "?": a SLURM node not known yet; %: IPv6 zone
-TICKS = re.compile(r"^\d+$")                                # a process's start time in clock ticks (/proc)
+HOST_NAME = re.compile(r"^[A-Za-z0-9?][A-Za-z0-9_.:%-]*$")  # "?": a SLURM node not known yet; %: IPv6 zone
+TICKS = re.compile(r"^\d+$")  # a process's start time in clock ticks (/proc)
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-ONE_LINE = re.compile(r"^[^\x00-\x1f\x7f]+$")   # a path or a word: one line, no control character
+ONE_LINE = re.compile(r"^[^\x00-\x1f\x7f]+$")  # a path or a word: one line, no control character
 
 
 class BadStatus(ValueError):
@@ -26,7 +26,7 @@ def integer(v) -> Optional[int]:
 
 
 def pid(v) -> Optional[int]:
-    if v is None or v == "-":   # SLURM records say "-" where no pid is known
+    if v is None or v == "-":  # SLURM records say "-" where no pid is known
         return None
     v = integer(v)
     if v <= 0:

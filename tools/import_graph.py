@@ -26,9 +26,20 @@ PACKAGE = "launcher"
 
 # Lowest first. A module belongs to the longest prefix that matches; it may import its own layer and lower ones.
 LAYERS = [
-    ("base", ["launcher.errors", "launcher.logs", "launcher.states", "launcher.secrets", "launcher.hostinfo",
-              "launcher.metadata_on_use", "launcher.backends.registry", "launcher.backends.warmup",
-              "launcher.wellformed"]),
+    (
+        "base",
+        [
+            "launcher.errors",
+            "launcher.logs",
+            "launcher.states",
+            "launcher.secrets",
+            "launcher.hostinfo",
+            "launcher.metadata_on_use",
+            "launcher.backends.registry",
+            "launcher.backends.warmup",
+            "launcher.wellformed",
+        ],
+    ),
     ("spec", ["launcher.spec"]),
     ("model", ["launcher.planning.model"]),
     ("render", ["launcher.render"]),
@@ -37,8 +48,8 @@ LAYERS = [
     ("records", ["launcher.status", "launcher.records", "launcher.run_index", "launcher.filestore", "launcher.trust"]),
     ("supervise", ["launcher.supervise", "launcher.preflight", "launcher.insight"]),
     ("backends", ["launcher.backends"]),
-    ("core", ["launcher.core"]),              # load -> plan -> launch -> follow, for both faces
-    ("sweeps", ["launcher.sweeps"]),          # many runs through the core
+    ("core", ["launcher.core"]),  # load -> plan -> launch -> follow, for both faces
+    ("sweeps", ["launcher.sweeps"]),  # many runs through the core
     # The two faces, side by side (FACES: neither imports the other); launcher/__init__.py is the API's.
     ("faces", ["launcher.api", "launcher.commands", "launcher"]),
     ("cli", ["launcher.cli", "launcher.__main__"]),
@@ -84,7 +95,7 @@ def imports(mod: str, path: str, mods: dict) -> list:
             if node.level:
                 parts = mod.split(".")
                 parts = parts if is_pkg else parts[:-1]
-                parts = parts[:len(parts) - node.level + 1]
+                parts = parts[: len(parts) - node.level + 1]
                 base = ".".join(parts + ([base] if base else []))
             if not base.startswith(PACKAGE):
                 continue
@@ -144,6 +155,7 @@ def sccs(graph: dict) -> list:
 def entry_points() -> dict:
     """name -> package of the `kit.backends` entry points pyproject.toml declares."""
     import tomllib
+
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         project = tomllib.load(f)["project"]
     return dict(project.get("entry-points", {}).get("kit.backends", {}))
@@ -222,8 +234,14 @@ def private_uses(mod: str, path: str, mods: dict) -> list:
                 if a.name in mods and a.asname:
                     aliases[a.asname] = a.name
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
-                and node.attr.startswith("_") and not node.attr.startswith("__") and aliases[node.value.id] != mod):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and aliases[node.value.id] != mod
+        ):
             out.append((node.lineno, f"{node.value.id}.{node.attr}"))
     return out
 
@@ -261,13 +279,14 @@ def main(argv=None) -> int:
                 touched.add(rel)
         elif not any(rel.startswith(os.path.join("launcher", "backends", n) + os.sep) for n in names) and (c or lit):
             if rel != REGISTRY or c or any(text != repr(default_backend()) for _, text in lit):
-                touched.add(rel)   # outside every backend's own subpackage; the registry may name the default
+                touched.add(rel)  # outside every backend's own subpackage; the registry may name the default
     if not args.quiet:
         for comp in cycles:
             print("cycle:", " -> ".join(comp))
         for mod, line, target in upward:
-            print(f"upward: {mod}:{line} imports {target} ({LAYERS[layer_of(mod)][0]} -> "
-                  f"{LAYERS[layer_of(target)][0]})")
+            print(
+                f"upward: {mod}:{line} imports {target} ({LAYERS[layer_of(mod)][0]} -> {LAYERS[layer_of(target)][0]})"
+            )
         for rel, line, text in compared:
             print(f"backend name compared: {rel}:{line}: {text}")
         for rel, line, text in literal:
@@ -280,11 +299,13 @@ def main(argv=None) -> int:
             print(f"import of the CLI: {mod}:{line} imports {target}")
         for rel in sorted(touched):
             print(f"a new backend touches: {rel}")
-    print(f"modules {len(mods)}; import cycles {len(cycles)}; upward imports {len(upward)}; backend-name "
-          f"comparisons outside backends/ {len(compared)} (other literal names {len(literal)}); private names "
-          f"across modules {len(private)}; imports into a backend from outside it {len(into)}; imports of the CLI "
-          f"outside cli.py or between the faces {len(cli)}; files a new backend touches outside its subpackage "
-          f"{len(touched)} (and its entry point in pyproject.toml)")
+    print(
+        f"modules {len(mods)}; import cycles {len(cycles)}; upward imports {len(upward)}; backend-name "
+        f"comparisons outside backends/ {len(compared)} (other literal names {len(literal)}); private names "
+        f"across modules {len(private)}; imports into a backend from outside it {len(into)}; imports of the CLI "
+        f"outside cli.py or between the faces {len(cli)}; files a new backend touches outside its subpackage "
+        f"{len(touched)} (and its entry point in pyproject.toml)"
+    )
     return 1 if cycles or upward or compared or private or into or cli else 0
 
 

@@ -43,8 +43,10 @@ def resolve(requested: int | None, accelerator, env=os.environ) -> int:
     """The one accumulation count for this run; pins it in accelerate before prepare().  Raises on a conflict."""
     configured = launcher_value(accelerator, env)
     if requested is not None and configured is not None and requested != configured[0]:
-        raise AccumulationError(f"--grad-accum {requested} but {configured[1]} is {configured[0]}; set gradient "
-                                "accumulation in one place (the job's gradient_accumulation_steps)")
+        raise AccumulationError(
+            f"--grad-accum {requested} but {configured[1]} is {configured[0]}; set gradient "
+            "accumulation in one place (the job's gradient_accumulation_steps)"
+        )
     steps = configured[0] if configured is not None else (requested or 1)
     accelerator.gradient_accumulation_steps = steps  # what accumulate() counts with
     plugin, _ = _deepspeed_value(accelerator)

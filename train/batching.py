@@ -32,7 +32,7 @@ class EncodedDataset(Dataset):
 def _padded(rows: list[torch.Tensor], pad: int) -> torch.Tensor:
     out = torch.full((len(rows), max(max(len(r) for r in rows), 1)), pad, dtype=torch.long)
     for i, row in enumerate(rows):
-        out[i, :len(row)] = row
+        out[i, : len(row)] = row
     return out
 
 
@@ -48,8 +48,8 @@ class Collate:
         input_ids = torch.full((len(items), longest), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(items), longest), dtype=torch.long)
         for row, item in enumerate(items):
-            input_ids[row, :len(item[0])] = item[0]
-            mask[row, :len(item[0])] = 1
+            input_ids[row, : len(item[0])] = item[0]
+            mask[row, : len(item[0])] = 1
         labels = torch.stack([item[1] for item in items])
         batch = {"input_ids": input_ids, "attention_mask": mask, "labels": labels}
         if len(items[0]) > 2:
@@ -64,8 +64,9 @@ class BucketBatchSampler(Sampler):
     accelerate shards the batches across ranks (batch i goes to rank i % world).
     """
 
-    def __init__(self, lengths: torch.Tensor, batch_size: int, seed: int, bucketing: bool = True,
-                 pool_batches: int = 64):
+    def __init__(
+        self, lengths: torch.Tensor, batch_size: int, seed: int, bucketing: bool = True, pool_batches: int = 64
+    ):
         self.lengths = lengths
         self.batch_size = batch_size
         self.drop_last = True  # read by accelerate's BatchSamplerShard
@@ -83,11 +84,11 @@ class BucketBatchSampler(Sampler):
     def batches(self, epoch: int) -> list[list[int]]:
         gen = torch.Generator().manual_seed(self.seed * 1000003 + epoch)
         order = torch.randperm(len(self.lengths), generator=gen)
-        usable = order[:len(self) * self.batch_size]
-        if not len(usable):   # fewer examples than one batch (train/data.py refuses such a split at start)
+        usable = order[: len(self) * self.batch_size]
+        if not len(usable):  # fewer examples than one batch (train/data.py refuses such a split at start)
             return []
         if self.bucketing:
-            pools = [usable[i:i + self.pool] for i in range(0, len(usable), self.pool)]
+            pools = [usable[i : i + self.pool] for i in range(0, len(usable), self.pool)]
             usable = torch.cat([p[torch.argsort(self.lengths[p], stable=True)] for p in pools])
         batches = usable.view(-1, self.batch_size)
         batches = batches[torch.randperm(len(batches), generator=gen)]
@@ -97,12 +98,17 @@ class BucketBatchSampler(Sampler):
         return iter(self.batches(self.epoch))
 
 
-def train_loader(enc: Encoded, batch_size: int, seed: int, pad_id: int, bucketing: bool,
-                 chars: bool = False) -> DataLoader:
+def train_loader(
+    enc: Encoded, batch_size: int, seed: int, pad_id: int, bucketing: bool, chars: bool = False
+) -> DataLoader:
     sampler = BucketBatchSampler(enc.lengths(), batch_size, seed, bucketing)
     # A private generator keeps DataLoader from drawing on the global RNG (dropout) at each iter().
-    return DataLoader(EncodedDataset(enc, chars), batch_sampler=sampler, collate_fn=Collate(pad_id),
-                      generator=torch.Generator().manual_seed(seed))
+    return DataLoader(
+        EncodedDataset(enc, chars),
+        batch_sampler=sampler,
+        collate_fn=Collate(pad_id),
+        generator=torch.Generator().manual_seed(seed),
+    )
 
 
 def eval_loader(enc: Encoded, batch_size: int, pad_id: int, chars: bool = False) -> DataLoader:

@@ -31,8 +31,11 @@ def checkpoints_dir(output_dir: Path) -> Path:
 
 
 def file_sizes(root: Path) -> dict[str, int]:
-    return {str(p.relative_to(root)): p.stat().st_size for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != MANIFEST}
+    return {
+        str(p.relative_to(root)): p.stat().st_size
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    }
 
 
 def directory_owner(accelerator, directory: Path) -> bool:
@@ -60,8 +63,9 @@ def shared_file_system(accelerator, owner: bool) -> bool:
     return int(accelerator.reduce(count, reduction="sum").item()) == 1
 
 
-def save(accelerator, output_dir: Path, step: int, state: dict, keep: int, owner: bool,
-         fingerprint: dict | None = None) -> Path:
+def save(
+    accelerator, output_dir: Path, step: int, state: dict, keep: int, owner: bool, fingerprint: dict | None = None
+) -> Path:
     """Collective: every rank must call it at the same step.  `owner`: see directory_owner."""
     root = checkpoints_dir(output_dir)
     tmp, final = root / f".tmp-step-{step}", root / f"step-{step}"
@@ -72,8 +76,13 @@ def save(accelerator, output_dir: Path, step: int, state: dict, keep: int, owner
     accelerator.save_state(str(tmp))
     accelerator.wait_for_everyone()
     if owner:
-        manifest = {"step": step, "state": state, "fingerprint": fingerprint, "run_id": os.environ.get("KIT_RUN_ID"),
-                    "files": file_sizes(tmp)}
+        manifest = {
+            "step": step,
+            "state": state,
+            "fingerprint": fingerprint,
+            "run_id": os.environ.get("KIT_RUN_ID"),
+            "files": file_sizes(tmp),
+        }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
         shutil.rmtree(final, ignore_errors=True)
         os.rename(tmp, final)

@@ -42,8 +42,10 @@ class Splits:
         out = []
         for ex in examples:
             if ex.label not in index:
-                raise DataError(f"{ex.source}: label {ex.label!r} does not occur in the training split "
-                                f"(known labels: {', '.join(self.labels)})")
+                raise DataError(
+                    f"{ex.source}: label {ex.label!r} does not occur in the training split "
+                    f"(known labels: {', '.join(self.labels)})"
+                )
             out.append(index[ex.label])
         return out
 
@@ -80,9 +82,11 @@ def _make(text, label, where: str) -> Example:
     for name, value in (("text", text), ("label", label)):
         try:
             value.encode("utf-8")
-        except UnicodeEncodeError as exc:   # a JSON escape such as "\ud800" decodes to a lone surrogate
-            raise DataError(f"{where}: {name} holds a lone surrogate {value[exc.start]!r} at character {exc.start}, "
-                            f"not valid Unicode (a half of a UTF-16 pair?); fix or drop that line") from None
+        except UnicodeEncodeError as exc:  # a JSON escape such as "\ud800" decodes to a lone surrogate
+            raise DataError(
+                f"{where}: {name} holds a lone surrogate {value[exc.start]!r} at character {exc.start}, "
+                f"not valid Unicode (a half of a UTF-16 pair?); fix or drop that line"
+            ) from None
     if not label:
         raise DataError(f"{where}: empty label")
     return Example(text=text, label=label, source=where)
@@ -198,7 +202,7 @@ def split(examples: list[Example], seed: int, val_fraction: float, test_fraction
     n_test = max(1, round(len(examples) * test_fraction))
     n_val = max(1, round(len(examples) * val_fraction))
     shuffled = [examples[i] for i in order]
-    test, val, train = shuffled[:n_test], shuffled[n_test:n_test + n_val], shuffled[n_test + n_val:]
+    test, val, train = shuffled[:n_test], shuffled[n_test : n_test + n_val], shuffled[n_test + n_val :]
     labels = _sorted_labels({ex.label for ex in train})
     splits = Splits(train, val, test, labels, _fingerprint(examples, seed, (val_fraction, test_fraction)))
     splits.label_ids(val)  # fail now, before training, on labels the model could never predict
@@ -212,12 +216,21 @@ def require_one_batch(splits: Splits, batch_size: int, processes: int, unit: str
     needed = batch_size * processes
     if len(splits.train) < needed:
         each = f" on each of {processes} {unit}" if processes > 1 else ""
-        raise DataError(f"training split: {len(splits.train)} examples, fewer than one batch of {batch_size}{each} "
-                        f"({needed} examples); lower --batch-size or give more data")
+        raise DataError(
+            f"training split: {len(splits.train)} examples, fewer than one batch of {batch_size}{each} "
+            f"({needed} examples); lower --batch-size or give more data"
+        )
 
 
-def load_splits(source: str, text_col: str, label_col: str, seed: int, val_fraction: float,
-                test_fraction: float, deduplicate: bool = True) -> Splits:
+def load_splits(
+    source: str,
+    text_col: str,
+    label_col: str,
+    seed: int,
+    val_fraction: float,
+    test_fraction: float,
+    deduplicate: bool = True,
+) -> Splits:
     examples = read_examples(source, text_col, label_col)
     if deduplicate:
         examples = dedupe(examples)

@@ -25,7 +25,7 @@ SHOWN = 10  # hex digits of a hash in the message
 @dataclass(frozen=True)
 class Report:
     rank: int
-    node: int   # the machine rank (torchrun's GROUP_RANK under kit's static rendezvous)
+    node: int  # the machine rank (torchrun's GROUP_RANK under kit's static rendezvous)
     host: str
     split: str
     tokenizer: str
@@ -71,8 +71,14 @@ def node_rank(rank: int, env=os.environ) -> int:
 
 
 def report(rank: int, splits, tokenizer, encoded: dict, env=os.environ) -> Report:
-    return Report(rank, node_rank(rank, env), socket.gethostname(), split_digest(splits), vocab_digest(tokenizer),
-                  encoded_digest(encoded))
+    return Report(
+        rank,
+        node_rank(rank, env),
+        socket.gethostname(),
+        split_digest(splits),
+        vocab_digest(tokenizer),
+        encoded_digest(encoded),
+    )
 
 
 def differences(reports: list[Report]) -> list[tuple[str, str]]:
@@ -80,8 +86,12 @@ def differences(reports: list[Report]) -> list[tuple[str, str]]:
     out = []
     for field, name in FIELDS:
         if len({getattr(r, field) for r in reports}) > 1:
-            out.append((field, f"{name} " + ", ".join(f"{value[:SHOWN]} on {where}"
-                                                      for value, where in _groups(reports, field))))
+            out.append(
+                (
+                    field,
+                    f"{name} " + ", ".join(f"{value[:SHOWN]} on {where}" for value, where in _groups(reports, field)),
+                )
+            )
     if any(field in ("split", "tokenizer") for field, _ in out):
         out = [(field, text) for field, text in out if field != "encoded"]
     return out
@@ -96,7 +106,7 @@ def _groups(reports: list[Report], field: str) -> list[tuple[str, str]]:
     for node, members in sorted(nodes.items()):
         values = {getattr(r, field) for r in members}
         for r in members:
-            where = (f"node {node} ({r.host})" if len(values) == 1 else f"rank {r.rank} on node {node} ({r.host})")
+            where = f"node {node} ({r.host})" if len(values) == 1 else f"rank {r.rank} on node {node} ({r.host})"
             if where not in places.setdefault(getattr(r, field), []):
                 places[getattr(r, field)].append(where)
     return [(value, " and ".join(where)) for value, where in places.items()]
@@ -114,7 +124,7 @@ def failure(reports: list[Report], cache_dir: str, own_tokenizer: bool) -> str |
         hint = "give every node the same --model directory"
     else:
         home = os.path.expanduser("~")
-        shown = "~" + cache_dir[len(home):] if cache_dir.startswith(home + os.sep) else cache_dir
+        shown = "~" + cache_dir[len(home) :] if cache_dir.startswith(home + os.sep) else cache_dir
         hint = f"delete the cache ({shown}) or give every node the same --cache-dir"
     return PREFIX + "the data pipeline differs between nodes: " + "; ".join(text for _, text in found) + "; " + hint
 

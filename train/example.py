@@ -63,7 +63,7 @@ def load_reviews(seed: int) -> dict[str, list[tuple[str, int]]]:
     examples = sorted((text, labels.pop()) for text, labels in by_text.items() if len(labels) == 1)
     random.Random(seed).shuffle(examples)
     n_eval = len(examples) // 10
-    return {"test": examples[:n_eval], "validation": examples[n_eval:2 * n_eval], "train": examples[2 * n_eval:]}
+    return {"test": examples[:n_eval], "validation": examples[n_eval : 2 * n_eval], "train": examples[2 * n_eval :]}
 
 
 def build_vocab(texts: list[str]) -> dict[str, int]:
@@ -87,13 +87,14 @@ def check_world(accelerator: Accelerator) -> None:
     alone and exit 0 (kit passes the plan's shape as KIT_EXPECTED_* variables)."""
     expected = os.environ.get("KIT_EXPECTED_WORLD_SIZE")
     if expected and int(expected) != accelerator.num_processes:
-        raise SystemExit(f"world check failed: {accelerator.num_processes} process(es) joined, kit planned "
-                         f"{expected} ({accelerator.distributed_type})")
+        raise SystemExit(
+            f"world check failed: {accelerator.num_processes} process(es) joined, kit planned "
+            f"{expected} ({accelerator.distributed_type})"
+        )
     strategy = os.environ.get("KIT_EXPECTED_STRATEGY")
     engaged = {"deepspeed": "DEEPSPEED", "fsdp": "FSDP"}.get(strategy or "")
     if engaged and int(expected or 1) > 1 and engaged not in str(accelerator.distributed_type):
-        raise SystemExit(f"world check failed: kit planned {strategy}, accelerate runs "
-                         f"{accelerator.distributed_type}")
+        raise SystemExit(f"world check failed: kit planned {strategy}, accelerate runs {accelerator.distributed_type}")
 
 
 def evaluate(model, loader, accelerator: Accelerator) -> tuple[float, list[int], list[int]]:
@@ -125,20 +126,31 @@ def main() -> None:
     accelerator = Accelerator(kwargs_handlers=handlers)
     check_world(accelerator)
     set_seed(args.seed)
-    accelerator.print(f"world {accelerator.num_processes} process(es), {accelerator.distributed_type}, "
-                      f"mixed precision {accelerator.mixed_precision}, device {accelerator.device}")
+    accelerator.print(
+        f"world {accelerator.num_processes} process(es), {accelerator.distributed_type}, "
+        f"mixed precision {accelerator.mixed_precision}, device {accelerator.device}"
+    )
 
     splits = load_reviews(args.seed)
     vocab = build_vocab([text for text, _ in splits["train"]])
     data = {name: encode(pairs, vocab, args.max_length) for name, pairs in splits.items()}
-    accelerator.print(", ".join(f"{name} {len(pairs)}" for name, pairs in splits.items()) +
-                      f" reviews; {len(vocab) + 3} tokens")
-    train_loader = DataLoader(data["train"], batch_size=args.batch_size, shuffle=True,
-                              generator=torch.Generator().manual_seed(args.seed))
+    accelerator.print(
+        ", ".join(f"{name} {len(pairs)}" for name, pairs in splits.items()) + f" reviews; {len(vocab) + 3} tokens"
+    )
+    train_loader = DataLoader(
+        data["train"], batch_size=args.batch_size, shuffle=True, generator=torch.Generator().manual_seed(args.seed)
+    )
     eval_loaders = {name: DataLoader(data[name], batch_size=2 * args.batch_size) for name in ("validation", "test")}
 
-    config = BertConfig(vocab_size=len(vocab) + 3, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=512, max_position_embeddings=args.max_length, num_labels=len(LABELS))
+    config = BertConfig(
+        vocab_size=len(vocab) + 3,
+        hidden_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=512,
+        max_position_embeddings=args.max_length,
+        num_labels=len(LABELS),
+    )
     model = BertForSequenceClassification(config)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     steps_per_epoch = len(train_loader) // accelerator.num_processes // accelerator.gradient_accumulation_steps
@@ -146,11 +158,13 @@ def main() -> None:
     if args.max_steps:
         total_steps = min(total_steps, args.max_steps)
     # accelerate steps a prepared scheduler once per process for each optimizer step: count in those steps.
-    scheduler = get_linear_schedule_with_warmup(optimizer, total_steps // 10 * accelerator.num_processes,
-                                                total_steps * accelerator.num_processes)
+    scheduler = get_linear_schedule_with_warmup(
+        optimizer, total_steps // 10 * accelerator.num_processes, total_steps * accelerator.num_processes
+    )
 
     model, optimizer, train_loader, scheduler, *loaders = accelerator.prepare(
-        model, optimizer, train_loader, scheduler, *eval_loaders.values())
+        model, optimizer, train_loader, scheduler, *eval_loaders.values()
+    )
     eval_loaders = dict(zip(eval_loaders, loaders))
 
     # The training loop: every rank runs it on its shard of each batch; accelerate averages the gradients.
@@ -188,13 +202,16 @@ def main() -> None:
     accelerator.print(f'kit-insight: {{"e": "end", "t": {time.time()}}}', flush=True)
 
     test_loss, preds, refs = evaluate(model, eval_loaders["test"], accelerator)
-    report = classification_report(refs, preds, labels=list(range(len(LABELS))), target_names=LABELS, digits=4,
-                                   zero_division=0)
+    report = classification_report(
+        refs, preds, labels=list(range(len(LABELS))), target_names=LABELS, digits=4, zero_division=0
+    )
     peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     resources = torch.tensor([peak_rss_mib], device=accelerator.device)
     per_rank = accelerator.gather(resources).tolist()  # every rank takes part in a collective
-    accelerator.print(f"test accuracy {accuracy(preds, refs):.4f} loss {test_loss:.4f} ({len(refs)} reviews); "
-                      f"{samples / elapsed:.1f} samples/s over {step} steps")
+    accelerator.print(
+        f"test accuracy {accuracy(preds, refs):.4f} loss {test_loss:.4f} ({len(refs)} reviews); "
+        f"{samples / elapsed:.1f} samples/s over {step} steps"
+    )
     for rank, rss in enumerate(per_rank):
         accelerator.print(f"rank {rank}: peak RSS {rss:.0f} MiB")
     accelerator.print(report)
@@ -202,9 +219,14 @@ def main() -> None:
     if accelerator.is_main_process:  # one process writes the results (kit's sweeps read metrics.json)
         out = Path(args.output_dir)
         out.mkdir(parents=True, exist_ok=True)
-        metrics = {"evals": evals, "test": {"accuracy": accuracy(preds, refs), "loss": test_loss},
-                   "steps": step, "samples_per_second": samples / elapsed, "world_size": accelerator.num_processes,
-                   "peak_rss_mib": per_rank}
+        metrics = {
+            "evals": evals,
+            "test": {"accuracy": accuracy(preds, refs), "loss": test_loss},
+            "steps": step,
+            "samples_per_second": samples / elapsed,
+            "world_size": accelerator.num_processes,
+            "peak_rss_mib": per_rank,
+        }
         (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
         (out / "classification_report.txt").write_text(report)
     accelerator.wait_for_everyone()

@@ -10,28 +10,64 @@ requeued run may change them and still resume.
 from __future__ import annotations
 
 # Hyperparameters that change the trajectory (names of `python -m train` arguments).
-TRAJECTORY_ARGS = ("batch_size", "grad_accum", "lr", "weight_decay", "warmup", "epochs", "max_steps",
-                   "max_grad_norm", "bucketing", "seed", "max_length", "dedupe", "cjk", "pretrain_epochs",
-                   "pretrain_steps", "pretrain_lr", "mask_prob")
+TRAJECTORY_ARGS = (
+    "batch_size",
+    "grad_accum",
+    "lr",
+    "weight_decay",
+    "warmup",
+    "epochs",
+    "max_steps",
+    "max_grad_norm",
+    "bucketing",
+    "seed",
+    "max_length",
+    "dedupe",
+    "cjk",
+    "pretrain_epochs",
+    "pretrain_steps",
+    "pretrain_lr",
+    "mask_prob",
+)
 # Model configuration keys that decide the checkpoint's tensors or the model's behaviour.
-MODEL_KEYS = ("model_type", "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-              "intermediate_size", "max_position_embeddings", "num_labels", "hidden_dropout_prob",
-              "attention_probs_dropout_prob", "id2label")
+MODEL_KEYS = (
+    "model_type",
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "num_labels",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "id2label",
+)
 
 
 def build(args, model_config, data_fingerprint: str, strategy: str, world_size: int, precision: str) -> dict:
     """The run's fingerprint: plain JSON values, compared key by key."""
     config = model_config.to_dict()
-    out = {"model": args.model, "data": data_fingerprint, "strategy": strategy, "world_size": world_size,
-           "mixed_precision": precision}
+    out = {
+        "model": args.model,
+        "data": data_fingerprint,
+        "strategy": strategy,
+        "world_size": world_size,
+        "mixed_precision": precision,
+    }
     out.update({f"model.{k}": _plain(config.get(k)) for k in MODEL_KEYS})
     out.update({k: _plain(getattr(args, k)) for k in TRAJECTORY_ARGS})
     if config.get("ngram_buckets"):
         # Only with the n-gram head: BERT alone keeps the fingerprint it had before the head, so its checkpoints
         # still resume.
-        out.update({"model.ngram_buckets": config["ngram_buckets"], "model.ngram_max_n": config.get("ngram_max_n"),
-                    "ngram_lr": args.ngram_lr})
-        if config.get("ngram_input", "tokens") != "tokens":   # a token head's checkpoints from before still resume
+        out.update(
+            {
+                "model.ngram_buckets": config["ngram_buckets"],
+                "model.ngram_max_n": config.get("ngram_max_n"),
+                "ngram_lr": args.ngram_lr,
+            }
+        )
+        if config.get("ngram_input", "tokens") != "tokens":  # a token head's checkpoints from before still resume
             out["model.ngram_input"] = config["ngram_input"]
     return out
 

@@ -13,14 +13,29 @@ PEAK_ENV = "KIT_TRAIN_PEAK_TFLOPS"
 
 # Dense 16-bit tensor-core peak per GPU in TFLOPS (vendor datasheets, without sparsity).  First match wins.
 _PEAK_16BIT_TFLOPS = [
-    ("H100 PCIe", 756.0), ("H100 NVL", 835.0), ("H200", 989.4), ("H100", 989.4), ("GH200", 989.4),
-    ("B200", 2250.0), ("A100", 312.0), ("A800", 312.0), ("L40S", 362.1), ("L40", 181.0), ("L4", 121.0),
-    ("A10G", 70.0), ("A10", 125.0), ("V100", 125.0), ("RTX 4090", 165.2), ("RTX 3090", 71.0), ("T4", 65.0),
+    ("H100 PCIe", 756.0),
+    ("H100 NVL", 835.0),
+    ("H200", 989.4),
+    ("H100", 989.4),
+    ("GH200", 989.4),
+    ("B200", 2250.0),
+    ("A100", 312.0),
+    ("A800", 312.0),
+    ("L40S", 362.1),
+    ("L40", 181.0),
+    ("L4", 121.0),
+    ("A10G", 70.0),
+    ("A10", 125.0),
+    ("V100", 125.0),
+    ("RTX 4090", 165.2),
+    ("RTX 3090", 71.0),
+    ("T4", 65.0),
 ]
 
 
-def train_flops_per_token(hidden: int, layers: int, intermediate: int, mean_seq_len: float,
-                          num_labels: int = 2) -> float:
+def train_flops_per_token(
+    hidden: int, layers: int, intermediate: int, mean_seq_len: float, num_labels: int = 2
+) -> float:
     dense = layers * (4 * hidden * hidden + 2 * hidden * intermediate) + hidden * hidden + hidden * num_labels
     return 6.0 * dense + 12.0 * layers * hidden * mean_seq_len
 

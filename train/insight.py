@@ -25,22 +25,24 @@ import time
 from contextlib import contextmanager
 
 MARK = "kit-insight: "
-ATTEMPT_RDZV = "kit-attempt-"   # launcher/planning/attempt.py spells the same (tests hold them equal)
+ATTEMPT_RDZV = "kit-attempt-"  # launcher/planning/attempt.py spells the same (tests hold them equal)
 REPORT_EVERY_S = float(os.environ.get("KIT_INSIGHT_EVERY") or 5.0)
-PROGRESS_EVERY_S = 0.5   # the lost work after a failure is known to this much
+PROGRESS_EVERY_S = 0.5  # the lost work after a failure is known to this much
 
 
 def enabled() -> bool:
-    return os.environ.get("KIT_INSIGHT", "") != "0" and (bool(os.environ.get("KIT_RUN_ID"))
-                                                         or os.environ.get("KIT_INSIGHT") == "1")
+    return os.environ.get("KIT_INSIGHT", "") != "0" and (
+        bool(os.environ.get("KIT_RUN_ID")) or os.environ.get("KIT_INSIGHT") == "1"
+    )
 
 
 def process_start() -> float:
     """When this process started (wall clock), from /proc: the imports before any of our code count too."""
     try:
         import psutil
+
         return psutil.Process().create_time()
-    except Exception:   # no psutil or no /proc: the moment we were asked
+    except Exception:  # no psutil or no /proc: the moment we were asked
         return time.time()
 
 
@@ -51,7 +53,7 @@ def attempt_fields(env=os.environ) -> dict:
     SSH backends (launcher/planning/attempt.py; attempt 1 keeps torchrun's default id); `sr`: a SLURM job's
     requeue count, whose attempts are requeues of one script (kit reads it only for such a backend)."""
     rdzv = env.get("PET_RDZV_ID", "")
-    number = rdzv[len(ATTEMPT_RDZV):] if rdzv.startswith(ATTEMPT_RDZV) else ""
+    number = rdzv[len(ATTEMPT_RDZV) :] if rdzv.startswith(ATTEMPT_RDZV) else ""
     out = {"a": int(number) if number.isdigit() else 1}
     if env.get("SLURM_RESTART_COUNT", "").isdigit():
         out["sr"] = int(env["SLURM_RESTART_COUNT"])
@@ -62,8 +64,9 @@ _ATTEMPT = attempt_fields()
 
 
 def emit(event: str, **fields) -> None:
-    print(MARK + json.dumps({"e": event, "t": round(time.time(), 3), **_ATTEMPT, **fields}), file=sys.stdout,
-          flush=True)
+    print(
+        MARK + json.dumps({"e": event, "t": round(time.time(), 3), **_ATTEMPT, **fields}), file=sys.stdout, flush=True
+    )
 
 
 class Insight:
@@ -72,17 +75,17 @@ class Insight:
     def __init__(self, rank: int = 0, main: bool = True, on: bool | None = None, phase: str | None = None):
         self.on = enabled() if on is None else on
         self.rank, self.main = rank, main
-        self.phase = phase   # the training loop's phase ("pretrain", "train") on its timeline events
-        self._data = self._forward = 0.0          # seconds this step
-        self._sums = [0.0, 0.0]                     # over the window: data, forward
+        self.phase = phase  # the training loop's phase ("pretrain", "train") on its timeline events
+        self._data = self._forward = 0.0  # seconds this step
+        self._sums = [0.0, 0.0]  # over the window: data, forward
         self._steps, self._from = 0, None
         self._window = None
-        self._events = []                           # CUDA (start, end) pairs of this window's forwards
-        self._started = None                        # forward's start (CPU clock) in the current call
+        self._events = []  # CUDA (start, end) pairs of this window's forwards
+        self._started = None  # forward's start (CPU clock) in the current call
         self._timed_forward = False
         self._first = True
         self._next_progress = 0.0
-        self._waited = None                         # the training thread's CPU wait so far (seconds)
+        self._waited = None  # the training thread's CPU wait so far (seconds)
 
     # --- the timeline (main process) --------------------------------------------------------------------------
     def event(self, name: str, **fields) -> None:
@@ -119,6 +122,7 @@ class Insight:
                     self._events.append((self._started, end))
                     self._started = None
         else:
+
             def before(mod, args):
                 if mod.training:
                     self._started = time.perf_counter()
@@ -127,6 +131,7 @@ class Insight:
                 if mod.training and self._started is not None:
                     self._forward += time.perf_counter() - self._started
                     self._started = None
+
         self._hooks = [module.register_forward_pre_hook(before), module.register_forward_hook(after)]
 
     def close(self) -> None:
@@ -180,8 +185,14 @@ class Insight:
     def _report(self, step: int) -> None:
         forward = self._sums[1] + sum(s.elapsed_time(e) / 1000 for s, e in self._flush_events())
         n = self._steps
-        fields = {"r": self.rank, "w": self._window, "from": self._from, "to": step, "n": n,
-                  "data": round(self._sums[0] / n, 6)}
+        fields = {
+            "r": self.rank,
+            "w": self._window,
+            "from": self._from,
+            "to": step,
+            "n": n,
+            "data": round(self._sums[0] / n, 6),
+        }
         if self._timed_forward:
             fields["forward"] = round(forward / n, 6)
         fields.update(machine())
@@ -195,7 +206,7 @@ class Insight:
     def _flush_events(self) -> list:
         events, self._events = self._events, []
         if events:
-            events[-1][1].synchronize()   # once per window, not per step
+            events[-1][1].synchronize()  # once per window, not per step
         return events
 
 

@@ -90,14 +90,18 @@ class MaskedCollate:
         labels = torch.full((len(items), longest), IGNORE, dtype=torch.long)
         mask = torch.zeros((len(items), longest), dtype=torch.long)
         for row, (ids, lab) in enumerate(items):
-            input_ids[row, :len(ids)], labels[row, :len(ids)], mask[row, :len(ids)] = ids, lab, 1
+            input_ids[row, : len(ids)], labels[row, : len(ids)], mask[row, : len(ids)] = ids, lab, 1
         return {"input_ids": input_ids, "attention_mask": mask, "labels": labels}
 
 
 def train_loader(enc: Encoded, tokenizer, batch_size: int, seed: int, prob: float, bucketing: bool) -> DataLoader:
     sampler = BucketBatchSampler(enc.lengths(), batch_size, seed, bucketing)
-    return DataLoader(MaskedDataset(enc, tokenizer, prob, seed), batch_sampler=sampler,
-                      collate_fn=MaskedCollate(tokenizer.pad_token_id), generator=torch.Generator().manual_seed(seed))
+    return DataLoader(
+        MaskedDataset(enc, tokenizer, prob, seed),
+        batch_sampler=sampler,
+        collate_fn=MaskedCollate(tokenizer.pad_token_id),
+        generator=torch.Generator().manual_seed(seed),
+    )
 
 
 def eval_loader(enc: Encoded, tokenizer, batch_size: int, seed: int, prob: float) -> DataLoader:
@@ -114,5 +118,8 @@ def per_example(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tenso
     loss = F.cross_entropy(logits.float(), target, reduction="none")
     n = labels.shape[0]
     zeros = torch.zeros(n, dtype=torch.float64, device=labels.device)
-    return (zeros.index_add(0, row, loss.double()), zeros.index_add(0, row, (logits.argmax(-1) == target).double()),
-            zeros.index_add(0, row, torch.ones_like(loss, dtype=torch.float64)))
+    return (
+        zeros.index_add(0, row, loss.double()),
+        zeros.index_add(0, row, (logits.argmax(-1) == target).double()),
+        zeros.index_add(0, row, torch.ones_like(loss, dtype=torch.float64)),
+    )

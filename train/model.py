@@ -16,8 +16,16 @@ def is_local_model(model: str) -> bool:
 NGRAM_MAX_N = 3
 
 
-def build_model(model: str, num_labels: int, vocab_size: int, max_length: int, dropout: float = 0.1,
-                ngram_buckets: int = 0, skip_ids: tuple[int, ...] = (), ngram_input: str = "chars"):
+def build_model(
+    model: str,
+    num_labels: int,
+    vocab_size: int,
+    max_length: int,
+    dropout: float = 0.1,
+    ngram_buckets: int = 0,
+    skip_ids: tuple[int, ...] = (),
+    ngram_input: str = "chars",
+):
     """A preset built from BertConfig (random init) or a local pretrained directory (never downloaded); with
     `ngram_buckets` > 0, the n-gram head beside it (train/ngram_head.py) over the text's characters or, with
     `ngram_input="tokens"`, the token ids (`skip_ids`: the special tokens' ids, no part of a token n-gram)."""
@@ -33,16 +41,18 @@ def build_model(model: str, num_labels: int, vocab_size: int, max_length: int, d
     if is_local_model(model):
         path = Path(model)
         if not (path / "config.json").is_file():
-            raise ValueError(f"--model {model!r}: neither a preset ({', '.join(PRESETS)}) "
-                             "nor a local model directory with config.json")
+            raise ValueError(
+                f"--model {model!r}: neither a preset ({', '.join(PRESETS)}) "
+                "nor a local model directory with config.json"
+            )
         # The head's settings go into the config (a pretrained BERT's config has none; from_pretrained would pass
         # unknown keywords to the model's constructor).
         config = BertConfig.from_pretrained(str(path), num_labels=num_labels, local_files_only=True)
-        config.ngram_mix = None   # fitted to the saved model, not to the one trained now (train/ngram_mix.py)
+        config.ngram_mix = None  # fitted to the saved model, not to the one trained now (train/ngram_mix.py)
         if not extra and getattr(config, "ngram_buckets", None):
-            config.ngram_buckets = 0   # BERT alone asked for (--ngram-buckets 0): the saved head is left out
-        if extra and getattr(config, "ngram_buckets", None):   # a saved head keeps its shape and its input
-            extra = dict(ngram_input=getattr(config, "ngram_input", "tokens"))   # saved before the choice: tokens
+            config.ngram_buckets = 0  # BERT alone asked for (--ngram-buckets 0): the saved head is left out
+        if extra and getattr(config, "ngram_buckets", None):  # a saved head keeps its shape and its input
+            extra = dict(ngram_input=getattr(config, "ngram_input", "tokens"))  # saved before the choice: tokens
         for key, value in extra.items():
             setattr(config, key, value)
         if extra:
@@ -50,8 +60,15 @@ def build_model(model: str, num_labels: int, vocab_size: int, max_length: int, d
         return cls.from_pretrained(str(path), config=config, local_files_only=True)
     if extra:
         extra["ngram_skip_ids"] = sorted(set(skip_ids)) if ngram_input == "tokens" else []
-    config = BertConfig(vocab_size=vocab_size, max_position_embeddings=max(512, max_length), num_labels=num_labels,
-                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout, **PRESETS[model], **extra)
+    config = BertConfig(
+        vocab_size=vocab_size,
+        max_position_embeddings=max(512, max_length),
+        num_labels=num_labels,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+        **PRESETS[model],
+        **extra,
+    )
     return cls(config)
 
 
@@ -73,7 +90,7 @@ def _no_decay(name: str) -> bool:
 
 
 def is_ngram_head(name: str) -> bool:
-    return name.startswith("ngrams.") or ".ngrams." in name   # FSDP and DDP may prefix the names
+    return name.startswith("ngrams.") or ".ngrams." in name  # FSDP and DDP may prefix the names
 
 
 def param_groups(model: torch.nn.Module, weight_decay: float, ngram_lr: float | None = None) -> list[dict]:
@@ -89,8 +106,9 @@ def param_groups(model: torch.nn.Module, weight_decay: float, ngram_lr: float | 
     return groups
 
 
-def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float,
-                    ngram_lr: float | None = None) -> torch.optim.Optimizer:
+def build_optimizer(
+    model: torch.nn.Module, lr: float, weight_decay: float, ngram_lr: float | None = None
+) -> torch.optim.Optimizer:
     # Plain torch AdamW: DeepSpeed wraps it as a client optimizer (no compiled cpu_adam/fused_adam ops needed).
     return torch.optim.AdamW(param_groups(model, weight_decay, ngram_lr), lr=lr, betas=(0.9, 0.999), eps=1e-8)
 

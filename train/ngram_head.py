@@ -22,10 +22,10 @@ import re
 
 import torch
 
-MAX_CHARS = 1024    # characters of an example the head reads (the 99.9th percentile review has ~850)
-CHARS_VERSION = "c1"   # part of the encoded cache's key: a change to char_ids must not reuse older caches
-PAD_CHAR = 0        # NUL is dropped from the text, so 0 is free to pad with
-PRIME = 1_000_003   # mixes one id into the running hash of an n-gram
+MAX_CHARS = 1024  # characters of an example the head reads (the 99.9th percentile review has ~850)
+CHARS_VERSION = "c1"  # part of the encoded cache's key: a change to char_ids must not reuse older caches
+PAD_CHAR = 0  # NUL is dropped from the text, so 0 is free to pad with
+PRIME = 1_000_003  # mixes one id into the running hash of an n-gram
 
 
 class NgramBag(torch.nn.Module):
@@ -46,21 +46,21 @@ class NgramBag(torch.nn.Module):
         """(bucket of every 1..max_n-gram, whether it is made of real tokens only), each [batch, grams]."""
         ids = input_ids.long()
         real = attention_mask.bool()
-        for skip in self.skip_ids:   # comparisons with plain ints: no tensor made (nor copied to the GPU) per step
-            real = real & (ids != skip)   # not in place: a bool mask is the caller's own tensor
+        for skip in self.skip_ids:  # comparisons with plain ints: no tensor made (nor copied to the GPU) per step
+            real = real & (ids != skip)  # not in place: a bool mask is the caller's own tensor
         length = ids.shape[1]
         buckets, keep = [], []
         for n in range(1, self.max_n + 1):
             if length < n:
                 break
-            h = torch.full_like(ids[:, :length - n + 1], n)   # the order is part of the hash: "ab" is not "a","b"
+            h = torch.full_like(ids[:, : length - n + 1], n)  # the order is part of the hash: "ab" is not "a","b"
             ok = torch.ones_like(h, dtype=torch.bool)
             for k in range(n):
-                h = (h * PRIME + ids[:, k:length - n + 1 + k]) % self.buckets
-                ok &= real[:, k:length - n + 1 + k]
+                h = (h * PRIME + ids[:, k : length - n + 1 + k]) % self.buckets
+                ok &= real[:, k : length - n + 1 + k]
             buckets.append(h)
             keep.append(ok)
-        if not buckets:   # a text with no characters (an empty review): no n-grams, zero logits
+        if not buckets:  # a text with no characters (an empty review): no n-grams, zero logits
             return torch.zeros_like(ids[:, :0]), torch.zeros_like(real[:, :0])
         return torch.cat(buckets, 1), torch.cat(keep, 1)
 
@@ -69,7 +69,7 @@ class NgramBag(torch.nn.Module):
         grams, keep = self.ngram_ids(input_ids, attention_mask)
         weights = keep.float() / keep.sum(1, keepdim=True).clamp(min=1).float().sqrt()
         batch, per = grams.shape
-        offsets = torch.arange(batch, device=grams.device) * per   # all 0 for texts without characters
+        offsets = torch.arange(batch, device=grams.device) * per  # all 0 for texts without characters
         return self.bag(grams.flatten(), offsets, per_sample_weights=weights.flatten().to(self.bag.weight.dtype))
 
 
@@ -88,5 +88,5 @@ def char_batch(texts: list[str], limit: int = MAX_CHARS) -> torch.Tensor:
     rows = [char_ids(t, limit) for t in texts]
     out = torch.full((len(rows), max([len(r) for r in rows] + [1])), PAD_CHAR, dtype=torch.long)
     for i, row in enumerate(rows):
-        out[i, :len(row)] = torch.tensor(row, dtype=torch.long)
+        out[i, : len(row)] = torch.tensor(row, dtype=torch.long)
     return out

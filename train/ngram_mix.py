@@ -16,7 +16,7 @@ import math
 
 import torch
 
-SUM = (1.0, 1.0)   # no fit: the plain sum (`--ngram-mix sum`, and a model saved before the mix existed)
+SUM = (1.0, 1.0)  # no fit: the plain sum (`--ngram-mix sum`, and a model saved before the mix existed)
 
 
 def weights(config) -> tuple[float, float]:
@@ -29,7 +29,7 @@ def fit(deep: torch.Tensor, wide: torch.Tensor, labels: torch.Tensor, steps: int
     result from the same gathered logits on every rank); the plain sum if the fit does not converge to finite
     weights."""
     deep, wide, labels = deep.detach().double().cpu(), wide.detach().double().cpu(), labels.detach().cpu()
-    log_w = torch.zeros(2, dtype=torch.float64, requires_grad=True)   # log-weights: positive without constraints
+    log_w = torch.zeros(2, dtype=torch.float64, requires_grad=True)  # log-weights: positive without constraints
     opt = torch.optim.LBFGS([log_w], max_iter=steps, line_search_fn="strong_wolfe")
 
     def loss():
@@ -62,26 +62,38 @@ def calibrate(trainer) -> dict:
     """Collective: fit the two weights on the validation split and set them in the model's config (saved with it);
     what was fitted, for metrics.json."""
     accelerator = trainer.accelerator
-    with trainer.insight.span("eval", step=trainer.state.step):   # kit's goodput report counts it as evaluation
+    with trainer.insight.span("eval", step=trainer.state.step):  # kit's goodput report counts it as evaluation
         deep, wide, labels = head_logits(trainer)
     mix = torch.tensor(fit(deep, wide, labels), dtype=torch.float64, device=accelerator.device)
     from accelerate.utils import broadcast
 
-    a, b = (float(x) for x in broadcast(mix, from_process=0).cpu())   # one mix for the world, whatever the rank
+    a, b = (float(x) for x in broadcast(mix, from_process=0).cpu())  # one mix for the world, whatever the rank
     accelerator.unwrap_model(trainer.model).config.ngram_mix = [a, b]
-    if (a, b) == SUM:   # a split the heads separate perfectly (or one label only): the weights would grow forever
-        accelerator.print("heads mixed on validation: the fit found no finite weights; the plain sum is kept",
-                          flush=True)
+    if (a, b) == SUM:  # a split the heads separate perfectly (or one label only): the weights would grow forever
+        accelerator.print(
+            "heads mixed on validation: the fit found no finite weights; the plain sum is kept", flush=True
+        )
 
     def accuracy(logits):
         return round(float((logits.argmax(-1) == labels).double().mean()), 4)
 
-    report = {"deep": a, "wide": b, "examples": len(labels),
-              "validation_accuracy": {"bert": accuracy(deep), "ngram_head": accuracy(wide),
-                                      "sum": accuracy(deep + wide), "mixed": accuracy(a * deep + b * wide)},
-              "note": "weights fitted on the validation split: its accuracy after the fit is optimistic"}
+    report = {
+        "deep": a,
+        "wide": b,
+        "examples": len(labels),
+        "validation_accuracy": {
+            "bert": accuracy(deep),
+            "ngram_head": accuracy(wide),
+            "sum": accuracy(deep + wide),
+            "mixed": accuracy(a * deep + b * wide),
+        },
+        "note": "weights fitted on the validation split: its accuracy after the fit is optimistic",
+    }
     acc = report["validation_accuracy"]
-    accelerator.print(f"heads mixed on validation: logits = {a:.3f} * BERT + {b:.3f} * n-gram head "
-                      f"(validation accuracy: BERT {acc['bert']:.4f}, head {acc['ngram_head']:.4f}, "
-                      f"sum {acc['sum']:.4f}, mixed {acc['mixed']:.4f}, fitted there)", flush=True)
+    accelerator.print(
+        f"heads mixed on validation: logits = {a:.3f} * BERT + {b:.3f} * n-gram head "
+        f"(validation accuracy: BERT {acc['bert']:.4f}, head {acc['ngram_head']:.4f}, "
+        f"sum {acc['sum']:.4f}, mixed {acc['mixed']:.4f}, fitted there)",
+        flush=True,
+    )
     return report

@@ -39,7 +39,7 @@ class BertWithNgrams(BertForSequenceClassification):
         self.ngrams = NgramBag(config.ngram_buckets, config.ngram_max_n, config.num_labels, config.ngram_skip_ids)
 
     def _init_weights(self, module):
-        if isinstance(module, torch.nn.EmbeddingBag):   # the head's table (transformers calls this per module)
+        if isinstance(module, torch.nn.EmbeddingBag):  # the head's table (transformers calls this per module)
             # transformers' own zeros_: during from_pretrained torch.nn.init is a no-op, and a head missing from
             # the checkpoint (a pretrained BERT) would keep uninitialised memory; this one skips loaded weights.
             hf_init.zeros_(module.weight)
@@ -49,16 +49,18 @@ class BertWithNgrams(BertForSequenceClassification):
     def forward(self, input_ids=None, attention_mask=None, labels=None, char_ids=None, **kwargs):
         deep = super().forward(input_ids=input_ids, attention_mask=attention_mask, **kwargs).logits
         if reads_chars(self.config):
-            if char_ids is None:   # the head's logits would silently be missing from every prediction
-                raise ValueError("this model's n-gram head reads the text's characters: pass "
-                                 "char_ids=train.ngram_head.char_batch(texts) beside the tokenizer's output")
+            if char_ids is None:  # the head's logits would silently be missing from every prediction
+                raise ValueError(
+                    "this model's n-gram head reads the text's characters: pass "
+                    "char_ids=train.ngram_head.char_batch(texts) beside the tokenizer's output"
+                )
             wide = self.ngrams(char_ids, char_ids != PAD_CHAR)
         else:
             wide = self.ngrams(input_ids, torch.ones_like(input_ids) if attention_mask is None else attention_mask)
-        deep, wide = deep.float(), wide.float()   # summed in float32 under bf16
+        deep, wide = deep.float(), wide.float()  # summed in float32 under bf16
         loss = None
-        if labels is not None:   # one loss per head (see train/ngram_head.py for why)
+        if labels is not None:  # one loss per head (see train/ngram_head.py for why)
             ce = torch.nn.functional.cross_entropy
             loss = ce(deep, labels) + ce(wide, labels)
-        a, b = ngram_mix.weights(self.config)   # the heads' weights, fitted after training (train/ngram_mix.py)
+        a, b = ngram_mix.weights(self.config)  # the heads' weights, fitted after training (train/ngram_mix.py)
         return HeadsOutput(loss=loss, logits=a * deep + b * wide, deep_logits=deep, wide_logits=wide)

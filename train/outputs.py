@@ -13,7 +13,7 @@ def write_json(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-CURVE = "metrics.jsonl"   # kit's sweep contract: one line per evaluation, read while the run goes (early stopping)
+CURVE = "metrics.jsonl"  # kit's sweep contract: one line per evaluation, read while the run goes (early stopping)
 
 
 def append_curve(output_dir: str, step: int, **values: float) -> None:
@@ -30,19 +30,21 @@ def classification_outputs(labels: list[int], preds: list[int], names: list[str]
 
     ids = list(range(len(names)))
     report = classification_report(labels, preds, labels=ids, target_names=names, digits=4, zero_division=0)
-    as_dict = classification_report(labels, preds, labels=ids, target_names=names, output_dict=True,
-                                    zero_division=0)
+    as_dict = classification_report(labels, preds, labels=ids, target_names=names, output_dict=True, zero_division=0)
     matrix = confusion_matrix(labels, preds, labels=ids).tolist()
     width = max(8, *(len(n) for n in names))
-    lines = ["confusion matrix (rows: true label, columns: predicted)",
-             " " * width + "".join(f"{n:>{width + 1}}" for n in names)]
+    lines = [
+        "confusion matrix (rows: true label, columns: predicted)",
+        " " * width + "".join(f"{n:>{width + 1}}" for n in names),
+    ]
     lines += [f"{n:>{width}}" + "".join(f"{c:>{width + 1}}" for c in row) for n, row in zip(names, matrix)]
     text = report + "\n" + "\n".join(lines) + "\n"
     return text, {"report": as_dict, "confusion_matrix": matrix, "labels": names}
 
 
-def plot_curves(path: Path, train_log: list[dict], evals: list[dict], info: dict | None = None,
-                pretrain: dict | None = None) -> None:
+def plot_curves(
+    path: Path, train_log: list[dict], evals: list[dict], info: dict | None = None, pretrain: dict | None = None
+) -> None:
     figure = curves_figure(train_log, evals, info, pretrain)
     figure.savefig(path, dpi=100)
     import matplotlib.pyplot as plt
@@ -72,10 +74,15 @@ def curves_figure(train_log: list[dict], evals: list[dict], info: dict | None = 
     offset = (pretrain or {}).get("steps", 0)
     logs = [((pretrain or {}).get("train_log") or [], 0), (train_log, offset)]
     gpu = (info or {}).get("device") == "cuda"
-    panels = (("peak_memory_mib", f"peak memory per rank ({'CUDA allocator' if gpu else 'RSS'})", "MiB"),
-              ("utilization_pct", "GPU utilisation per rank (NVML)" if gpu else
-               "CPU per rank (process; 100% = one core)", "%"),
-              ("samples_per_s", "samples/s per rank", "examples/s"))
+    panels = (
+        ("peak_memory_mib", f"peak memory per rank ({'CUDA allocator' if gpu else 'RSS'})", "MiB"),
+        (
+            "utilization_pct",
+            "GPU utilisation per rank (NVML)" if gpu else "CPU per rank (process; 100% = one core)",
+            "%",
+        ),
+        ("samples_per_s", "samples/s per rank", "examples/s"),
+    )
     for ax, (key, title, unit) in zip(resource_axes, panels):
         _per_rank(ax, logs, key)
         if offset:
@@ -109,8 +116,13 @@ def _pretrain_panel(ax, pretrain: dict | None) -> None:
     if evals:
         ax.plot([r["step"] for r in evals], [r["loss"] for r in evals], "o-", label="MLM validation loss")
         twin = ax.twinx()
-        twin.plot([r["step"] for r in evals], [r["accuracy"] for r in evals], "s--", color="tab:green",
-                  label="masked-token accuracy")
+        twin.plot(
+            [r["step"] for r in evals],
+            [r["accuracy"] for r in evals],
+            "s--",
+            color="tab:green",
+            label="masked-token accuracy",
+        )
         twin.set_ylabel("masked-token accuracy")
         twin.legend(loc="center right")
     _label(ax, "pretraining (masked language model)", "loss")

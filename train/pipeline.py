@@ -55,8 +55,7 @@ def layout(world_size: int, stages: int, rank: int) -> Layout:
 def layer_split(num_layers: int, stages: int) -> list[tuple[int, int]]:
     """[start, end) of the encoder layers of each stage; every stage gets at least one."""
     if num_layers < stages:
-        raise LayoutError(f"{stages} pipeline stages need at least {stages} encoder layers; the model has "
-                          f"{num_layers}")
+        raise LayoutError(f"{stages} pipeline stages need at least {stages} encoder layers; the model has {num_layers}")
     base, extra = divmod(num_layers, stages)
     sizes = [base + (1 if s >= stages - extra else 0) for s in range(stages)]
     starts = [sum(sizes[:s]) for s in range(stages)]
@@ -91,7 +90,7 @@ class StageModule(torch.nn.Module):
         super().__init__()
         self.first, self.last = stage == 0, stage == stages - 1
         self.embeddings = model.bert.embeddings if self.first else None
-        self.layers = torch.nn.ModuleList(model.bert.encoder.layer[layers[0]:layers[1]])
+        self.layers = torch.nn.ModuleList(model.bert.encoder.layer[layers[0] : layers[1]])
         if self.last:
             self.pooler, self.dropout, self.classifier = model.bert.pooler, model.dropout, model.classifier
 
@@ -110,6 +109,7 @@ def say(text: str) -> None:
 
 class Fail(Exception):
     """A pipeline rank stops with this exit code and (on the rank that knows why) this message."""
+
     def __init__(self, code: int, message: str):
         super().__init__(message)
         self.code = code

@@ -50,7 +50,7 @@ def _pad(rows, length: int, pad_id: int, size: int):
     for i, (tokens, label) in enumerate(rows):
         n = min(len(tokens), length)
         ids[i, :n], mask[i, :n], labels[i] = tokens[:n], 1, label
-    mask[len(rows):, 0] = 1   # a row of padding still attends to one position (no all-masked softmax)
+    mask[len(rows) :, 0] = 1  # a row of padding still attends to one position (no all-masked softmax)
     return ids, mask, labels
 
 
@@ -58,8 +58,9 @@ class PipelineRun:
     def __init__(self, args, stages: int, microbatches: int, preemption: preempt.Preemption):
         self.args, self.stages, self.microbatches, self.preemption = args, stages, microbatches, preemption
         self.checkpoint_path: Path | None = None
-        self.device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available()
-                                   else "cpu")
+        self.device = torch.device(
+            f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu"
+        )
         dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo")
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.out = Path(args.output_dir)
@@ -69,21 +70,32 @@ class PipelineRun:
     # ---- data and model
     def load(self):
         args = self.args
-        splits = data.load_splits(args.data, args.text_column, args.label_column, args.seed, args.val_fraction,
-                                  args.test_fraction, args.dedupe)
+        splits = data.load_splits(
+            args.data,
+            args.text_column,
+            args.label_column,
+            args.seed,
+            args.val_fraction,
+            args.test_fraction,
+            args.dedupe,
+        )
         data.require_one_batch(splits, args.batch_size, max(1, self.world // self.stages), "pipeline replicas")
         cache = Path(args.cache_dir)
         local_first = int(os.environ.get("LOCAL_RANK", 0)) == 0
-        for turn in (True, False):   # the node's first process builds the caches, the others then read them
+        for turn in (True, False):  # the node's first process builds the caches, the others then read them
             if turn == local_first:
-                tok_dir = (Path(args.model) if model_lib.is_local_model(args.model)
-                           else tokenizing.trained_tokenizer_dir(cache, splits, args.vocab_size, args.cjk))
+                tok_dir = (
+                    Path(args.model)
+                    if model_lib.is_local_model(args.model)
+                    else tokenizing.trained_tokenizer_dir(cache, splits, args.vocab_size, args.cjk)
+                )
                 encoded = tokenizing.encode_splits(cache, splits, tok_dir, args.max_length)
             dist.barrier()
         self.splits, self.tokenizer, self.encoded = splits, tokenizing.load_tokenizer(tok_dir), encoded
 
     def check_data(self) -> None:
         """Every rank must have loaded the same split, tokenizer and ids (train/data_check.py)."""
+
         def gather(report):
             everyone = [None] * self.world
             dist.all_gather_object(everyone, report)
@@ -96,21 +108,21 @@ class PipelineRun:
 
     def build(self):
         args = self.args
-        torch.manual_seed(args.seed)   # the same whole model on every rank; each keeps its stage
+        torch.manual_seed(args.seed)  # the same whole model on every rank; each keeps its stage
         if args.ngram_buckets and self.rank == 0:
             # The head reads the input ids, which only the first stage sees; the stages train BERT alone.
-            print("note: pipeline stages train BERT without the n-gram head (--ngram-buckets is not used)",
-                  flush=True)
-        net = model_lib.build_model(args.model, len(self.splits.labels), len(self.tokenizer), args.max_length,
-                                    args.dropout)
+            print("note: pipeline stages train BERT without the n-gram head (--ngram-buckets is not used)", flush=True)
+        net = model_lib.build_model(
+            args.model, len(self.splits.labels), len(self.tokenizer), args.max_length, args.dropout
+        )
         check_world(self, net.config.num_hidden_layers)
         self.fingerprint = fingerprint.build(args, net.config, self.splits.fingerprint, "pipeline", self.world, "no")
         self.fingerprint["pipeline_stages"] = self.stages
         self.module = StageModule(net, self.layout.stage, self.stages, self.layers).to(self.device)
         del net
         from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
-        self.pipe_stage = PipelineStage(self.module, self.layout.stage, self.stages, self.device,
-                                        group=self.pipe_group)
+
+        self.pipe_stage = PipelineStage(self.module, self.layout.stage, self.stages, self.device, group=self.pipe_group)
         # Every stage gets the loss function: a schedule without one runs no backward on that stage.
         self.schedule = ScheduleGPipe(self.pipe_stage, n_microbatches=self.microbatches, loss_fn=_loss)
         self.optimizer = model_lib.build_optimizer(self.module, args.lr, args.weight_decay)
@@ -118,8 +130,11 @@ class PipelineRun:
         self.sampler = BucketBatchSampler(enc.lengths(), args.batch_size, args.seed, args.bucketing)
         self.per_epoch = len(self.sampler) // self.layout.replicas
         if self.per_epoch < 1:
-            raise Fail(EXIT_CONFIG, f"config error: {len(self.sampler)} batches of {args.batch_size} cannot feed "
-                                    f"{self.layout.replicas} pipeline replicas")
+            raise Fail(
+                EXIT_CONFIG,
+                f"config error: {len(self.sampler)} batches of {args.batch_size} cannot feed "
+                f"{self.layout.replicas} pipeline replicas",
+            )
         self.total = args.max_steps or max(1, round(args.epochs * self.per_epoch))
         warmup = int(round(args.warmup * self.total)) if args.warmup < 1 else int(args.warmup)
         self.scheduler = model_lib.build_scheduler(self.optimizer, warmup, self.total)
@@ -143,13 +158,16 @@ class PipelineRun:
 
     def _sync_and_clip(self) -> None:
         params = [p for p in self.module.parameters() if p.grad is not None]
-        if self.layout.replicas > 1:   # the replicas of this stage average their gradients
+        if self.layout.replicas > 1:  # the replicas of this stage average their gradients
             for p in params:
                 dist.all_reduce(p.grad, group=self.stage_group)
                 p.grad /= self.layout.replicas
-        if self.args.max_grad_norm > 0:   # one norm over the whole model: every stage's share, summed
-            sq = torch.stack([p.grad.pow(2).sum() for p in params]).sum() if params else torch.zeros((),
-                                                                                                      device=self.device)
+        if self.args.max_grad_norm > 0:  # one norm over the whole model: every stage's share, summed
+            sq = (
+                torch.stack([p.grad.pow(2).sum() for p in params]).sum()
+                if params
+                else torch.zeros((), device=self.device)
+            )
             dist.all_reduce(sq, group=self.pipe_group)
             coef = self.args.max_grad_norm / (sq.sqrt() + 1e-6)
             if coef < 1:
@@ -164,7 +182,7 @@ class PipelineRun:
     def train(self) -> bool:
         """Train to the last step; False when a stop signal stopped every rank (after a checkpoint)."""
         started = time.monotonic()
-        with self.preemption.deferred():   # signals only set a flag here; every rank acts on it at one step
+        with self.preemption.deferred():  # signals only set a flag here; every rank acts on it at one step
             finished = self._train_steps()
         self.train_seconds = time.monotonic() - started
         if not finished:
@@ -178,6 +196,7 @@ class PipelineRun:
         def sum_over_world(flag):
             dist.all_reduce(flag)
             return flag
+
         return self.preemption.agree(self.step, self.rank == 0, self.world, self.device, sum_over_world)
 
     def _train_steps(self) -> bool:
@@ -185,7 +204,7 @@ class PipelineRun:
         self.module.train()
         while self.step < self.total:
             epoch, offset = divmod(self.step, self.per_epoch)
-            batches = self.sampler.batches(epoch)[:self.per_epoch * self.layout.replicas]
+            batches = self.sampler.batches(epoch)[: self.per_epoch * self.layout.replicas]
             for k in range(offset, self.per_epoch):
                 if self.step >= self.total:
                     break
@@ -199,8 +218,10 @@ class PipelineRun:
                 if self.layout.last and (self.step % args.log_every == 0 or self.step == self.total):
                     mean = self._mean_over_replicas(loss)
                     if self.layout.replica == 0:
-                        say(f"step {self.step}/{self.total} epoch {epoch} loss {mean:.4f} "
-                             f"lr {self.scheduler.get_last_lr()[0]:.2e}")
+                        say(
+                            f"step {self.step}/{self.total} epoch {epoch} loss {mean:.4f} "
+                            f"lr {self.scheduler.get_last_lr()[0]:.2e}"
+                        )
                 if args.eval_every and self.step % args.eval_every == 0 and self.step < self.total:
                     evaluate_and_record(self)
                 if self._stop_agreed():
@@ -218,11 +239,15 @@ def run(args, stages: int) -> int:
             say("pipeline: no pretrain phase under pipeline stages; fine-tuning starts from a random encoder")
         args.pretrain_epochs, args.pretrain_steps = 0.0, 0
     if args.batch_size % microbatches:
-        print(f"config error: --batch-size {args.batch_size} is not a multiple of the {microbatches} pipeline "
-              f"micro-batches", file=sys.stderr, flush=True)
+        print(
+            f"config error: --batch-size {args.batch_size} is not a multiple of the {microbatches} pipeline "
+            f"micro-batches",
+            file=sys.stderr,
+            flush=True,
+        )
         return EXIT_CONFIG
     preemption = preempt.Preemption()
-    preemption.install()   # from the first moment, as the ordinary loop
+    preemption.install()  # from the first moment, as the ordinary loop
     run_ = None
     try:
         run_ = PipelineRun(args, stages, microbatches, preemption)
@@ -230,7 +255,7 @@ def run(args, stages: int) -> int:
     except preempt.Preempted as exc:
         return _preempted(args, run_, exc.signal_name)
     except Exception:
-        if preemption.terminate:   # a collective failed because the other ranks had already stopped
+        if preemption.terminate:  # a collective failed because the other ranks had already stopped
             return _preempted(args, run_, "SIGTERM")
         raise
     finally:
@@ -260,7 +285,7 @@ def _run(run_: PipelineRun) -> int:
             resume.finish(run_.out, run_.step, run_.fingerprint)
         dist.barrier()
         return 0
-    except resume.AlreadyFinished as exc:   # an earlier attempt finished the run: nothing to do (train/resume.py)
+    except resume.AlreadyFinished as exc:  # an earlier attempt finished the run: nothing to do (train/resume.py)
         if run_.rank == 0:
             say(str(exc))
         insight.finished_earlier(exc.step, run_.rank == 0)
@@ -274,8 +299,9 @@ def _run(run_: PipelineRun) -> int:
 
 def _preempted(args, run_, signal_name: str) -> int:
     step, last = (run_.step, run_.checkpoint_path) if run_ is not None else (0, None)
-    return preempt.stopped_outside_loop(args.output_dir, step, last, signal_name, run_ is None or run_.rank == 0,
-                                        EXIT_PREEMPTED)
+    return preempt.stopped_outside_loop(
+        args.output_dir, step, last, signal_name, run_ is None or run_.rank == 0, EXIT_PREEMPTED
+    )
 
 
 __all__ = ["run", "stages_from_env"]

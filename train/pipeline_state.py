@@ -22,21 +22,32 @@ def save(run) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
     dist.barrier()
-    if run.layout.replica == 0:   # replicas hold equal weights: one copy per stage
-        torch.save({"model": run.module.state_dict(), "optimizer": run.optimizer.state_dict(),
-                    "scheduler": run.scheduler.state_dict(), "evals": run.evals},
-                   tmp / f"stage{run.layout.stage}.pt")
+    if run.layout.replica == 0:  # replicas hold equal weights: one copy per stage
+        torch.save(
+            {
+                "model": run.module.state_dict(),
+                "optimizer": run.optimizer.state_dict(),
+                "scheduler": run.scheduler.state_dict(),
+                "evals": run.evals,
+            },
+            tmp / f"stage{run.layout.stage}.pt",
+        )
     dist.barrier()
     if run.rank == 0:
-        manifest = {"step": run.step, "state": {"step": run.step, "pipeline_stages": run.stages},
-                    "fingerprint": run.fingerprint, "run_id": os.environ.get("KIT_RUN_ID"),
-                    "files": checkpoint.file_sizes(tmp)}
+        manifest = {
+            "step": run.step,
+            "state": {"step": run.step, "pipeline_stages": run.stages},
+            "fingerprint": run.fingerprint,
+            "run_id": os.environ.get("KIT_RUN_ID"),
+            "files": checkpoint.file_sizes(tmp),
+        }
         (tmp / checkpoint.MANIFEST).write_text(json.dumps(manifest, indent=1))
         shutil.rmtree(final, ignore_errors=True)
         os.rename(tmp, final)
         checkpoint.prune(root, run.args.keep_checkpoints)
     run.checkpoint_path = final
     dist.barrier()
+
 
 def resume_or_start(run) -> None:
     decision = [None]

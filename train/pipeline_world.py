@@ -19,8 +19,7 @@ def check_world(run, num_layers: int) -> None:
     except LayoutError as exc:
         raise Fail(EXIT_WORLD_CHECK, f"world check failed: {exc}") from None
     run.layers = splits[run.layout.stage]
-    mine = (run.rank, run.layout.stage, run.layout.replica, describe(run.layout.stage, run.stages,
-                                                                       run.layers))
+    mine = (run.rank, run.layout.stage, run.layout.replica, describe(run.layout.stage, run.stages, run.layers))
     everyone = [None] * run.world
     dist.all_gather_object(everyone, mine)
     seen = {(s, r) for _, s, r, _ in everyone}
@@ -31,15 +30,21 @@ def check_world(run, num_layers: int) -> None:
         problems.append("two ranks claim one stage of one replica")
     if problems:
         raise Fail(EXIT_WORLD_CHECK, f"world check failed: {'; '.join(problems)}")
-    say(f"pipeline: rank {run.rank} is stage {run.layout.stage}/{run.stages} of replica "
-         f"{run.layout.replica}/{run.layout.replicas}: {mine[3]}")
+    say(
+        f"pipeline: rank {run.rank} is stage {run.layout.stage}/{run.stages} of replica "
+        f"{run.layout.replica}/{run.layout.replicas}: {mine[3]}"
+    )
     if run.rank == 0:
-        stages = "; ".join(f"stage {s}: ranks {','.join(str(r) for r, st, _, _ in everyone if st == s)} "
-                           f"({next(d for _, st, _, d in everyone if st == s)})" for s in range(run.stages))
-        say(f"world check: {run.world} processes = {run.stages} pipeline stage(s) x {run.layout.replicas} "
-             f"replica(s), {run.microbatches} micro-batches per step; {stages}")
-    run.pipe_group = _groups([run.layout.pipeline_ranks(r) for r in range(run.layout.replicas)],
-                                   run.layout.replica)
+        stages = "; ".join(
+            f"stage {s}: ranks {','.join(str(r) for r, st, _, _ in everyone if st == s)} "
+            f"({next(d for _, st, _, d in everyone if st == s)})"
+            for s in range(run.stages)
+        )
+        say(
+            f"world check: {run.world} processes = {run.stages} pipeline stage(s) x {run.layout.replicas} "
+            f"replica(s), {run.microbatches} micro-batches per step; {stages}"
+        )
+    run.pipe_group = _groups([run.layout.pipeline_ranks(r) for r in range(run.layout.replicas)], run.layout.replica)
     run.stage_group = _groups([run.layout.stage_ranks(s) for s in range(run.stages)], run.layout.stage)
 
 

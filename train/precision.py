@@ -32,8 +32,11 @@ def linear_dtypes(accelerator, model, forward, batch: dict) -> list[torch.dtype]
     the output dtype of each linear layer."""
     seen: list[torch.dtype] = []
     inner = accelerator.unwrap_model(model)
-    hooks = [m.register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
-             for m in inner.modules() if isinstance(m, torch.nn.Linear)]
+    hooks = [
+        m.register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
+        for m in inner.modules()
+        if isinstance(m, torch.nn.Linear)
+    ]
     was_training = model.training
     model.eval()
     try:
@@ -56,17 +59,23 @@ def verdict(planned: str, device: str, seen: list[torch.dtype]) -> str | None:
     wrong = sorted({str(d).removeprefix("torch.") for d in seen if d != want})
     if not wrong:
         return None
-    hint = " (PyTorch's CPU autocast supports bf16 only: use bf16 or no on CPU)" if (
-        device == "cpu" and planned == "fp16") else ""
-    return (f"{PREFIX}mixed precision {planned} planned but a forward on {device} computes in "
-            f"{', '.join(wrong)} ({sum(d != want for d in seen)} of {len(seen)} linear layers){hint}")
+    hint = (
+        " (PyTorch's CPU autocast supports bf16 only: use bf16 or no on CPU)"
+        if (device == "cpu" and planned == "fp16")
+        else ""
+    )
+    return (
+        f"{PREFIX}mixed precision {planned} planned but a forward on {device} computes in "
+        f"{', '.join(wrong)} ({sum(d != want for d in seen)} of {len(seen)} linear layers){hint}"
+    )
 
 
 def describe(planned: str, device: str, seen: list[torch.dtype]) -> str:
     dtype = str(EXPECTED[planned]).removeprefix("torch.")
     how = "no autocast" if planned == "no" else f"autocast on {device}"
-    return f"precision check: mixed precision {planned}: a forward computes in {dtype} ({len(seen)} linear " \
-           f"layers, {how})"
+    return (
+        f"precision check: mixed precision {planned}: a forward computes in {dtype} ({len(seen)} linear layers, {how})"
+    )
 
 
 def check(accelerator, model, forward, batch: dict) -> str | None:

@@ -84,9 +84,10 @@ class Preemption:
     def should_stop(self, accelerator, step: int) -> bool:
         """Collective when world > 1: call on every rank at every optimizer step."""
         world = accelerator.num_processes
-        device = accelerator.device if world > 1 else None   # a world of one needs no tensor
-        return self.agree(step, accelerator.process_index == 0, world, device,
-                          lambda flag: accelerator.reduce(flag, reduction="sum"))
+        device = accelerator.device if world > 1 else None  # a world of one needs no tensor
+        return self.agree(
+            step, accelerator.process_index == 0, world, device, lambda flag: accelerator.reduce(flag, reduction="sum")
+        )
 
     def agree(self, step: int, first_rank: bool, world: int, device, reduce_sum) -> bool:
         """Whether any rank saw a stop signal (`reduce_sum`: a sum over the world; collective when world > 1)."""
@@ -110,8 +111,12 @@ def enter_phase(accelerator, name: str, detail: str, preemption: Preemption | No
 
 
 def write_marker(output_dir: Path, step: int, checkpoint: Path | None, signal_name: str | None) -> None:
-    data = {"step": step, "checkpoint": None if checkpoint is None else str(checkpoint), "signal": signal_name,
-            "run_id": os.environ.get("KIT_RUN_ID")}
+    data = {
+        "step": step,
+        "checkpoint": None if checkpoint is None else str(checkpoint),
+        "signal": signal_name,
+        "run_id": os.environ.get("KIT_RUN_ID"),
+    }
     tmp = Path(output_dir) / (MARKER + ".tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n")
     os.replace(tmp, Path(output_dir) / MARKER)
@@ -132,6 +137,10 @@ def stopped_outside_loop(output_dir, step: int, last: Path | None, signal_name: 
             write_marker(Path(output_dir), step, last, signal_name)
         except OSError:
             pass  # the output directory may not exist yet
-        print(f"preempted by {signal_name} outside the training loop at step {step} (last checkpoint: {last}), "
-              f"exit {code}", file=sys.stderr, flush=True)
+        print(
+            f"preempted by {signal_name} outside the training loop at step {step} (last checkpoint: {last}), "
+            f"exit {code}",
+            file=sys.stderr,
+            flush=True,
+        )
     return code

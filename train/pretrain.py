@@ -49,10 +49,14 @@ def decide(resume: str, output_dir, current: dict) -> tuple[str, str | None]:
         done = json.loads((where / FINISHED).read_text())
     except (OSError, ValueError):
         done = None
-    if resume in ("no", "none", ""):   # the first attempt's: a restart continues what this run did (train/resume.py)
+    if resume in ("no", "none", ""):  # the first attempt's: a restart continues what this run did (train/resume.py)
         run_id = os.environ.get("KIT_RUN_ID")
-        if done is not None and run_id and done.get("run_id") == run_id \
-                and not fingerprint.differences(done.get("fingerprint"), current):
+        if (
+            done is not None
+            and run_id
+            and done.get("run_id") == run_id
+            and not fingerprint.differences(done.get("fingerprint"), current)
+        ):
             print("--resume no applies to the run's first attempt: reusing its own finished pretraining", flush=True)
         else:
             own = fresh_but_own(where, current)
@@ -60,16 +64,18 @@ def decide(resume: str, output_dir, current: dict) -> tuple[str, str | None]:
     if done is not None:
         diffs = fingerprint.differences(done.get("fingerprint"), current)
         if diffs:
-            raise ResumeRefused(f"resume refused: {where} holds the pretraining of a different run "
-                                f"({'; '.join(diffs)}): {advice()}")
+            raise ResumeRefused(
+                f"resume refused: {where} holds the pretraining of a different run ({'; '.join(diffs)}): {advice()}"
+            )
         return "done", None
     path = checkpoint.latest(where)
     if path is None:
         return "fresh", None
     diffs = fingerprint.differences(checkpoint.read_fingerprint(path), current)
     if diffs:
-        raise ResumeRefused(f"resume refused: checkpoint {path} was written by a different run "
-                            f"({'; '.join(diffs)}): {advice()}")
+        raise ResumeRefused(
+            f"resume refused: checkpoint {path} was written by a different run ({'; '.join(diffs)}): {advice()}"
+        )
     return "resume", str(path)
 
 
@@ -88,18 +94,27 @@ def agree(accelerator, resume: str, output_dir, current: dict, shared: bool, str
     if status == "refused":
         raise ResumeRefused(kind)
     if kind == "resume" and resume in ("no", "none", "") and not shared and strategy not in ("ddp", "single"):
-        accelerator.print("--resume no: pretraining from scratch after all: without a shared file system only the "
-                          f"main node holds the {strategy} states of {path}")
+        accelerator.print(
+            "--resume no: pretraining from scratch after all: without a shared file system only the "
+            f"main node holds the {strategy} states of {path}"
+        )
         return "fresh", None
     if kind == "resume" and not shared and strategy not in ("ddp", "single"):
-        raise ResumeRefused(f"resume refused: without a shared file system only the main node holds the {strategy} "
-                            f"pretraining states of {path}; put --output-dir on a shared file system, or {advice()}")
-    have = (directory(output_dir) / ENCODER).is_file() if kind == "done" else (
-        checkpoint.is_complete(Path(path)) if kind == "resume" else True)
+        raise ResumeRefused(
+            f"resume refused: without a shared file system only the main node holds the {strategy} "
+            f"pretraining states of {path}; put --output-dir on a shared file system, or {advice()}"
+        )
+    have = (
+        (directory(output_dir) / ENCODER).is_file()
+        if kind == "done"
+        else (checkpoint.is_complete(Path(path)) if kind == "resume" else True)
+    )
     missing = int(accelerator.reduce(torch.tensor([0.0 if have else 1.0], device=accelerator.device), "sum").item())
     if missing and kind == "resume" and resume not in ("no", "none", ""):
-        raise ResumeRefused(f"resume refused: {missing} rank(s) cannot see a complete copy of {path} (nodes "
-                            f"without a shared file system each need their own): {advice()}")
+        raise ResumeRefused(
+            f"resume refused: {missing} rank(s) cannot see a complete copy of {path} (nodes "
+            f"without a shared file system each need their own): {advice()}"
+        )
     if missing:  # the encoder file (or, under --resume no, the run's own checkpoint) is gone somewhere: start over
         what = path if kind == "resume" else directory(output_dir) / ENCODER
         accelerator.print(f"pretrain: {missing} rank(s) miss {what}; pretraining again")
@@ -109,9 +124,16 @@ def agree(accelerator, resume: str, output_dir, current: dict, shared: bool, str
 
 def phase_args(args) -> argparse.Namespace:
     """The loop's arguments for this phase: its own directory, length, learning rate; evaluation once per epoch."""
-    return argparse.Namespace(**{**vars(args), "output_dir": str(directory(args.output_dir)),
-                                 "epochs": args.pretrain_epochs, "max_steps": args.pretrain_steps,
-                                 "lr": args.pretrain_lr, "eval_every": 0})
+    return argparse.Namespace(
+        **{
+            **vars(args),
+            "output_dir": str(directory(args.output_dir)),
+            "epochs": args.pretrain_epochs,
+            "max_steps": args.pretrain_steps,
+            "lr": args.pretrain_lr,
+            "eval_every": 0,
+        }
+    )
 
 
 class PretrainTrainer(Trainer):
@@ -146,8 +168,9 @@ def build(args, accelerator, classifier_config, encoded: dict, tokenizer, curren
     pargs = phase_args(args)
     net = mlm.MaskedLM(classifier_config)
     optimizer = model_lib.build_optimizer(net, pargs.lr, pargs.weight_decay)
-    train_dl = mlm.train_loader(encoded["train"], tokenizer, pargs.batch_size, pargs.seed, args.mask_prob,
-                                pargs.bucketing)
+    train_dl = mlm.train_loader(
+        encoded["train"], tokenizer, pargs.batch_size, pargs.seed, args.mask_prob, pargs.bucketing
+    )
     sampler = train_dl.batch_sampler
     val_dl = mlm.eval_loader(encoded["validation"], tokenizer, pargs.eval_batch_size, pargs.seed, args.mask_prob)
     steps_per_epoch = -(-(len(sampler) // accelerator.num_processes) // pargs.grad_accum)
@@ -155,8 +178,9 @@ def build(args, accelerator, classifier_config, encoded: dict, tokenizer, curren
     warmup = int(round(pargs.warmup * total)) if pargs.warmup < 1 else int(pargs.warmup)
     scheduler = model_lib.build_scheduler(optimizer, warmup, total)
     net, optimizer, train_dl, val_dl, scheduler = accelerator.prepare(net, optimizer, train_dl, val_dl, scheduler)
-    trainer = PretrainTrainer(pargs, accelerator, net, optimizer, scheduler,
-                              {"train": train_dl, "validation": val_dl}, sampler, [])
+    trainer = PretrainTrainer(
+        pargs, accelerator, net, optimizer, scheduler, {"train": train_dl, "validation": val_dl}, sampler, []
+    )
     trainer.fingerprint = phase_fingerprint(current)
     return trainer
 
@@ -169,7 +193,7 @@ def encoder_state(accelerator, trainer) -> dict:
 
     state = full_state_dict(accelerator, trainer.model)  # DDP: on every rank; ZeRO-3 / FSDP: on rank 0
     prefix = "mlm.bert."
-    mine = {k[len(prefix):]: v.detach().cpu().clone() for k, v in (state or {}).items() if k.startswith(prefix)}
+    mine = {k[len(prefix) :]: v.detach().cpu().clone() for k, v in (state or {}).items() if k.startswith(prefix)}
     if strategy_name(accelerator) not in ("ddp", "single"):
         box = [mine if accelerator.is_main_process else None]
         broadcast_object_list(box)
@@ -188,8 +212,12 @@ def finish(accelerator, trainer, owner: bool, output_dir, summary: dict) -> dict
             tmp = where / (ENCODER + ".tmp")
             save_file({k: v.contiguous() for k, v in state.items()}, str(tmp))
             os.replace(tmp, where / ENCODER)
-            marker = {"step": trainer.state.step, "fingerprint": trainer.fingerprint, "summary": summary,
-                      "run_id": os.environ.get("KIT_RUN_ID")}
+            marker = {
+                "step": trainer.state.step,
+                "fingerprint": trainer.fingerprint,
+                "summary": summary,
+                "run_id": os.environ.get("KIT_RUN_ID"),
+            }
             (where / (FINISHED + ".tmp")).write_text(json.dumps(marker, indent=1, sort_keys=True) + "\n")
             os.replace(where / (FINISHED + ".tmp"), where / FINISHED)
         accelerator.wait_for_everyone()
@@ -200,8 +228,9 @@ def load_encoder(classifier, state: dict) -> None:
     """The pretrained encoder into the classifier; only its pooler (not part of the MLM) stays as initialised."""
     missing, unexpected = classifier.bert.load_state_dict(state, strict=False)
     if unexpected or any(not k.startswith("pooler.") for k in missing):
-        raise RuntimeError(f"pretrained encoder does not fit the classifier: missing {missing}, "
-                           f"unexpected {unexpected}")
+        raise RuntimeError(
+            f"pretrained encoder does not fit the classifier: missing {missing}, unexpected {unexpected}"
+        )
 
 
 def recorded(output_dir) -> dict | None:
@@ -224,8 +253,9 @@ def clear(output_dir, owner: bool) -> None:
         shutil.rmtree(directory(output_dir), ignore_errors=True)
 
 
-def run(args, accelerator, ctx, classifier, encoded: dict, tokenizer, current: dict, owner: bool,
-        shared: bool) -> dict | None:
+def run(
+    args, accelerator, ctx, classifier, encoded: dict, tokenizer, current: dict, owner: bool, shared: bool
+) -> dict | None:
     """Collective: pretrain (continue, or reuse a finished phase), then load the encoder into `classifier`.
     Returns what the phase did, for metrics.json; None when preempted (every rank saved a checkpoint)."""
     from train import precision, world_check
@@ -253,13 +283,21 @@ def run(args, accelerator, ctx, classifier, encoded: dict, tokenizer, current: d
     if not trainer.train():
         return None
     trainer.preemption.raise_if_terminated()
-    summary = {"steps": trainer.state.step, "epochs": trainer.state.epoch, "train_time_s": round(
-        trainer.state.train_time, 3), "evals": trainer.state.evals, "train_log": trainer.state.train_log,
-        "lr": args.pretrain_lr, "mask_prob": args.mask_prob}
+    summary = {
+        "steps": trainer.state.step,
+        "epochs": trainer.state.epoch,
+        "train_time_s": round(trainer.state.train_time, 3),
+        "evals": trainer.state.evals,
+        "train_log": trainer.state.train_log,
+        "lr": args.pretrain_lr,
+        "mask_prob": args.mask_prob,
+    }
     load_encoder(classifier, finish(accelerator, trainer, owner, out, summary))
     last = trainer.state.evals[-1] if trainer.state.evals else None
     if last:
-        accelerator.print(f"pretrain: done at step {trainer.state.step}: masked-token accuracy {last['accuracy']:.4f}"
-                          f" loss {last['loss']:.4f} (validation); the classifier starts from this encoder")
+        accelerator.print(
+            f"pretrain: done at step {trainer.state.step}: masked-token accuracy {last['accuracy']:.4f}"
+            f" loss {last['loss']:.4f} (validation); the classifier starts from this encoder"
+        )
     accelerator.free_memory()  # the MLM model, its optimizer and loaders are no part of the fine-tuning's state
     return {**summary, "reused": False}

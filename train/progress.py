@@ -50,10 +50,25 @@ def progress_bar(total: int, initial: int, disable: bool, desc: str = "train", s
     if _is_terminal(stream):
         return tqdm(total=total, initial=initial, desc=desc, dynamic_ncols=True, disable=disable, file=stream)
     if os.environ.get("KIT_PROGRESS") == "redraw":
-        return tqdm(total=total, initial=initial, desc=desc, ncols=100, disable=disable,
-                    file=LineWriter(stream, prefix=KIT_PROGRESS_MARK), mininterval=REDRAW_INTERVAL_S)
-    return tqdm(total=total, initial=initial, desc=desc, ncols=100, disable=disable, file=LineWriter(stream),
-                mininterval=LOG_INTERVAL_S, maxinterval=LOG_INTERVAL_S)
+        return tqdm(
+            total=total,
+            initial=initial,
+            desc=desc,
+            ncols=100,
+            disable=disable,
+            file=LineWriter(stream, prefix=KIT_PROGRESS_MARK),
+            mininterval=REDRAW_INTERVAL_S,
+        )
+    return tqdm(
+        total=total,
+        initial=initial,
+        desc=desc,
+        ncols=100,
+        disable=disable,
+        file=LineWriter(stream),
+        mininterval=LOG_INTERVAL_S,
+        maxinterval=LOG_INTERVAL_S,
+    )
 
 
 def quiet_library_bars(stream=None) -> None:

@@ -93,8 +93,11 @@ class Probe:
     def memory_kind(self) -> str:
         if self.cuda:
             return "CUDA memory allocated (peak per interval)"
-        return "resident memory, RSS (peak per interval)" if self.per_interval_memory else \
-            "resident memory, RSS (peak since start)"
+        return (
+            "resident memory, RSS (peak per interval)"
+            if self.per_interval_memory
+            else "resident memory, RSS (peak since start)"
+        )
 
     @property
     def utilization_kind(self) -> str:
@@ -129,17 +132,31 @@ class Tracker:
     def interval(self, samples: int, train_seconds: float) -> list[dict]:
         memory, util = self.probe.read()
         rate = samples / train_seconds if train_seconds > 0 else 0.0
-        mine = torch.tensor([[self.accelerator.process_index, memory, -1.0 if util is None else util, rate,
-                              samples, train_seconds]], dtype=torch.float64, device=self.accelerator.device)
+        mine = torch.tensor(
+            [[self.accelerator.process_index, memory, -1.0 if util is None else util, rate, samples, train_seconds]],
+            dtype=torch.float64,
+            device=self.accelerator.device,
+        )
         rows = self.accelerator.gather(mine).cpu().tolist()
         self.probe.start()
-        return [{"rank": int(r), "peak_memory_mib": round(m, 1), "utilization_pct": None if u < 0 else round(u, 1),
-                 "samples_per_s": round(s, 2), "samples": int(n), "train_s": round(t, 3)}
-                for r, m, u, s, n, t in sorted(rows)]
+        return [
+            {
+                "rank": int(r),
+                "peak_memory_mib": round(m, 1),
+                "utilization_pct": None if u < 0 else round(u, 1),
+                "samples_per_s": round(s, 2),
+                "samples": int(n),
+                "train_s": round(t, 3),
+            }
+            for r, m, u, s, n, t in sorted(rows)
+        ]
 
     def describe(self) -> dict:
-        return {"device": self.probe.device.type, "memory": self.probe.memory_kind,
-                "utilization": self.probe.utilization_kind}
+        return {
+            "device": self.probe.device.type,
+            "memory": self.probe.memory_kind,
+            "utilization": self.probe.utilization_kind,
+        }
 
 
 def summary(train_log: list[dict]) -> list[dict]:
@@ -153,10 +170,15 @@ def summary(train_log: list[dict]) -> list[dict]:
                 r["utils"].append(row["utilization_pct"])
             r["samples"] += row["samples"]
             r["seconds"] += row["train_s"]
-    return [{"rank": rank, "peak_memory_mib": round(r["peak"], 1),
-             "utilization_pct": round(sum(r["utils"]) / len(r["utils"]), 1) if r["utils"] else None,
-             "samples_per_s": round(r["samples"] / r["seconds"], 2) if r["seconds"] else None}
-            for rank, r in sorted(ranks.items())]
+    return [
+        {
+            "rank": rank,
+            "peak_memory_mib": round(r["peak"], 1),
+            "utilization_pct": round(sum(r["utils"]) / len(r["utils"]), 1) if r["utils"] else None,
+            "samples_per_s": round(r["samples"] / r["seconds"], 2) if r["seconds"] else None,
+        }
+        for rank, r in sorted(ranks.items())
+    ]
 
 
 def lines(info: dict, rows: list[dict], span: str = "") -> list[str]:
@@ -165,6 +187,8 @@ def lines(info: dict, rows: list[dict], span: str = "") -> list[str]:
     out = []
     for row in rows:
         util = "unknown" if row["utilization_pct"] is None else f"{row['utilization_pct']:.0f}%"
-        out.append(f"rank {row['rank']}: peak {'CUDA memory' if gpu else 'RSS'} {row['peak_memory_mib']:.0f} MiB, "
-                   f"{'GPU (NVML)' if gpu else 'CPU (process)'} {util}, {row['samples_per_s']} samples/s{span}")
+        out.append(
+            f"rank {row['rank']}: peak {'CUDA memory' if gpu else 'RSS'} {row['peak_memory_mib']:.0f} MiB, "
+            f"{'GPU (NVML)' if gpu else 'CPU (process)'} {util}, {row['samples_per_s']} samples/s{span}"
+        )
     return out

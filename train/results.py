@@ -64,8 +64,10 @@ def _gpu_rows(report: dict) -> list[dict] | None:
     """The per-GPU figures under their earlier key (bench/gpu_reference.py reads it); None on CPU."""
     if report["device"] != "cuda":
         return None
-    return [{"rank": r["rank"], "peak_memory_mib": r["peak_memory_mib"], "utilization_pct": r["utilization_pct"]}
-            for r in report["per_rank"]]
+    return [
+        {"rank": r["rank"], "peak_memory_mib": r["peak_memory_mib"], "utilization_pct": r["utilization_pct"]}
+        for r in report["per_rank"]
+    ]
 
 
 def _efficiency(accelerator, trainer, tokens_per_s: float | None) -> dict:
@@ -73,28 +75,44 @@ def _efficiency(accelerator, trainer, tokens_per_s: float | None) -> dict:
     s, config = trainer.state, accelerator.unwrap_model(trainer.model).config
     if not (s.samples and tokens_per_s):
         return {"model_flops_per_token": None, "mfu": None}
-    per_token = flops.train_flops_per_token(config.hidden_size, config.num_hidden_layers, config.intermediate_size,
-                                            s.tokens / s.samples, config.num_labels)
+    per_token = flops.train_flops_per_token(
+        config.hidden_size, config.num_hidden_layers, config.intermediate_size, s.tokens / s.samples, config.num_labels
+    )
     device = torch.cuda.get_device_name(accelerator.device) if accelerator.device.type == "cuda" else None
     util = flops.mfu(per_token, tokens_per_s, accelerator.num_processes, device)
-    return {"model_flops_per_token": round(per_token), "mfu": None if util is None else round(util, 4),
-            "device_name": device}
+    return {
+        "model_flops_per_token": round(per_token),
+        "mfu": None if util is None else round(util, 4),
+        "device_name": device,
+    }
 
 
 def _metrics(args, accelerator, trainer, test: dict, report: dict) -> dict:
     s = trainer.state
     tokens_per_s = s.tokens / s.train_time if s.train_time else None
     return {
-        "world_size": accelerator.num_processes, "strategy": strategy_name(accelerator),
-        "mixed_precision": str(accelerator.mixed_precision), "device": accelerator.device.type,
-        "steps": s.step, "epochs": s.epoch, "train_time_s": round(s.train_time, 3),
-        "grad_accum": args.grad_accum, "steps_per_epoch": trainer.steps_per_epoch,
-        "schedule_steps": trainer.total_steps, "samples": s.samples, "fingerprint": trainer.fingerprint,
+        "world_size": accelerator.num_processes,
+        "strategy": strategy_name(accelerator),
+        "mixed_precision": str(accelerator.mixed_precision),
+        "device": accelerator.device.type,
+        "steps": s.step,
+        "epochs": s.epoch,
+        "train_time_s": round(s.train_time, 3),
+        "grad_accum": args.grad_accum,
+        "steps_per_epoch": trainer.steps_per_epoch,
+        "schedule_steps": trainer.total_steps,
+        "samples": s.samples,
+        "fingerprint": trainer.fingerprint,
         "samples_per_s": round(s.samples / s.train_time, 2) if s.train_time else None,
         "tokens_per_s": None if tokens_per_s is None else round(tokens_per_s, 2),
-        **_efficiency(accelerator, trainer, tokens_per_s), "evals": s.evals, "train_log": s.train_log,
+        **_efficiency(accelerator, trainer, tokens_per_s),
+        "evals": s.evals,
+        "train_log": s.train_log,
         "test": {"loss": test["loss"], "accuracy": test["accuracy"], "examples": test["examples"]},
-        "labels": trainer.labels, "resources": report, "gpu": _gpu_rows(report), "pretrain": trainer.pretrain,
+        "labels": trainer.labels,
+        "resources": report,
+        "gpu": _gpu_rows(report),
+        "pretrain": trainer.pretrain,
         "run_id": os.environ.get("KIT_RUN_ID"),
         "args": dict(vars(args)),
     }
@@ -105,7 +123,7 @@ def finish(args, accelerator, trainer, tokenizer, out: Path) -> dict:
     preempt.enter_phase(accelerator, "test", f"{len(trainer.loaders['test'].dataset)} examples")
     mix = None
     if model_lib.has_head(accelerator.unwrap_model(trainer.model)) and args.ngram_mix == "fit":
-        mix = ngram_mix.calibrate(trainer)   # before the test: the test split has no say in it
+        mix = ngram_mix.calibrate(trainer)  # before the test: the test split has no say in it
     test = trainer.test()
     metrics = _metrics(args, accelerator, trainer, test, resource_report(trainer))
     metrics["ngram_mix"] = mix
@@ -125,18 +143,25 @@ def _write(args, accelerator, trainer, tokenizer, out: Path, test: dict, metrics
     metrics["test"].update(data)
     (out / "classification_report.txt").write_text(text)
     outputs.write_json(out / "metrics.json", metrics)
-    outputs.plot_curves(out / "curves.png", trainer.state.train_log, trainer.state.evals, metrics["resources"],
-                        trainer.pretrain)
+    outputs.plot_curves(
+        out / "curves.png", trainer.state.train_log, trainer.state.evals, metrics["resources"], trainer.pretrain
+    )
     if args.save_model:
         unwrapped = accelerator.unwrap_model(trainer.model)
         unwrapped.save_pretrained(str(out / "model"), state_dict=state_dict, safe_serialization=True)
         tokenizer.save_pretrained(str(out / "model"))
-    print(f"test accuracy {test['accuracy']:.4f} loss {test['loss']:.4f} ({test['examples']} examples); "
-          f"{metrics['samples_per_s']} samples/s, {metrics['tokens_per_s']} tokens/s; "
-          f"world {metrics['world_size']} {metrics['strategy']} {metrics['mixed_precision']}", flush=True)
+    print(
+        f"test accuracy {test['accuracy']:.4f} loss {test['loss']:.4f} ({test['examples']} examples); "
+        f"{metrics['samples_per_s']} samples/s, {metrics['tokens_per_s']} tokens/s; "
+        f"world {metrics['world_size']} {metrics['strategy']} {metrics['mixed_precision']}",
+        flush=True,
+    )
     if metrics["mfu"] is not None:
-        print(f"model FLOPs utilisation {100 * metrics['mfu']:.1f}% of {metrics['device_name']}'s 16-bit peak "
-              f"({metrics['model_flops_per_token'] / 1e6:.1f} MFLOPs per token)", flush=True)
+        print(
+            f"model FLOPs utilisation {100 * metrics['mfu']:.1f}% of {metrics['device_name']}'s 16-bit peak "
+            f"({metrics['model_flops_per_token'] / 1e6:.1f} MFLOPs per token)",
+            flush=True,
+        )
     span = " (pretraining and fine-tuning)" if (trainer.pretrain or {}).get("train_log") else ""
     for line in resources.lines(metrics["resources"], metrics["resources"]["per_rank"], span):
         print(line, flush=True)

@@ -38,8 +38,10 @@ FINISHED = "FINISHED"
 _RESULTS = ("metrics.json", "classification_report.txt", "curves.png")
 _FIX = "train again from scratch with --resume no (replaces what is there) or use another --output-dir"
 # Under kit the same advice in kit's words: the arguments go after `--`.
-_KIT_FIX = ("train again from scratch with `kit submit JOB -- --resume no` (replaces what is there), another "
-            "`-- --output-dir DIR`, or `make clean` for the demo's outputs")
+_KIT_FIX = (
+    "train again from scratch with `kit submit JOB -- --resume no` (replaces what is there), another "
+    "`-- --output-dir DIR`, or `make clean` for the demo's outputs"
+)
 
 
 def advice() -> str:
@@ -115,8 +117,11 @@ def decide(resume: str, out: Path, current: dict) -> Path | None:
     AlreadyFinished when an earlier attempt of this run finished it."""
     done = finished_by_this_run(out, current)
     if done is not None:
-        raise AlreadyFinished(f"the run was finished by an earlier attempt (step {done.get('step')}): its outputs in "
-                              f"{out} are complete; nothing to train", done.get("step"))
+        raise AlreadyFinished(
+            f"the run was finished by an earlier attempt (step {done.get('step')}): its outputs in "
+            f"{out} are complete; nothing to train",
+            done.get("step"),
+        )
     if resume in ("no", "none", ""):
         # A finished run under this id is no attempt to continue: a new run that reused the id starts afresh.
         path = None if _read_finished(out) is not None else fresh_but_own(out, current)
@@ -127,20 +132,24 @@ def decide(resume: str, out: Path, current: dict) -> Path | None:
         if done is not None:
             diffs = fingerprint.differences(done.get("fingerprint"), current)
             changed = f"; this run differs: {', '.join(diffs)}" if diffs else ""
-            raise ResumeRefused(f"resume refused: {out} holds a finished run (step {done.get('step')}{changed}); "
-                                f"{advice()}")
+            raise ResumeRefused(
+                f"resume refused: {out} holds a finished run (step {done.get('step')}{changed}); {advice()}"
+            )
         path = checkpoint.latest(out)
         if path is None:
             return None
     else:
         path = Path(resume)
         if not checkpoint.is_complete(path):
-            raise ResumeRefused(f"resume refused: --resume {resume} is not a complete checkpoint (missing or "
-                                f"mismatching {checkpoint.MANIFEST}); point it at a checkpoints/step-N directory")
+            raise ResumeRefused(
+                f"resume refused: --resume {resume} is not a complete checkpoint (missing or "
+                f"mismatching {checkpoint.MANIFEST}); point it at a checkpoints/step-N directory"
+            )
     diffs = fingerprint.differences(checkpoint.read_fingerprint(path), current)
     if diffs:
-        raise ResumeRefused(f"resume refused: checkpoint {path} was written by a different run "
-                            f"({'; '.join(diffs)}): {advice()}")
+        raise ResumeRefused(
+            f"resume refused: checkpoint {path} was written by a different run ({'; '.join(diffs)}): {advice()}"
+        )
     return path
 
 
@@ -159,9 +168,9 @@ def agree(accelerator, resume: str, out: Path, current: dict, shared_fs: bool, s
         raise AlreadyFinished(value, verdict[0][2])
     if value is None:
         return None
-    fresh = resume in ("no", "none", "")   # a restart's own checkpoint: what cannot be continued starts afresh
+    fresh = resume in ("no", "none", "")  # a restart's own checkpoint: what cannot be continued starts afresh
     if not shared_fs and strategy not in ("ddp", "single"):
-        why = (f"without a shared file system only the main node holds the {strategy} model states of {value}")
+        why = f"without a shared file system only the main node holds the {strategy} model states of {value}"
         if fresh:
             accelerator.print(f"--resume no: starting from scratch after all: {why}")
             return None
@@ -171,8 +180,10 @@ def agree(accelerator, resume: str, out: Path, current: dict, shared_fs: bool, s
         accelerator.print(f"--resume no: starting from scratch after all: {missing} rank(s) cannot see {value}")
         return None
     if missing:
-        raise ResumeRefused(f"resume refused: {missing} rank(s) cannot see a complete copy of {value} "
-                            f"(nodes without a shared file system each need their own): {advice()}")
+        raise ResumeRefused(
+            f"resume refused: {missing} rank(s) cannot see a complete copy of {value} "
+            f"(nodes without a shared file system each need their own): {advice()}"
+        )
     return Path(value)
 
 
@@ -215,4 +226,3 @@ def finish(out: Path, step: int, current: dict) -> None:
     tmp = out / (FINISHED + ".tmp")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     os.replace(tmp, out / FINISHED)
-

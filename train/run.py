@@ -28,14 +28,16 @@ def make_accelerator(args):
         # Not for a lone process: accelerate would then expect a process group that nobody initialised.
         handlers.append(InitProcessGroupKwargs(backend="gloo"))
     # accelerate lets ACCELERATE_GRADIENT_ACCUMULATION_STEPS override this; accumulation.resolve reconciles them.
-    return Accelerator(gradient_accumulation_steps=args.grad_accum or 1, step_scheduler_with_optimizer=False,
-                       kwargs_handlers=handlers)
+    return Accelerator(
+        gradient_accumulation_steps=args.grad_accum or 1, step_scheduler_with_optimizer=False, kwargs_handlers=handlers
+    )
 
 
 def load_data(args, accelerator):
     """Splits, tokenizer and tokenized data; built by one process per node, then read by all."""
-    splits = data.load_splits(args.data, args.text_column, args.label_column, args.seed, args.val_fraction,
-                              args.test_fraction, args.dedupe)
+    splits = data.load_splits(
+        args.data, args.text_column, args.label_column, args.seed, args.val_fraction, args.test_fraction, args.dedupe
+    )
     data.require_one_batch(splits, args.batch_size, accelerator.num_processes)
     cache = Path(args.cache_dir)
     with accelerator.local_main_process_first():
@@ -52,8 +54,9 @@ def same_pipeline(args, accelerator, splits, tokenizer, encoded) -> str | None:
     from accelerate.utils import gather_object
 
     mine = data_check.report(accelerator.process_index, splits, tokenizer, encoded)
-    return data_check.check(mine, lambda report: gather_object([report]), args.cache_dir,
-                            model_lib.is_local_model(args.model))
+    return data_check.check(
+        mine, lambda report: gather_object([report]), args.cache_dir, model_lib.is_local_model(args.model)
+    )
 
 
 def _warmup_steps(args, total: int) -> int:
@@ -74,12 +77,26 @@ def special_ids(tokenizer) -> tuple[int, ...]:
 
 def build_classifier(args, accelerator, splits, tokenizer):
     """The classifier (not yet prepared) and the run's fingerprint."""
-    net = model_lib.build_model(args.model, len(splits.labels), len(tokenizer), args.max_length, args.dropout,
-                                args.ngram_buckets, special_ids(tokenizer), args.ngram_input)
+    net = model_lib.build_model(
+        args.model,
+        len(splits.labels),
+        len(tokenizer),
+        args.max_length,
+        args.dropout,
+        args.ngram_buckets,
+        special_ids(tokenizer),
+        args.ngram_input,
+    )
     net.config.id2label = dict(enumerate(splits.labels))
     net.config.label2id = {name: i for i, name in enumerate(splits.labels)}
-    run_fingerprint = fingerprint.build(args, net.config, splits.fingerprint, results.strategy_name(accelerator),
-                                        accelerator.num_processes, str(accelerator.mixed_precision))
+    run_fingerprint = fingerprint.build(
+        args,
+        net.config,
+        splits.fingerprint,
+        results.strategy_name(accelerator),
+        accelerator.num_processes,
+        str(accelerator.mixed_precision),
+    )
     return net, run_fingerprint
 
 
@@ -89,7 +106,7 @@ def build_trainer(args, accelerator, splits, tokenizer, encoded, net=None, run_f
     if net is None:
         net, run_fingerprint = build_classifier(args, accelerator, splits, tokenizer)
     optimizer = model_lib.build_optimizer(net, args.lr, args.weight_decay, args.ngram_lr)
-    chars = model_lib.reads_chars(net)   # batches carry the text's characters for the n-gram head
+    chars = model_lib.reads_chars(net)  # batches carry the text's characters for the n-gram head
     pad = tokenizer.pad_token_id
     train_dl = train_loader(encoded["train"], args.batch_size, args.seed, pad, args.bucketing, chars)
     sampler = train_dl.batch_sampler
@@ -102,7 +119,8 @@ def build_trainer(args, accelerator, splits, tokenizer, encoded, net=None, run_f
     scheduler = model_lib.build_scheduler(optimizer, _warmup_steps(args, total), total)
     _set_ds_micro_batch(accelerator, args.batch_size)
     net, optimizer, train_dl, val_dl, test_dl, scheduler = accelerator.prepare(
-        net, optimizer, train_dl, val_dl, test_dl, scheduler)
+        net, optimizer, train_dl, val_dl, test_dl, scheduler
+    )
     world_check.check(accelerator, model=net)  # the strategy must have engaged on the prepared model
     loaders = {"train": train_dl, "validation": val_dl, "test": test_dl}
     trainer = Trainer(args, accelerator, net, optimizer, scheduler, loaders, sampler, splits.labels)
@@ -113,8 +131,9 @@ def build_trainer(args, accelerator, splits, tokenizer, encoded, net=None, run_f
 
 def run(args) -> int:
     from train import pipeline_run
+
     stages = pipeline_run.stages_from_env()
-    if stages > 1:   # kit's job `pipeline_stages`: the stages of the model across the world's processes
+    if stages > 1:  # kit's job `pipeline_stages`: the stages of the model across the world's processes
         return pipeline_run.run(args, stages)
     insight.timeline_start()  # for kit's goodput report: when this process started, its imports done
     torch.manual_seed(args.seed)  # same initial weights on every rank, before any model is built
@@ -170,8 +189,9 @@ def _run(args, ctx) -> int:
         owner, shared, path = _decide_resume(args, accelerator, out, run_fingerprint)
         _set_ds_micro_batch(accelerator, args.batch_size)
         if path is None and pretrain.enabled(args):  # a fine-tuning checkpoint holds the whole model already
-            ctx["pretrain"] = pretrain.run(args, accelerator, ctx, net, encoded, tokenizer, run_fingerprint, owner,
-                                           shared)
+            ctx["pretrain"] = pretrain.run(
+                args, accelerator, ctx, net, encoded, tokenizer, run_fingerprint, owner, shared
+            )
             if ctx["pretrain"] is None:
                 return _stopped(accelerator, ctx["trainer"], out)
             torch.manual_seed(args.seed)  # fine-tuning draws the same dropout whether it pretrained now or earlier
@@ -233,8 +253,10 @@ def _stopped(accelerator, trainer, out: Path) -> int:
     """Preempted in a training loop (pretraining or fine-tuning): every rank saved; the marker, exit 75."""
     if accelerator.is_main_process:
         preempt.write_marker(out, trainer.state.step, trainer.checkpoint_path, trainer.preemption.signal_name)
-    accelerator.print(f"preempted at {trainer.prefix}step {trainer.state.step}: checkpoint {trainer.checkpoint_path}, "
-                      f"exit {EXIT_PREEMPTED}")
+    accelerator.print(
+        f"preempted at {trainer.prefix}step {trainer.state.step}: checkpoint {trainer.checkpoint_path}, "
+        f"exit {EXIT_PREEMPTED}"
+    )
     accelerator.wait_for_everyone()
     return EXIT_PREEMPTED
 
@@ -256,6 +278,11 @@ def _train_and_report(args, accelerator, trainer, tokenizer, out: Path) -> int:
 
 def _preempted(args, ctx, signal_name: str) -> int:
     accelerator, trainer = ctx["accelerator"], ctx["trainer"]
-    return preempt.stopped_outside_loop(args.output_dir, trainer.state.step if trainer is not None else 0,
-                                        trainer.checkpoint_path if trainer is not None else None, signal_name,
-                                        accelerator is None or accelerator.is_main_process, EXIT_PREEMPTED)
+    return preempt.stopped_outside_loop(
+        args.output_dir,
+        trainer.state.step if trainer is not None else 0,
+        trainer.checkpoint_path if trainer is not None else None,
+        signal_name,
+        accelerator is None or accelerator.is_main_process,
+        EXIT_PREEMPTED,
+    )

@@ -51,12 +51,12 @@ class Encoded:
         return self.offsets[1:] - self.offsets[:-1]
 
     def tokens(self, i: int) -> torch.Tensor:
-        return self.ids[self.offsets[i]:self.offsets[i + 1]]
+        return self.ids[self.offsets[i] : self.offsets[i + 1]]
 
     def text_chars(self, i: int) -> torch.Tensor:
         if self.chars is None or self.char_offsets is None:
             raise ValueError("these encoded splits carry no characters for the n-gram head")
-        return self.chars[self.char_offsets[i]:self.char_offsets[i + 1]]
+        return self.chars[self.char_offsets[i] : self.char_offsets[i + 1]]
 
     @classmethod
     def from_lists(cls, ids: list[list[int]], labels: list[int], chars: list[list[int]] | None = None) -> "Encoded":
@@ -78,7 +78,7 @@ def _atomic_dir(final: Path, write) -> None:
         except OSError:  # another process (node on a shared file system) renamed first: its copy is identical
             pass
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)   # gone already when renamed
+        shutil.rmtree(tmp, ignore_errors=True)  # gone already when renamed
 
 
 def train_wordpiece(texts: list[str], vocab_size: int, out_dir: Path, cjk: str = "chars") -> None:
@@ -90,26 +90,41 @@ def train_wordpiece(texts: list[str], vocab_size: int, out_dir: Path, cjk: str =
 
     normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=cjk == "chars", lowercase=True)
     pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tokens = wordpiece.build_vocab(wordpiece.count_words(texts, normalizer, pre_tokenizer), vocab_size,
-                                   SPECIAL_TOKENS, min_frequency=2)
+    tokens = wordpiece.build_vocab(
+        wordpiece.count_words(texts, normalizer, pre_tokenizer), vocab_size, SPECIAL_TOKENS, min_frequency=2
+    )
     # A run of CJK text between punctuation is one "word" to WordPiece: the library's default limit (100
     # characters, else the whole run is [UNK]) is for space-separated scripts.
-    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(tokens)}, unk_token="[UNK]",
-                                     max_input_chars_per_word=100 if cjk == "chars" else 10_000))
+    tok = Tokenizer(
+        models.WordPiece(
+            {t: i for i, t in enumerate(tokens)},
+            unk_token="[UNK]",
+            max_input_chars_per_word=100 if cjk == "chars" else 10_000,
+        )
+    )
     tok.normalizer, tok.pre_tokenizer, tok.decoder = normalizer, pre_tokenizer, decoders.WordPiece()
     tok.add_special_tokens(SPECIAL_TOKENS)  # already ids 0-4: this only marks them special
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+    )
     _as_transformers(tok).save_pretrained(str(out_dir))
 
 
 def _as_transformers(tok):
     from transformers import PreTrainedTokenizerFast
 
-    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]", model_max_length=512)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_max_length=512,
+    )
 
 
 def load_tokenizer(path: Path):
@@ -139,8 +154,10 @@ def trained_tokenizer_dir(cache_dir: Path, splits: Splits, vocab_size: int, cjk:
 
 def encode_splits(cache_dir: Path, splits: Splits, tokenizer_dir: Path, max_length: int) -> dict[str, Encoded]:
     """Tokenized train/validation/test, from the cache or built and cached now."""
-    key = (f"{splits.fingerprint}-{tokenizer_fingerprint(tokenizer_dir)}-L{max_length}"
-           f"-C{ngram_head.CHARS_VERSION}-{ngram_head.MAX_CHARS}")
+    key = (
+        f"{splits.fingerprint}-{tokenizer_fingerprint(tokenizer_dir)}-L{max_length}"
+        f"-C{ngram_head.CHARS_VERSION}-{ngram_head.MAX_CHARS}"
+    )
     final = cache_dir / f"encoded-{key}"
     if not (final / "splits.pt").is_file():
         _atomic_dir(final, lambda tmp: _encode_to(tmp, splits, tokenizer_dir, max_length))
@@ -155,6 +172,11 @@ def _encode_to(out_dir: Path, splits: Splits, tokenizer_dir: Path, max_length: i
         examples = getattr(splits, name)
         ids = tok([ex.text for ex in examples], truncation=True, max_length=max_length)["input_ids"]
         enc = Encoded.from_lists(ids, splits.label_ids(examples), [ngram_head.char_ids(ex.text) for ex in examples])
-        out[name] = {"ids": enc.ids, "offsets": enc.offsets, "labels": enc.labels, "chars": enc.chars,
-                     "char_offsets": enc.char_offsets}
+        out[name] = {
+            "ids": enc.ids,
+            "offsets": enc.offsets,
+            "labels": enc.labels,
+            "chars": enc.chars,
+            "char_offsets": enc.char_offsets,
+        }
     torch.save(out, out_dir / "splits.pt")

@@ -56,8 +56,11 @@ class Trainer:
         # engine clips (or not) every parameter by its own config (`deepspeed.gradient_clipping`). Under FSDP
         # the model is clipped whole: accelerate clips a subset of an FSDP model only by unscaling fp16 gradients
         # twice (an error), and FSDP 1's flat parameters cannot be split.
-        self.clipped = (list(model.parameters()) if accelerator.distributed_type == DistributedType.FSDP
-                        else [p for name, p in model.named_parameters() if not is_ngram_head(name)])
+        self.clipped = (
+            list(model.parameters())
+            if accelerator.distributed_type == DistributedType.FSDP
+            else [p for name, p in model.named_parameters() if not is_ngram_head(name)]
+        )
 
     @property
     def prefix(self) -> str:
@@ -71,8 +74,10 @@ class Trainer:
             late["step"] = self.state.step
         self.checkpoint_path = path
         self._logged_time = self.state.train_time
-        self.accelerator.print(f"{self.prefix}resumed from {path} at step {self.state.step} (epoch {self.state.epoch}, "
-                               f"{self.state.batches_done} batches in)")
+        self.accelerator.print(
+            f"{self.prefix}resumed from {path} at step {self.state.step} (epoch {self.state.epoch}, "
+            f"{self.state.batches_done} batches in)"
+        )
 
     def set_owner(self, owner: bool) -> None:
         self._owner = owner
@@ -81,9 +86,15 @@ class Trainer:
         if self._owner is None:
             self._owner = checkpoint.directory_owner(self.accelerator, self.args.output_dir)
         with self.insight.span("save", step=self.state.step):
-            self.checkpoint_path = checkpoint.save(self.accelerator, self.args.output_dir, self.state.step,
-                                                   asdict(self.state), self.args.keep_checkpoints, self._owner,
-                                                   self.fingerprint)
+            self.checkpoint_path = checkpoint.save(
+                self.accelerator,
+                self.args.output_dir,
+                self.state.step,
+                asdict(self.state),
+                self.args.keep_checkpoints,
+                self._owner,
+                self.fingerprint,
+            )
         return self.checkpoint_path
 
     # --- training ---------------------------------------------------------------------------------------------
@@ -93,23 +104,25 @@ class Trainer:
         Signals only set a flag in here; all ranks act on it together at an optimizer-step boundary."""
         self.model.train()
         self.resources.probe.start()  # the first interval starts with the loop, not with building it
-        bar = progress_bar(self.total_steps, self.state.step, disable=not self.accelerator.is_main_process,
-                           desc=self.name)
+        bar = progress_bar(
+            self.total_steps, self.state.step, disable=not self.accelerator.is_main_process, desc=self.name
+        )
         self.insight.event("train", step=self.state.step)
         try:
             with self.preemption.deferred():
                 if self.state.step < self.total_steps and not len(self.loaders["train"]):
                     # Empty epochs would come round for ever, deaf to SIGTERM (deferred in here). train/data.py
                     # refuses a split this small at start; this is the loop's own guard.
-                    raise RuntimeError(f"{self.name}: the training loader has no batch for this process; "
-                                       f"nothing to train on")
+                    raise RuntimeError(
+                        f"{self.name}: the training loader has no batch for this process; nothing to train on"
+                    )
                 while self.state.step < self.total_steps:
                     if not self._run_epoch(bar):
-                        self.insight.event("end", step=self.state.step)   # preempted: saved, ending
+                        self.insight.event("end", step=self.state.step)  # preempted: saved, ending
                         return False
         finally:
             bar.close()
-        self.insight.event("end", step=self.state.step)   # not on an exception: that is a failure, not an end
+        self.insight.event("end", step=self.state.step)  # not on an exception: that is a failure, not an end
         return True
 
     def _epoch_loader(self):
@@ -186,8 +199,10 @@ class Trainer:
         self._logged_time = self.state.train_time
         self.state.train_log.append({"step": self.state.step, "loss": loss, "lr": lr, "ranks": ranks})
         if self.accelerator.is_main_process:
-            tqdm.write(f"{self.prefix}step {self.state.step}/{self.total_steps} epoch {self.state.epoch} "
-                       f"loss {loss:.4f} lr {lr:.2e}")
+            tqdm.write(
+                f"{self.prefix}step {self.state.step}/{self.total_steps} epoch {self.state.epoch} "
+                f"loss {loss:.4f} lr {lr:.2e}"
+            )
 
     def _between_steps(self, end_of_epoch: bool) -> bool:
         """Eval, checkpoint, preemption; False when preempted (after saving)."""
@@ -210,12 +225,19 @@ class Trainer:
     def _record_eval(self) -> None:
         with self.insight.span("eval", step=self.state.step):
             result = self.evaluate("validation")
-        entry = {"step": self.state.step, "epoch": self.state.epoch, "loss": result["loss"],
-                 "accuracy": result["accuracy"], "examples": result["examples"]}
+        entry = {
+            "step": self.state.step,
+            "epoch": self.state.epoch,
+            "loss": result["loss"],
+            "accuracy": result["accuracy"],
+            "examples": result["examples"],
+        }
         self.state.evals.append(entry)
         if self.accelerator.is_main_process:
-            tqdm.write(f"{self.prefix}eval step {entry['step']}: loss {entry['loss']:.4f} "
-                       f"accuracy {entry['accuracy']:.4f} ({entry['examples']} examples)")
+            tqdm.write(
+                f"{self.prefix}eval step {entry['step']}: loss {entry['loss']:.4f} "
+                f"accuracy {entry['accuracy']:.4f} ({entry['examples']} examples)"
+            )
             outputs.append_curve(self.args.output_dir, entry["step"], loss=entry["loss"], accuracy=entry["accuracy"])
 
     # --- evaluation -------------------------------------------------------------------------------------------
@@ -233,8 +255,13 @@ class Trainer:
             labels.append(label.cpu())
         self.model.train()
         losses, preds, labels = torch.cat(losses), torch.cat(preds), torch.cat(labels)
-        return {"loss": float(losses.mean()), "accuracy": float((preds == labels).double().mean()),
-                "examples": len(labels), "preds": preds.tolist(), "labels": labels.tolist()}
+        return {
+            "loss": float(losses.mean()),
+            "accuracy": float((preds == labels).double().mean()),
+            "examples": len(labels),
+            "preds": preds.tolist(),
+            "labels": labels.tolist(),
+        }
 
     def test(self) -> dict:
         with self.insight.span("test"):

@@ -31,8 +31,9 @@ def count_words(texts, normalizer, pre_tokenizer) -> Counter:
     return counts
 
 
-def build_vocab(word_counts: dict[str, int], vocab_size: int, special_tokens: list[str],
-                min_frequency: int = 2) -> list[str]:
+def build_vocab(
+    word_counts: dict[str, int], vocab_size: int, special_tokens: list[str], min_frequency: int = 2
+) -> list[str]:
     """The tokens in id order: special tokens, every character, every continuation character, then merges.
 
     As in the library, the characters are all kept even past `vocab_size`; merges stop at `vocab_size` tokens or
@@ -51,7 +52,7 @@ def build_vocab(word_counts: dict[str, int], vocab_size: int, special_tokens: li
 
 
 def _joined(left: str, right: str) -> str:
-    return left + right[len(PREFIX):]  # the right piece always continues a word
+    return left + right[len(PREFIX) :]  # the right piece always continues a word
 
 
 def _merges(pieces: list[list[str]], counts: list[int], min_frequency: int):

@@ -49,14 +49,20 @@ def _int_env(env, name: str) -> int | None:
 def expected_from_env(env=os.environ) -> Expected:
     """The plan from kit's variables; by hand (no KIT_*) a world of WORLD_SIZE (torchrun) or 1."""
     world = _int_env(env, "KIT_EXPECTED_WORLD_SIZE") or _int_env(env, "WORLD_SIZE") or 1
-    return Expected(world_size=world, num_machines=_int_env(env, "KIT_EXPECTED_NUM_MACHINES"),
-                    strategy=env.get("KIT_EXPECTED_STRATEGY") or None,
-                    mixed_precision=env.get("KIT_EXPECTED_MIXED_PRECISION") or None,
-                    device=env.get("KIT_EXPECTED_DEVICE") or None)
+    return Expected(
+        world_size=world,
+        num_machines=_int_env(env, "KIT_EXPECTED_NUM_MACHINES"),
+        strategy=env.get("KIT_EXPECTED_STRATEGY") or None,
+        mixed_precision=env.get("KIT_EXPECTED_MIXED_PRECISION") or None,
+        device=env.get("KIT_EXPECTED_DEVICE") or None,
+    )
 
 
-_TYPES = {"ddp": {"MULTI_GPU", "MULTI_CPU", "MULTI_XPU", "MULTI_NPU", "MULTI_MLU", "MULTI_MUSA", "MULTI_HPU"},
-          "deepspeed": {"DEEPSPEED"}, "fsdp": {"FSDP"}}
+_TYPES = {
+    "ddp": {"MULTI_GPU", "MULTI_CPU", "MULTI_XPU", "MULTI_NPU", "MULTI_MLU", "MULTI_MUSA", "MULTI_HPU"},
+    "deepspeed": {"DEEPSPEED"},
+    "fsdp": {"FSDP"},
+}
 
 
 def _strategy_mismatches(exp: Expected, act: Actual) -> list[str]:
@@ -71,10 +77,10 @@ def _strategy_mismatches(exp: Expected, act: Actual) -> list[str]:
         out.append(f"strategy {exp.strategy} planned but accelerate's distributed type is {act.distributed_type}")
     if act.engaged is not None and not single_ddp and act.engaged != exp.strategy:
         out.append(f"strategy {exp.strategy} planned but the prepared model is wrapped as {act.engaged}")
-    if (act.expected_zero_stage is not None and act.zero_stage is not None
-            and act.zero_stage != act.expected_zero_stage):
-        out.append(f"DeepSpeed ZeRO stage {act.expected_zero_stage} configured but the engine runs stage "
-                   f"{act.zero_stage}")
+    if act.expected_zero_stage is not None and act.zero_stage is not None and act.zero_stage != act.expected_zero_stage:
+        out.append(
+            f"DeepSpeed ZeRO stage {act.expected_zero_stage} configured but the engine runs stage {act.zero_stage}"
+        )
     return out
 
 
@@ -84,15 +90,15 @@ def find_mismatches(exp: Expected, act: Actual) -> list[str]:
     if act.world_size != exp.world_size:
         out.append(f"world size {act.world_size} but {exp.world_size} planned")
     if act.env_world_size is not None and act.env_world_size != act.world_size:
-        out.append(f"WORLD_SIZE={act.env_world_size} in the environment but accelerate sees "
-                   f"{act.world_size} process(es)")
+        out.append(
+            f"WORLD_SIZE={act.env_world_size} in the environment but accelerate sees {act.world_size} process(es)"
+        )
     if not 0 <= act.rank < max(exp.world_size, 1):
         out.append(f"rank {act.rank} outside the planned world of {exp.world_size}")
     if act.env_rank is not None and act.env_rank != act.rank:
         out.append(f"RANK={act.env_rank} in the environment but accelerate says rank {act.rank}")
     if exp.world_size > 1 and act.distributed_type == "NO":
-        out.append(f"{exp.world_size} processes planned but accelerate runs this process alone "
-                   "(distributed type NO)")
+        out.append(f"{exp.world_size} processes planned but accelerate runs this process alone (distributed type NO)")
     if exp.num_machines and act.env_local_world_size and act.env_world_size:
         machines = act.env_world_size // act.env_local_world_size
         if machines != exp.num_machines:
@@ -127,12 +133,19 @@ def actual_from_accelerator(accelerator, env=os.environ, model=None) -> Actual:
     plugin = getattr(accelerator.state, "deepspeed_plugin", None)
     if plugin is not None:
         expected_stage = int(plugin.deepspeed_config.get("zero_optimization", {}).get("stage", 0))
-    return Actual(world_size=accelerator.num_processes, rank=accelerator.process_index,
-                  distributed_type=str(accelerator.distributed_type).split(".")[-1],
-                  mixed_precision=str(accelerator.mixed_precision), device=accelerator.device.type,
-                  env_world_size=_int_env(env, "WORLD_SIZE"), env_rank=_int_env(env, "RANK"),
-                  env_local_world_size=_int_env(env, "LOCAL_WORLD_SIZE"), engaged=engaged,
-                  zero_stage=zero_stage, expected_zero_stage=expected_stage)
+    return Actual(
+        world_size=accelerator.num_processes,
+        rank=accelerator.process_index,
+        distributed_type=str(accelerator.distributed_type).split(".")[-1],
+        mixed_precision=str(accelerator.mixed_precision),
+        device=accelerator.device.type,
+        env_world_size=_int_env(env, "WORLD_SIZE"),
+        env_rank=_int_env(env, "RANK"),
+        env_local_world_size=_int_env(env, "LOCAL_WORLD_SIZE"),
+        engaged=engaged,
+        zero_stage=zero_stage,
+        expected_zero_stage=expected_stage,
+    )
 
 
 def _is_fsdp2(model) -> bool:

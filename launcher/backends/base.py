@@ -98,6 +98,7 @@ class Backend(abc.ABC):
         its own, runs the attempts (detached.py; `inputs`: the planner's, for a restart's plan); a backend whose
         scheduler keeps the run going overrides this."""
         from launcher.backends.detached import spawn
+
         self.release()
         spawn(self.name, self.binding, plan, record, base_dir, inputs)
 
@@ -124,8 +125,11 @@ class Backend(abc.ABC):
     def doctor_rows(self, cluster, job, plan) -> list:
         """`kit doctor`: (where, check, verdict, detail) rows. Not every backend has anything to check."""
         from launcher.errors import KitError
-        raise KitError(f"kit doctor checks remote clusters (hosts, a scheduler); {cluster.name} is a {self.name} "
-                       f"cluster, checked before each run")
+
+        raise KitError(
+            f"kit doctor checks remote clusters (hosts, a scheduler); {cluster.name} is a {self.name} "
+            f"cluster, checked before each run"
+        )
 
     def submit_many(self, sweep, todo: list, specs: dict, base_dir: str) -> Optional[dict]:
         """Submit a sweep's trials `todo` (TrialPlans) as one (a job array), creating their records (`specs`:

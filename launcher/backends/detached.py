@@ -40,13 +40,15 @@ def main() -> None:
     from launcher.planning.inputs import replanner
     from launcher.supervise.disk import with_disk_cause
     from launcher.supervise.failure import outcome_level, outcome_line
+
     code, path = 1, None
     try:
         backend_name, binding, plan, path, base_dir, inputs = spawned.inputs()
         backend = registry.backend(backend_name)
         backend.use(binding)
-        result = with_disk_cause(run_attempts(backend, plan, RunRecord(path), base_dir,
-                                              replan=replanner(inputs, plan)), RunRecord(path))
+        result = with_disk_cause(
+            run_attempts(backend, plan, RunRecord(path), base_dir, replan=replanner(inputs, plan)), RunRecord(path)
+        )
         log.log(outcome_level(result.state), outcome_line(plan.run_id, result.state, result.code, result.failure))
         code = result.code
     except KitError as e:
@@ -55,6 +57,7 @@ def main() -> None:
         _failed(path, code)
     except BaseException:
         import traceback
+
         traceback.print_exc()
         _failed(path, 1)
     finally:

@@ -28,7 +28,7 @@ GROUP = "kit.backends"
 # The cluster kit uses when no --cluster is given, and what a record without a backend field ran on.
 DEFAULT = "local"
 
-_found: dict | None = None   # name -> package, read once per process
+_found: dict | None = None  # name -> package, read once per process
 _parts: dict = {}
 
 
@@ -93,9 +93,12 @@ def known(name) -> bool:
 def _package(name: str) -> str:
     if not known(name):
         from launcher.errors import KitError
+
         if not _table():
-            raise KitError(f"backend {name!r}: no backends are installed (no {GROUP!r} entry points found: is kit "
-                           f"installed? pip install -e .)")
+            raise KitError(
+                f"backend {name!r}: no backends are installed (no {GROUP!r} entry points found: is kit "
+                f"installed? pip install -e .)"
+            )
         raise KitError(f"backend {name!r}: not one of {', '.join(_table())}")
     return _table()[name].split(":")[0].strip()
 

@@ -12,6 +12,7 @@ class Result:
     """kit's exit code, how the attempt kit followed ended (a run state that ends it, or still running), the first
     failure if any; where kit followed the nodes itself, when it saw the failure and when every node had ended
     (wall clock; the restart loop records them for kit report)."""
+
     code: int
     state: AttemptEnd
     failure: Optional[Failure] = None

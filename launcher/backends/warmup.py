@@ -26,5 +26,6 @@ def read_yaml(path: str):
     """A YAML file's data, unvalidated, read with libyaml where PyYAML has it (1 ms less per file on the way to
     the hosts)."""
     import yaml
+
     with open(path, encoding="utf-8") as f:
         return yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))

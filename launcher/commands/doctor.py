@@ -8,8 +8,10 @@ import sys
 def doctor(args) -> int:
     from launcher.core.doctor import doctor_rows
     from launcher.core.request import Request
+
     if args.job and args.module:
         from launcher.errors import KitError
+
         raise KitError(f"give --job {args.job} or -m {args.module}, not both")
     request = Request(job=args.job, module=args.module) if args.job or args.module else None
     name, rows = doctor_rows(args.cluster, request)
@@ -37,6 +39,7 @@ def _drift_table(rows) -> None:
     if not cells:
         return
     from launcher.insight.drift import table
+
     hosts, items = list(dict.fromkeys(c[0] for c in cells)), list(dict.fromkeys(c[1] for c in cells))
     value = {(h, i): v for h, i, v in cells}
     reports = [(h, {i: value.get((h, i)) for i in items}) for h in hosts]

@@ -16,6 +16,7 @@ def _warm_up(request):
     ordinary load, which says what is wrong."""
     from launcher.backends import registry
     from launcher.backends.warmup import read_yaml
+
     try:
         cluster = read_yaml(request.cluster)
         warm = registry.warm_up(cluster.get("backend"))
@@ -34,7 +35,8 @@ class FastStart:
             self.warm = _warm_up(self.request)
         if self.warm is not None:
             from launcher.commands.planner import Planner
-            self.planner = Planner(self.request)   # forked first: before the warm-up's threads
+
+            self.planner = Planner(self.request)  # forked first: before the warm-up's threads
             self.warm.start()
         return self
 
@@ -59,4 +61,4 @@ class FastStart:
         if self.planner is not None:
             self.planner.close()
         if self.warm is not None:
-            self.warm.close()   # the planner refused the specs, or kit was interrupted: what it began ends
+            self.warm.close()  # the planner refused the specs, or kit was interrupted: what it began ends

@@ -11,6 +11,7 @@ def _when(ts) -> str:
 
 def hosts(args) -> int:
     from launcher.core.hosts import clear_host, host_rows
+
     if args.clear:
         print(clear_host(args.clear))
         return 0
@@ -24,8 +25,11 @@ def hosts(args) -> int:
     width = max(4, *(len(r["host"]) for r in rows))
     print(f"{'HOST':<{width}}  {'BACKEND':<7}  {'RUNS':>4}  {'FAILURES':>8}  STATE")
     for r in rows:
-        state = (f"avoided: {r['why']}, one of its last 2 runs (kit hosts --clear {r['host']} forgives it)"
-                 if r["avoided"] else "ok")
+        state = (
+            f"avoided: {r['why']}, one of its last 2 runs (kit hosts --clear {r['host']} forgives it)"
+            if r["avoided"]
+            else "ok"
+        )
         print(f"{r['host']:<{width}}  {r['backend']:<7}  {r['runs']:>4}  {len(r['failures']):>8}  {state}")
         for f in r["failures"]:
             forgiven = " (forgiven)" if r["cleared_at"] and f["at"] <= r["cleared_at"] else ""

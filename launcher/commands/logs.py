@@ -29,6 +29,7 @@ def _node_logs(record: records.RunRecord, node) -> list[tuple[int, str]]:
 def _lines(node: int, path: str, rank, tail):
     """A node log's lines (tagged as on the console when a rank is asked for), its last `tail` ones when given;
     read in bounded memory (a log may have grown to gigabytes)."""
+
     def shown(ln: str) -> str:
         ln = ln.replace(PROGRESS_MARK, "")
         return ln if rank is None or is_tagged(ln, node) else f"{node_tag(node)} {ln}"
@@ -47,20 +48,21 @@ def _print_whole(paths, rank=None, tail=None) -> None:
         lines = iter(_lines(node, path, rank, tail))
         first = next(lines, None)
         if rank is not None and first is None:
-            continue   # rank R lives on one node
+            continue  # rank R lives on one node
         shown = True
         sys.stdout.write(f"==> {os.path.basename(path)} <==\n")
         if first is not None:
             sys.stdout.write(first + "\n")
         for ln in lines:
             sys.stdout.write(ln + "\n")
-    if rank is not None and not shown:   # said, not an empty answer that looks like a broken filter
+    if rank is not None and not shown:  # said, not an empty answer that looks like a broken filter
         print(f"kit: rank {rank} has written nothing to its node's log (yet)", file=sys.stderr)
 
 
 def _world(record: records.RunRecord) -> dict:
     """The plan's world (world_size, procs_per_node, ...), or {} when the plan cannot be read."""
     import json
+
     try:
         with open(record.file("plan.json"), encoding="utf-8") as f:
             world = json.load(f)["world"]
@@ -82,12 +84,14 @@ def _follow(record: records.RunRecord, node, rank=None, tail=None) -> str:
     if tail:
         for n, path in node_logs(record.path, node):
             size = os.path.getsize(path)
-            cut = complete_end(path, size)   # a line still being written is printed whole when it ends
+            cut = complete_end(path, size)  # a line still being written is printed whole when it ends
             with open(path, "rb") as f:
                 f.seek(cut)
                 offsets[path], pending[path] = size, f.read(size - cut)
+
             def tagged(ln: str, n: int = n) -> str:
                 return ln if is_tagged(ln, n) else f"{node_tag(n)} {ln}"
+
             shown = last_lines(path, tail, lambda ln: of_rank(tagged(ln), rank), upto=cut)
             sys.stdout.write("".join(tagged(ln) + "\n" for ln in shown))
         sys.stdout.flush()
@@ -103,12 +107,15 @@ def _follow(record: records.RunRecord, node, rank=None, tail=None) -> str:
 def _refuse_sweep(args) -> None:
     """A sweep has no logs of its own: each trial is a run with its own."""
     from launcher.sweeps.record import find_sweep, is_sweep
+
     root = root_of(args.run_root, args.run_id)
     if args.run_id and is_sweep(root, args.run_id):
         trials = [t["run_id"] for t in find_sweep(root, args.run_id).read().get("trials", [])]
         shown = ", ".join(trials[:3]) + (", ..." if len(trials) > 3 else "")
-        raise KitError(f"{args.run_id} is a sweep; its logs are its trials': kit logs <trial> ({shown}); "
-                       f"kit sweep status {args.run_id} lists them")
+        raise KitError(
+            f"{args.run_id} is a sweep; its logs are its trials': kit logs <trial> ({shown}); "
+            f"kit sweep status {args.run_id} lists them"
+        )
 
 
 def logs(args) -> int:
@@ -131,7 +138,7 @@ def logs(args) -> int:
             raise KitError(f"--rank {rank} runs on node {rank} (one process per node), not --node {node}")
         node, rank = rank, None
     fetch(record)
-    paths = _node_logs(record, node)   # a --node without a log is one line, before any following
+    paths = _node_logs(record, node)  # a --node without a log is one line, before any following
     if getattr(args, "follow", False):
         state = _follow(record, node, rank, tail)
         return end_code(state, record.read_status()) or 0

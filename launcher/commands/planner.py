@@ -26,17 +26,18 @@ class Planner:
         sys.stdout.flush()
         sys.stderr.flush()
         read_end, write_end = os.pipe()
-        self._owner = os.getpid()   # a forked copy of kit (a detached supervisor) never touches the child
+        self._owner = os.getpid()  # a forked copy of kit (a detached supervisor) never touches the child
         self.pid = os.fork()
         if self.pid == 0:
             os.close(read_end)
-            _child(request, write_end)   # never returns
+            _child(request, write_end)  # never returns
         os.close(write_end)
         self._pipe = read_end
 
     def result(self):
         """The child's Prepared (or None for a sweep); its KitError raised here, as if raised in this process."""
         import pickle
+
         try:
             size = int.from_bytes(self._read(8) or bytes(8), "big")
             data = self._read(size) if size else b""
@@ -45,7 +46,7 @@ class Planner:
         if not size or len(data) < size:
             raise PlannerFailed(f"the planner process ended without an answer ({_describe(self._reap())})")
         kind, value = pickle.loads(data)
-        self._reap(wait=False)   # it has ended, or nearly: close() reaps it then
+        self._reap(wait=False)  # it has ended, or nearly: close() reaps it then
         if kind == "error":
             raise value
         if kind == "crash":
@@ -102,6 +103,7 @@ def _load_schemas() -> None:
     the import of importlib.metadata for it: ~15 ms): plugins observe validation, kit's checks need none. The
     switch is pydantic's variable; set in this process only, which starts no program."""
     from launcher.metadata_on_use import metadata_on_use
+
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     with metadata_on_use():
         import launcher.spec  # noqa: F401
@@ -116,26 +118,33 @@ def _plain(error: KitError) -> KitError:
 
 def _child(request, pipe: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    answer: tuple[str, object]   # ("ok", the Prepared), ("error", the KitError) or ("crash", the message)
+    answer: tuple[str, object]  # ("ok", the Prepared), ("error", the KitError) or ("crash", the message)
     try:
         _load_schemas()
         from launcher.core.prepare import prepared_for
+
         answer = ("ok", prepared_for(request))
-    except KitError as e:   # the error itself: its class (exit code) and fields
+    except KitError as e:  # the error itself: its class (exit code) and fields
         answer = ("error", e)
     except BaseException:
         import traceback
+
         answer = ("crash", "the planner process failed:\n" + traceback.format_exc())
     try:
         import pickle
+
         try:
             data = pickle.dumps(answer)
         except Exception:
             import traceback
-            data = pickle.dumps(("error", _plain(answer[1])) if isinstance(answer[1], KitError) else
-                                ("crash", "the planner's answer could not be sent:\n" + traceback.format_exc()))
-        data = len(data).to_bytes(8, "big") + data   # kit reads this much, not waiting for this process's end
+
+            data = pickle.dumps(
+                ("error", _plain(answer[1]))
+                if isinstance(answer[1], KitError)
+                else ("crash", "the planner's answer could not be sent:\n" + traceback.format_exc())
+            )
+        data = len(data).to_bytes(8, "big") + data  # kit reads this much, not waiting for this process's end
         while data:
-            data = data[os.write(pipe, data):]
+            data = data[os.write(pipe, data) :]
     finally:
-        os._exit(0)   # never back into kit's CLI, its exit handlers or buffered output
+        os._exit(0)  # never back into kit's CLI, its exit handlers or buffered output

@@ -9,13 +9,14 @@ def report(args) -> int:
     from launcher.core.listing import find_record
     from launcher.core.report import draw_png, report_run
     from launcher.insight.report_text import report_text
+
     data = report_run(find_record(args.run_root, args.run_id))
     if args.json:
         print(json.dumps(data, indent=2))
     else:
         sys.stdout.write(report_text(data))
     sys.stdout.flush()
-    if args.png:   # after the report: a path that cannot be written costs the drawing only (one line, exit 2)
+    if args.png:  # after the report: a path that cannot be written costs the drawing only (one line, exit 2)
         draw_png(data, args.png)
         if not args.json:
             print(f"timeline drawn in {args.png}")

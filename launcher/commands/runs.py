@@ -33,8 +33,7 @@ def since(text: str, now: float) -> float:
             return time.mktime(time.strptime(text.strip(), fmt))
         except ValueError:
             continue
-    raise KitError(f"--since {text}: expected a span like 30m, 6h, 2d or a date like 2026-12-01 "
-                   f"or '2026-12-01 08:00'")
+    raise KitError(f"--since {text}: expected a span like 30m, 6h, 2d or a date like 2026-12-01 or '2026-12-01 08:00'")
 
 
 def runs_cmd(args) -> int:
@@ -50,25 +49,36 @@ def runs_cmd(args) -> int:
     filtered = args.state or args.backend or args.since
 
     def keep(r: dict) -> bool:
-        return ((not args.state or r["state"] == args.state) and (not args.backend or r["backend"] == args.backend)
-                and (cutoff is None or r["created"] >= cutoff))
+        return (
+            (not args.state or r["state"] == args.state)
+            and (not args.backend or r["backend"] == args.backend)
+            and (cutoff is None or r["created"] >= cutoff)
+        )
 
     shown = None if getattr(args, "all", False) else limit or PAGE
     rows, total = listing(args.run_root, now, keep if filtered else None, shown)
     if not rows:
-        print("no runs match" if filtered else
-              f"no runs under {args.run_root}/" if args.run_root is not None else "no runs yet; start one with "
-              "`kit submit`")
+        print(
+            "no runs match"
+            if filtered
+            else f"no runs under {args.run_root}/"
+            if args.run_root is not None
+            else "no runs yet; start one with `kit submit`"
+        )
         return 0
     width = max(44, *(len(r["id"]) + 1 for r in rows))
     print(f"{'RUN':<{width}} {'BACKEND':<8} {'STATE':<10} {'EXIT':>4}  {'STARTED':<19}  DURATION")
     for r in rows:
         code = "" if r["exit"] is None else r["exit"]
-        print(f"{r['id']:<{width}} {r['backend']:<8} {r['state']:<10} {code:>4}  {_when(r['started']):<19}  "
-              f"{duration(r['duration'])}")
+        print(
+            f"{r['id']:<{width}} {r['backend']:<8} {r['state']:<10} {code:>4}  {_when(r['started']):<19}  "
+            f"{duration(r['duration'])}"
+        )
     if total > len(rows):
-        print(f"(the newest {len(rows)} of {total}{' that match' * bool(filtered)}; `kit runs --all` for every one, "
-              f"--limit N for the newest N)")
+        print(
+            f"(the newest {len(rows)} of {total}{' that match' * bool(filtered)}; `kit runs --all` for every one, "
+            f"--limit N for the newest N)"
+        )
     return 0
 
 
@@ -79,8 +89,10 @@ def status(args) -> int:
     root = root_of(args.run_root, run_id)
     if is_sweep(root, run_id):
         from launcher.sweeps.status import print_status
+
         return print_status(root, run_id, "json" if getattr(args, "json", False) else "text")
-    from launcher.core.describe import describe   # here, not at the top: `kit runs` needs none of it
+    from launcher.core.describe import describe  # here, not at the top: `kit runs` needs none of it
+
     record = find_record(args.run_root, run_id)
     record.read_status(strict=True)
     state, note = state_now(record)
@@ -99,8 +111,10 @@ def cancel(args) -> int:
     root = root_of(args.run_root, args.run_id)
     if is_sweep(root, args.run_id):
         from launcher.sweeps.cancel import cancel_sweep
+
         print(cancel_sweep(find_sweep(root, args.run_id)))
         return 0
     from launcher.core.cancel import cancel_run
+
     print(cancel_run(find_record(args.run_root, args.run_id)))
     return 0

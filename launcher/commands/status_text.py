@@ -22,12 +22,14 @@ def _attempt(a: dict) -> str:
 
 def status_text(data: dict) -> str:
     job_id = f"  slurm job {data['job_id']}" if data["job_id"] else ""
-    lines = [f"run {data['run_id']}  job {data['job']}  backend {data['backend']}{job_id}  state {data['state']}",
-             f"  started {when(data['times']['started_at'])}  duration {duration(data['times']['duration_s'])}  "
-             f"record {data['record']}"]
+    lines = [
+        f"run {data['run_id']}  job {data['job']}  backend {data['backend']}{job_id}  state {data['state']}",
+        f"  started {when(data['times']['started_at'])}  duration {duration(data['times']['duration_s'])}  "
+        f"record {data['record']}",
+    ]
     if data["note"]:
         lines.append(f"  {data['note']}")
-    if len(data["attempts"]) > 1:   # a restarted run: each start of the world, and how it ended
+    if len(data["attempts"]) > 1:  # a restarted run: each start of the world, and how it ended
         lines += [_attempt(a) for a in data["attempts"]]
     for n in data["nodes"]:
         code = "-" if n["exit_code"] is None else n["exit_code"]

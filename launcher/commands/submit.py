@@ -12,9 +12,22 @@ from launcher.errors import KitError
 def request_of(args):
     """The submission the command line names, as the core takes it."""
     from launcher.core.request import Request
-    return Request(job=args.job, module=args.module, cluster=args.cluster, sweep=args.sweep, run_id=args.run_id,
-                   nodes=args.nodes, gpus=args.gpus, procs_per_node=args.procs_per_node, strategy=args.strategy,
-                   mixed_precision=args.mixed_precision, port=args.port, sets=tuple(args.set), args=tuple(args.args))
+
+    return Request(
+        job=args.job,
+        module=args.module,
+        cluster=args.cluster,
+        sweep=args.sweep,
+        run_id=args.run_id,
+        nodes=args.nodes,
+        gpus=args.gpus,
+        procs_per_node=args.procs_per_node,
+        strategy=args.strategy,
+        mixed_precision=args.mixed_precision,
+        port=args.port,
+        sets=tuple(args.set),
+        args=tuple(args.args),
+    )
 
 
 def submit(args) -> int:
@@ -23,11 +36,13 @@ def submit(args) -> int:
         prepared = fast.prepared()
         if prepared is None:
             from launcher.core.prepare import dry_checks, load, plan_for, prepare
+
             loaded = load(request)
             if loaded.sweep is not None:
                 if getattr(args, "node", None) is not None:
                     raise KitError(f"--node {args.node} prints one node of a run's plan, not of a sweep; drop it")
                 from launcher.commands.sweep import submit_sweep
+
                 return submit_sweep(args, loaded)
             plan = plan_for(loaded, args.run_id, args.attempt or 1)
             if args.dry_run:
@@ -35,12 +50,16 @@ def submit(args) -> int:
                 return _print_plan(plan, args.format, loaded, getattr(args, "node", None))
             prepared = prepare(loaded, plan)
         from launcher.core.launch import launch
+
         launched = launch(prepared, os.getcwd(), detach=args.detach, on_checked=fast.checked)
     if launched.result is None:
         run_id = prepared.plan.run_id
-        if not launched.record.read_status().scheduler_job_id:   # a scheduler's job says how to follow it already
-            print(f"kit: run {run_id} detached; follow it with `kit status {run_id}` / `kit logs {run_id}`, "
-                  f"stop it with `kit cancel {run_id}`", file=sys.stderr)
+        if not launched.record.read_status().scheduler_job_id:  # a scheduler's job says how to follow it already
+            print(
+                f"kit: run {run_id} detached; follow it with `kit status {run_id}` / `kit logs {run_id}`, "
+                f"stop it with `kit cancel {run_id}`",
+                file=sys.stderr,
+            )
         return 0
     return launched.result.code
 
@@ -48,9 +67,12 @@ def submit(args) -> int:
 def _print_plan(plan, fmt, loaded, node=None) -> int:
     from launcher.environment import dropped_warning
     from launcher.render.dryrun import render_json, render_text
+
     if node is not None and node >= len(plan.nodes):
-        raise KitError(f"--node {node}: the plan has nodes 0 to {len(plan.nodes) - 1}; --node K prints node K, "
-                       f"--nodes N sets how many there are")
+        raise KitError(
+            f"--node {node}: the plan has nodes 0 to {len(plan.nodes) - 1}; --node K prints node K, "
+            f"--nodes N sets how many there are"
+        )
     if warning := dropped_warning(plan, os.environ):
         print(warning, file=sys.stderr)
     if fmt == "json":
@@ -64,5 +86,6 @@ def _print_plan(plan, fmt, loaded, node=None) -> int:
 
 def _built_job_text(job) -> str:
     from launcher.spec.adhoc import built_job_yaml
+
     body = "".join(f"  {line}\n" for line in built_job_yaml(job).splitlines())
     return f"job built from the command line (as a job file you could save and submit):\n{body}\n"

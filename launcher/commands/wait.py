@@ -15,29 +15,34 @@ from launcher.states import RunState
 
 
 def wait(args) -> int:
-    if args.timeout is not None and not args.timeout >= 0:   # not NaN either
+    if args.timeout is not None and not args.timeout >= 0:  # not NaN either
         raise KitError(f"--timeout {args.timeout:g}: give seconds, 0 or more")
     run_id = resolve_id(args.run_root, args.run_id)
     if is_sweep(root_of(args.run_root, run_id), run_id):
-        raise KitError(f"{run_id} is a sweep; kit wait takes one run (a trial: {run_id}-t0, ...); "
-                       f"kit sweep status {run_id} shows them all")
+        raise KitError(
+            f"{run_id} is a sweep; kit wait takes one run (a trial: {run_id}-t0, ...); "
+            f"kit sweep status {run_id} shows them all"
+        )
     record = find_record(args.run_root, run_id)
     recorded = record.read_status(strict=True)
-    name = recorded.run_id or run_id or os.path.basename(record.path)   # the latest run's, if its record has none
+    name = recorded.run_id or run_id or os.path.basename(record.path)  # the latest run's, if its record has none
     if not recorded.over:
-        require_trusted(record)   # waiting asks its backend (hosts, a login host): never for a stranger's record
+        require_trusted(record)  # waiting asks its backend (hosts, a login host): never for a stranger's record
     try:
         state, note = wait_end(record, args.timeout)
     except StillGoing as e:
-        print(f"kit: run {name} still {e.state} after {args.timeout:g} s (--timeout); exit code {TIMEOUT_CODE}, "
-              f"the run goes on", file=sys.stderr)
+        print(
+            f"kit: run {name} still {e.state} after {args.timeout:g} s (--timeout); exit code {TIMEOUT_CODE}, "
+            f"the run goes on",
+            file=sys.stderr,
+        )
         return TIMEOUT_CODE
-    except KeyboardInterrupt:   # not kit's "nothing was started": the run was never ours to stop
+    except KeyboardInterrupt:  # not kit's "nothing was started": the run was never ours to stop
         print(f"\nkit: stopped waiting; run {name} goes on", file=sys.stderr)
         return 130
     status = record.read_status()
     code = end_code(state, status)
-    assert code is not None   # wait_end returns once the run is over
+    assert code is not None  # wait_end returns once the run is over
     if state == RunState.LOST:
         print(f"kit: run {name} lost{f': {note}' if note else ''} (exit code {code})", file=sys.stderr)
     else:

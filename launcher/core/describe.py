@@ -37,14 +37,22 @@ def _span(start: Optional[float], end: Optional[float], going: bool, now: float)
 def _failure(f: Optional[Failure]) -> Optional[dict]:
     if f is None:
         return None
-    return {"node": f.node, "host": f.host, "rank": f.rank, "exit_code": f.code, "meaning": f.meaning,
-            "last_line": f.last_line, "cause": cause(f)}
+    return {
+        "node": f.node,
+        "host": f.host,
+        "rank": f.rank,
+        "exit_code": f.code,
+        "meaning": f.meaning,
+        "last_line": f.last_line,
+        "cause": cause(f),
+    }
 
 
 def _straggler(s: Optional[dict]) -> Optional[dict]:
     if not s:
         return None
     from launcher.insight.stragglers import from_record, line
+
     return {**s, "line": line(from_record(s), s["host"])}
 
 
@@ -52,10 +60,17 @@ def attempts(status: RunStatus, state: str, code: Optional[int], now: float) -> 
     """Every attempt: the earlier ones as recorded when kit started the world again, then the current one."""
     out = []
     for a in status.attempts:
-        out.append({"attempt": a.get("attempt"), "state": a.get("state"), "exit_code": a.get("exit_code"),
-                    "cause": a.get("cause") or "", "started_at": a.get("started_at"),
-                    "finished_at": a.get("finished_at"),
-                    "duration_s": _span(a.get("started_at"), a.get("finished_at"), False, now)})
+        out.append(
+            {
+                "attempt": a.get("attempt"),
+                "state": a.get("state"),
+                "exit_code": a.get("exit_code"),
+                "cause": a.get("cause") or "",
+                "started_at": a.get("started_at"),
+                "finished_at": a.get("finished_at"),
+                "duration_s": _span(a.get("started_at"), a.get("finished_at"), False, now),
+            }
+        )
     # The current attempt began when its world last started (local, SSH; SLURM: when the follower saw it running),
     # never before the last listed attempt ended; not started yet: since that end, or the submission.
     last_end = status.attempts[-1].get("finished_at") if status.attempts else None
@@ -63,9 +78,17 @@ def attempts(status: RunStatus, state: str, code: Optional[int], now: float) -> 
     if start is None or (last_end is not None and start < last_end):
         start = last_end or status.submitted_at
     going = code is None
-    out.append({"attempt": len(status.attempts) + 1, "state": state, "exit_code": code,
-                "cause": cause(status.failure) if status.failure else "", "started_at": start,
-                "finished_at": status.finished_at, "duration_s": _span(start, status.finished_at, going, now)})
+    out.append(
+        {
+            "attempt": len(status.attempts) + 1,
+            "state": state,
+            "exit_code": code,
+            "cause": cause(status.failure) if status.failure else "",
+            "started_at": start,
+            "finished_at": status.finished_at,
+            "duration_s": _span(start, status.finished_at, going, now),
+        }
+    )
     return out
 
 
@@ -74,17 +97,37 @@ def describe(record: RunRecord, status: RunStatus, state: str, note: str, now: O
     now = time.time() if now is None else now
     code = end_code(state, status)
     codes = status.node_exit_codes
-    nodes = [{"node": n.rank, "host": n.host, "pid": n.pid, "exit_code": codes[i] if i < len(codes) else None,
-              "stopped_by_kit": i in status.stopped_nodes} for i, n in enumerate(status.nodes)]
+    nodes = [
+        {
+            "node": n.rank,
+            "host": n.host,
+            "pid": n.pid,
+            "exit_code": codes[i] if i < len(codes) else None,
+            "stopped_by_kit": i in status.stopped_nodes,
+        }
+        for i, n in enumerate(status.nodes)
+    ]
     return {
-        "run_id": status.run_id, "job": status.job, "backend": status.backend, "record": record.path,
-        "state": state, "note": note, "exit_code": code, "failure": _failure(status.failure),
+        "run_id": status.run_id,
+        "job": status.job,
+        "backend": status.backend,
+        "record": record.path,
+        "state": state,
+        "note": note,
+        "exit_code": code,
+        "failure": _failure(status.failure),
         "attempts": attempts(status, state, code, now),
-        "nodes": nodes, "hosts": list(dict.fromkeys(n.host for n in status.nodes)), "job_id": status.scheduler_job_id,
+        "nodes": nodes,
+        "hosts": list(dict.fromkeys(n.host for n in status.nodes)),
+        "job_id": status.scheduler_job_id,
         "straggler": _straggler(status.straggler),
-        "times": {"created_at": status.created_at, "submitted_at": status.submitted_at,
-                  "started_at": status.began, "finished_at": status.finished_at,
-                  "duration_s": _span(status.began, status.finished_at, code is None, now)},
+        "times": {
+            "created_at": status.created_at,
+            "submitted_at": status.submitted_at,
+            "started_at": status.began,
+            "finished_at": status.finished_at,
+            "duration_s": _span(status.began, status.finished_at, code is None, now),
+        },
     }
 
 

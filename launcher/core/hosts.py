@@ -14,15 +14,25 @@ def host_rows() -> list:
     """One dict per host, by name: host, backend, runs, avoided, why, cleared_at, failures [{run_id, attempt, at,
     cause}]."""
     from launcher.insight.health import cleared, ledger, suspect
+
     book, forgiven = ledger(), cleared()
     rows = []
     for name in sorted(book):
         h = book[name]
         found = suspect(h, forgiven.get(name))
-        rows.append({"host": name, "backend": h.backend, "runs": len(h.runs), "avoided": found is not None,
-                     "why": found.why if found else "", "cleared_at": forgiven.get(name),
-                     "failures": [{"run_id": f.run_id, "attempt": f.attempt, "at": f.at, "cause": f.cause}
-                                  for f in h.failures]})
+        rows.append(
+            {
+                "host": name,
+                "backend": h.backend,
+                "runs": len(h.runs),
+                "avoided": found is not None,
+                "why": found.why if found else "",
+                "cleared_at": forgiven.get(name),
+                "failures": [
+                    {"run_id": f.run_id, "attempt": f.attempt, "at": f.at, "cause": f.cause} for f in h.failures
+                ],
+            }
+        )
     return rows
 
 
@@ -30,6 +40,7 @@ def clear_host(host: str) -> str:
     """Forgive `host`: the failures it caused up to now no longer count. The line to print; a host no run of yours
     used is one line of error."""
     from launcher.insight.health import clear, ledger
+
     book = ledger()
     if host not in book:
         known = ", ".join(sorted(book)) or "none yet"

@@ -27,22 +27,30 @@ log = logging.getLogger(__name__)
 class Prepared:
     """A planned run and what the pipeline needs besides the plan, as plain data (no pydantic models, so it
     pickles: it may come from the forked planner, commands/planner.py)."""
+
     plan: LaunchPlan
-    workdir: str                       # the cluster's workdir (where a local or SLURM run keeps its record)
-    job_record: dict                   # the resolved specs as the run record keeps them, secrets masked
+    workdir: str  # the cluster's workdir (where a local or SLURM run keeps its record)
+    job_record: dict  # the resolved specs as the run record keeps them, secrets masked
     cluster_record: dict
-    binding: Optional[dict]            # the backend's settings from the specs (its use()), or None
-    inputs: Optional[PlanInputs] = None   # what the planner was given: a restart's plan is built from them
+    binding: Optional[dict]  # the backend's settings from the specs (its use()), or None
+    inputs: Optional[PlanInputs] = None  # what the planner was given: a restart's plan is built from them
 
 
 @dataclass(frozen=True)
 class Launched:
     record: records.RunRecord
-    result: Optional[Result]           # None when detached: the run goes on without this process
+    result: Optional[Result]  # None when detached: the run goes on without this process
 
 
-def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=None, console=None,
-           on_checked: Optional[Callable[[], None]] = None) -> Launched:
+def launch(
+    prepared: Prepared,
+    base_dir: str,
+    *,
+    detach: bool = False,
+    backend=None,
+    console=None,
+    on_checked: Optional[Callable[[], None]] = None,
+) -> Launched:
     """Check, write the record (taken back exactly if a check fails), then run the plan: followed to its end, or
     detached. Raises KitError (one line, nothing started) for anything the checks find."""
     plan = prepared.plan
@@ -67,15 +75,18 @@ def launch(prepared: Prepared, base_dir: str, *, detach: bool = False, backend=N
     if on_checked is not None:
         on_checked()
     procs, nodes = plan.world.world_size, len(plan.nodes)
-    for text in plan.notes:   # where host health moved the nodes (planning/health.py)
+    for text in plan.notes:  # where host health moved the nodes (planning/health.py)
         log.warning(f"kit: {text}")
-    log.info(f"kit: run {plan.run_id} ({procs} process{'es' * (procs != 1)} on {nodes} node{'s' * (nodes != 1)}); "
-             f"record in {record.path}")
+    log.info(
+        f"kit: run {plan.run_id} ({procs} process{'es' * (procs != 1)} on {nodes} node{'s' * (nodes != 1)}); "
+        f"record in {record.path}"
+    )
     if detach:
         backend.detach(plan, record, base_dir, prepared.inputs)
         return Launched(record, None)
-    result = with_disk_cause(run_attempts(backend, plan, record, base_dir, console,
-                                          replanner(prepared.inputs, plan)), record)
+    result = with_disk_cause(
+        run_attempts(backend, plan, record, base_dir, console, replanner(prepared.inputs, plan)), record
+    )
     log.log(outcome_level(result.state), outcome_line(plan.run_id, result.state, result.code, result.failure))
     return Launched(record, result)
 
@@ -93,14 +104,19 @@ def refuse_a_taken_id(run_id: str, path: Optional[str] = None) -> None:
     record = records.RunRecord(other)
     status = record.read_status()
     if status.state not in NOT_OVER:
-        raise KitError(f"run id {run_id} is taken by a run that ended ({status.state or 'no state recorded'}) ",
-                       run_index.taken(run_id, other, live=False))
+        raise KitError(
+            f"run id {run_id} is taken by a run that ended ({status.state or 'no state recorded'}) ",
+            run_index.taken(run_id, other, live=False),
+        )
     where = run_index.taken(run_id, other)
-    try:   # the file's word may be stale (a supervisor killed): its backend says how the run stands now
+    try:  # the file's word may be stale (a supervisor killed): its backend says how the run stands now
         state, _ = registry.backend(status.backend).current_state(record, status)
-    except Exception as e:   # any failure to ask (a raw SSH or SFTP error too): the name stays taken
-        raise KitError(f"run id {run_id} is taken by a run recorded {status.state}, whose state kit cannot ask "
-                       f"now ({one_line(str(e)) or type(e).__name__}), ", where) from None
+    except Exception as e:  # any failure to ask (a raw SSH or SFTP error too): the name stays taken
+        raise KitError(
+            f"run id {run_id} is taken by a run recorded {status.state}, whose state kit cannot ask "
+            f"now ({one_line(str(e)) or type(e).__name__}), ",
+            where,
+        ) from None
     if state in NOT_OVER:
         raise KitError(f"run id {run_id} is taken by a run still {state} ", where)
     raise KitError(f"run id {run_id} is taken by a run that ended ({state}) ", run_index.taken(run_id, other, False))

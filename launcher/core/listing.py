@@ -18,7 +18,7 @@ from launcher.trust import untrusted
 
 log = logging.getLogger(__name__)
 
-PAGE = 50   # rows `kit runs` shows unless told --all or --limit
+PAGE = 50  # rows `kit runs` shows unless told --all or --limit
 
 
 def read_entry(path: str) -> Optional[dict]:
@@ -33,7 +33,7 @@ def read_entry(path: str) -> Optional[dict]:
             record = records.RunRecord(path)
             return record.index_entry(record.read_status(), st)
         reader = run_index.KIND_READERS.get(name)
-        if reader is None:   # sweeps/record.py not imported: a listing of runs only
+        if reader is None:  # sweeps/record.py not imported: a listing of runs only
             return None
         try:
             return reader[0](path, st)
@@ -127,13 +127,29 @@ def _row(entry: dict, now: float) -> dict:
             state = UNTRUSTED
         if state in ACTIVE + QUEUED:
             end = now
-    return {"id": entry["id"], "path": path, "job": entry.get("job", ""), "backend": entry["backend"],
-            "state": str(state), "exit": code, "created": entry.get("created") or 0, "started": start,
-            "duration": (end - start) if start and end else None, "job_id": job_id, "owner": entry.get("owner")}
+    return {
+        "id": entry["id"],
+        "path": path,
+        "job": entry.get("job", ""),
+        "backend": entry["backend"],
+        "state": str(state),
+        "exit": code,
+        "created": entry.get("created") or 0,
+        "started": start,
+        "duration": (end - start) if start and end else None,
+        "job_id": job_id,
+        "owner": entry.get("owner"),
+    }
 
 
-def listing(run_root: Optional[str], now: float, keep: Optional[Callable[[dict], bool]] = None,
-            limit: Optional[int] = PAGE, kinds: tuple = ("run", "sweep"), rows: bool = True) -> tuple[list, int]:
+def listing(
+    run_root: Optional[str],
+    now: float,
+    keep: Optional[Callable[[dict], bool]] = None,
+    limit: Optional[int] = PAGE,
+    kinds: tuple = ("run", "sweep"),
+    rows: bool = True,
+) -> tuple[list, int]:
     """(rows, how many rows there are in all): the newest `limit` rows (None: every one) that `keep` keeps, newest
     first, of the records under `run_root` (None: all of this user's). Without `keep`, only the rows shown are
     checked against their records; with it, every one is (a filter must not miss a run whose entry is stale).
@@ -155,7 +171,7 @@ def listing(run_root: Optional[str], now: float, keep: Optional[Callable[[dict],
             fresh = _fresh(entry, repaired)
             if fresh is None:
                 total -= 1
-            elif -(fresh.get("created") or 0) != created:   # read again, it sorts elsewhere
+            elif -(fresh.get("created") or 0) != created:  # read again, it sorts elsewhere
                 n += 1
                 heapq.heappush(heap, (-(fresh.get("created") or 0), n, fresh))
             else:
@@ -189,8 +205,9 @@ def latest_run(run_root: Optional[str]) -> tuple[str, Optional[str]]:
     return (run_root if run_root is not None else os.path.dirname(path)), os.path.basename(path)
 
 
-def find_record(run_root: Optional[str], run_id: Optional[str], *,
-                how=("`kit submit`", "see `kit runs`, or give --run-root DIR")) -> records.RunRecord:
+def find_record(
+    run_root: Optional[str], run_id: Optional[str], *, how=("`kit submit`", "see `kit runs`, or give --run-root DIR")
+) -> records.RunRecord:
     """The record of `run_id` (the latest run when None) under `run_root` (None: wherever kit's index says, else
     ./runs); a one-line KitError when none. `how`: what the error tells its reader to do (the CLI's words by
     default; the Python API's are its own)."""
@@ -208,5 +225,6 @@ def find_record(run_root: Optional[str], run_id: Optional[str], *,
     except KitError:
         if given:
             raise
-        raise KitError(f"run {run_id}: no record in kit's index ({run_index.kit_home()}/index) or under "
-                       f"{DEFAULT_ROOT}/; {find}") from None
+        raise KitError(
+            f"run {run_id}: no record in kit's index ({run_index.kit_home()}/index) or under {DEFAULT_ROOT}/; {find}"
+        ) from None

@@ -21,7 +21,7 @@ def state_now(record: records.RunRecord, status: Optional[RunStatus] = None) -> 
     if status.state == RunState.CORRUPT:
         return RunState.CORRUPT, status.note
     why = untrusted(record)
-    if why is not None:   # read, never acted on: no login, no copy, no signal, nothing written back
+    if why is not None:  # read, never acted on: no login, no copy, no signal, nothing written back
         return UNTRUSTED, f"not checked: {why} (--trust-owner USER to act on it)"
     try:
         state, note = registry.backend(status.backend).current_state(record, status)
@@ -37,7 +37,7 @@ def state_now(record: records.RunRecord, status: Optional[RunStatus] = None) -> 
 
 
 DEFAULT_ROOT = "runs"
-UNTRUSTED = "untrusted"   # how a listing shows a record kit will not act on (trust.untrusted)
+UNTRUSTED = "untrusted"  # how a listing shows a record kit will not act on (trust.untrusted)
 
 
 def all_roots() -> list[str]:
@@ -56,7 +56,7 @@ def root_of(run_root: Optional[str], run_id: Optional[str]) -> str:
     if run_root is not None:
         return run_root
     if run_id and os.path.isdir(os.path.join(DEFAULT_ROOT, run_id)):
-        return DEFAULT_ROOT   # a run of this directory's wins over another of the same id elsewhere
+        return DEFAULT_ROOT  # a run of this directory's wins over another of the same id elsewhere
     found = run_index.where(run_id) if run_id else None
     return os.path.dirname(found) if found else DEFAULT_ROOT
 
@@ -90,8 +90,5 @@ def resolve_id(run_root: Optional[str], run_id: Optional[str]) -> Optional[str]:
     if len(found) > 1:
         shown = ", ".join(found[:SHOWN_CANDIDATES])
         more = f" and {len(found) - SHOWN_CANDIDATES} more" if len(found) > SHOWN_CANDIDATES else ""
-        raise KitError(f"run id {run_id} is ambiguous: it begins {len(found)} runs ({shown}{more}); "
-                       f"type more of it")
-    return run_id   # none: the caller's own error says there is no such run
-
-
+        raise KitError(f"run id {run_id} is ambiguous: it begins {len(found)} runs ({shown}{more}); type more of it")
+    return run_id  # none: the caller's own error says there is no such run

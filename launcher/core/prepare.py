@@ -16,27 +16,35 @@ from launcher.planning.model import LaunchPlan
 @dataclass(frozen=True)
 class Loaded:
     """The specs of one submission, validated, as given and with the overrides applied."""
+
     job: Any
     cluster: Any
     overrides: Any
     resolved_job: Any
     resolved_cluster: Any
-    sweep: Any            # the sweep spec, when the submission is a sweep
+    sweep: Any  # the sweep spec, when the submission is a sweep
     default_python: str
-    built: bool = False   # the job was built from the command line (a script or -m MODULE), not read from a file
-    failed_hosts: tuple = ()   # ((host, why), ...): hosts that failed lately, from the records (insight/health.py)
+    built: bool = False  # the job was built from the command line (a script or -m MODULE), not read from a file
+    failed_hosts: tuple = ()  # ((host, why), ...): hosts that failed lately, from the records (insight/health.py)
 
 
 def new_run_id(job_name: str) -> str:
-    import secrets   # not before the early logins start: 10 ms
+    import secrets  # not before the early logins start: 10 ms
+
     return f"{job_name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
 def overrides_from(request: Request):
     from launcher.spec import Overrides
+
     return Overrides(
-        nodes=request.nodes, gpus=request.gpus, procs_per_node=request.procs_per_node, strategy=request.strategy,
-        mixed_precision=request.mixed_precision, master_port=request.port, sets=tuple(request.sets),
+        nodes=request.nodes,
+        gpus=request.gpus,
+        procs_per_node=request.procs_per_node,
+        strategy=request.strategy,
+        mixed_precision=request.mixed_precision,
+        master_port=request.port,
+        sets=tuple(request.sets),
         extra_args=tuple(request.args),
     )
 
@@ -45,6 +53,7 @@ def job_of(request: Request):
     """The job a request names: a job spec file, or one built from a script or `-m MODULE`."""
     from launcher.spec import load_job
     from launcher.spec.adhoc import command_line_job, is_script
+
     if request.module is not None:
         return command_line_job(module=request.module)
     if is_script(request.job):
@@ -54,15 +63,24 @@ def job_of(request: Request):
 
 def load(request: Request) -> Loaded:
     from launcher.spec import apply_overrides, load_cluster, sweep_of
+
     job = job_of(request)
     cluster = load_cluster(request.cluster)
     overrides = overrides_from(request)
     resolved_job, resolved_cluster = apply_overrides(job, cluster, overrides)
     # A local cluster with no `python:` runs kit's own interpreter, so the venv kit lives in is used.
     default_python = registry.placement(resolved_cluster.backend).default_python(sys.executable)
-    return Loaded(job, cluster, overrides, resolved_job, resolved_cluster,
-                  sweep_of(job, request.job or f"-m {request.module}", request.sweep), default_python,
-                  request.built, failed_hosts_of(resolved_cluster))
+    return Loaded(
+        job,
+        cluster,
+        overrides,
+        resolved_job,
+        resolved_cluster,
+        sweep_of(job, request.job or f"-m {request.module}", request.sweep),
+        default_python,
+        request.built,
+        failed_hosts_of(resolved_cluster),
+    )
 
 
 def failed_hosts_of(cluster) -> tuple:
@@ -71,6 +89,7 @@ def failed_hosts_of(cluster) -> tuple:
     if scope is None:
         return ()
     from launcher.insight.health import failed_hosts
+
     return failed_hosts(cluster.backend, list(scope) or None)
 
 
@@ -82,20 +101,31 @@ def plan_for(loaded: Loaded, run_id: Optional[str], attempt: int = 1) -> LaunchP
     from launcher.planning.attempt import Attempt
     from launcher.planning.build import build_plan
     from launcher.spec import Overrides, load_user_deepspeed
+
     restarts = loaded.resolved_job.restarts
     if attempt > restarts + 1:
-        raise KitError(f"--attempt {attempt}: the job's restarts is {restarts}, so its last attempt is "
-                       f"{restarts + 1}; raise it (--set restarts={attempt - 1}) or ask for an earlier attempt")
+        raise KitError(
+            f"--attempt {attempt}: the job's restarts is {restarts}, so its last attempt is "
+            f"{restarts + 1}; raise it (--set restarts={attempt - 1}) or ask for an earlier attempt"
+        )
     if run_id is not None:
         from launcher.core.launch import refuse_a_taken_id
+
         refuse_a_taken_id(run_id)
-    plan = build_plan(loaded.resolved_job, loaded.resolved_cluster, Overrides(),
-                      run_id or new_run_id(loaded.job.name), default_python=loaded.default_python,
-                      user_deepspeed=load_user_deepspeed(loaded.resolved_job), attempt=Attempt(attempt),
-                      failed_hosts=loaded.failed_hosts)
+    plan = build_plan(
+        loaded.resolved_job,
+        loaded.resolved_cluster,
+        Overrides(),
+        run_id or new_run_id(loaded.job.name),
+        default_python=loaded.default_python,
+        user_deepspeed=load_user_deepspeed(loaded.resolved_job),
+        attempt=Attempt(attempt),
+        failed_hosts=loaded.failed_hosts,
+    )
     # What only this machine can tell (an SSH cluster's sync file list), added here at the edge, not by the planner.
-    plan = registry.placement(loaded.resolved_cluster.backend).at_edge(plan, loaded.resolved_cluster,
-                                                                       loaded.resolved_job)
+    plan = registry.placement(loaded.resolved_cluster.backend).at_edge(
+        plan, loaded.resolved_cluster, loaded.resolved_job
+    )
     check_code(plan, loaded.resolved_job, loaded.resolved_cluster)
     return plan
 
@@ -105,6 +135,7 @@ def check_code(plan: LaunchPlan, job, cluster) -> None:
     entrypoint there, compiling, its modules synced, DeepSpeed on CPU asking for gloo, where kit sees the code."""
     import os
     from launcher.preflight.here import check_here
+
     code_dir = registry.placement(cluster.backend).code_here(plan, cluster, os.getcwd())
     check_here(plan, job.entrypoint, job.args, code_dir, os.environ)
 
@@ -113,6 +144,7 @@ def dry_checks(loaded: Loaded, plan: LaunchPlan) -> None:
     """What else a run checks before it starts, for a dry-run: the backend's checks that stay on this machine (the
     hosts are not reached)."""
     import os
+
     cluster = loaded.resolved_cluster
     registry.placement(cluster.backend).dry_checks(plan, cluster, loaded.resolved_job.entrypoint, os.getcwd())
 
@@ -123,12 +155,14 @@ def prepare(loaded: Loaded, plan: LaunchPlan) -> Prepared:
     from launcher.planning.inputs import PlanInputs
     from launcher.records import spec_record
     from launcher.spec import load_user_deepspeed
+
     job, cluster = loaded.resolved_job, loaded.resolved_cluster
     placement = registry.placement(cluster.backend)
-    placement.check_files(cluster)   # first: the checks' logins use them
+    placement.check_files(cluster)  # first: the checks' logins use them
     bound = placement.binding(cluster, job)
-    inputs = PlanInputs.of(job, cluster, plan.run_id, loaded.default_python, load_user_deepspeed(job),
-                           loaded.failed_hosts)
+    inputs = PlanInputs.of(
+        job, cluster, plan.run_id, loaded.default_python, load_user_deepspeed(job), loaded.failed_hosts
+    )
     return Prepared(plan, cluster.workdir, spec_record(job, plan), spec_record(cluster, plan), bound, inputs)
 
 
@@ -140,5 +174,16 @@ def prepared_for(request: Request) -> Optional[Prepared]:
     return prepare(loaded, plan_for(loaded, request.run_id))
 
 
-__all__ = ["Request", "Loaded", "Prepared", "load", "plan_for", "check_code", "dry_checks", "prepare", "prepared_for",
-           "new_run_id", "overrides_from"]
+__all__ = [
+    "Request",
+    "Loaded",
+    "Prepared",
+    "load",
+    "plan_for",
+    "check_code",
+    "dry_checks",
+    "prepare",
+    "prepared_for",
+    "new_run_id",
+    "overrides_from",
+]

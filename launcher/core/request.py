@@ -14,13 +14,32 @@ forks the planner.
 from collections import namedtuple
 
 
-class Request(namedtuple("Request", ["job", "module", "cluster", "sweep", "run_id", "nodes", "gpus", "procs_per_node",
-                                     "strategy", "mixed_precision", "port", "sets", "args"],
-                         defaults=[None, None, None, None, None, None, None, None, None, None, None, (), ()])):
+class Request(
+    namedtuple(
+        "Request",
+        [
+            "job",
+            "module",
+            "cluster",
+            "sweep",
+            "run_id",
+            "nodes",
+            "gpus",
+            "procs_per_node",
+            "strategy",
+            "mixed_precision",
+            "port",
+            "sets",
+            "args",
+        ],
+        defaults=[None, None, None, None, None, None, None, None, None, None, None, (), ()],
+    )
+):
     __slots__ = ()
 
     @property
     def built(self) -> bool:
         """The job is built from the command line (a script or -m MODULE), not read from a job file."""
         from launcher.spec.adhoc import is_script
+
         return self.module is not None or is_script(self.job)

@@ -11,19 +11,19 @@ from launcher.records import RunRecord
 from launcher.status import NOT_OVER, RunStatus
 from launcher.states import RunState
 
-LOST_CODE = 255      # a run whose end nobody recorded (its supervisor died): ssh's code for a lost connection
-TIMEOUT_CODE = 254   # `kit wait --timeout S` ran out with the run still going (the run is left alone)
+LOST_CODE = 255  # a run whose end nobody recorded (its supervisor died): ssh's code for a lost connection
+TIMEOUT_CODE = 254  # `kit wait --timeout S` ran out with the run still going (the run is left alone)
 # An end recorded without a code (older records, a cancel that found no supervisor): what the end means.
 _WITHOUT_CODE: dict[str, int] = {RunState.CANCELLED: 143, RunState.PREEMPTED: 75, RunState.LOST: LOST_CODE}
 
-POLL_FIRST = 0.2     # seconds between the first polls: a short run is seen ending at once
-POLL_MAX = 2.0       # ... growing to this: a SLURM poll is one scontrol, a local one reads a file
+POLL_FIRST = 0.2  # seconds between the first polls: a short run is seen ending at once
+POLL_MAX = 2.0  # ... growing to this: a SLURM poll is one scontrol, a local one reads a file
 
 
 def end_code(state: str, status: RunStatus) -> Optional[int]:
     """The exit code of a run that ended in `state` (the rank's own code, a signal N as 128+N, as recorded);
     None while it is not over."""
-    if state == UNTRUSTED:   # a record kit will not act on: what it says is all there is
+    if state == UNTRUSTED:  # a record kit will not act on: what it says is all there is
         state = status.state
     if state in NOT_OVER:
         return None
@@ -50,12 +50,12 @@ def wait_end(record: RunRecord, timeout: Optional[float] = None, poll: float = P
     backend is slow to answer (each poll is bounded by the time left). Polls come every POLL_FIRST seconds at
     first, then less often, at most every `poll` seconds."""
     if timeout is not None and math.isinf(timeout) and timeout > 0:
-        timeout = None   # waits for ever (thread.join and time.sleep overflow on an infinite wait)
+        timeout = None  # waits for ever (thread.join and time.sleep overflow on an infinite wait)
     deadline = None if timeout is None else time.monotonic() + timeout
     interval, state = POLL_FIRST, "?"
     while True:
         recorded = record.read_status()
-        if recorded.over:   # ended, as recorded: nothing to ask
+        if recorded.over:  # ended, as recorded: nothing to ask
             return recorded.state, recorded.note
         answer = _ask(record, _left(deadline))
         if answer is not None:
@@ -64,7 +64,7 @@ def wait_end(record: RunRecord, timeout: Optional[float] = None, poll: float = P
                 return state, note
         left = _left(deadline)
         if left is not None and left <= 0:
-            assert timeout is not None   # a deadline is set from a timeout
+            assert timeout is not None  # a deadline is set from a timeout
             raise StillGoing(state, timeout)
         time.sleep(interval if left is None else min(interval, left))
         interval = min(interval * 1.5, poll)
@@ -82,7 +82,7 @@ def _ask(record: RunRecord, within: Optional[float]):
     def ask():
         try:
             box["answer"] = state_now(record)
-        except BaseException as e:   # raised again in the waiting thread
+        except BaseException as e:  # raised again in the waiting thread
             box["error"] = e
 
     thread = threading.Thread(target=ask, daemon=True, name="kit-wait-poll")

@@ -14,6 +14,7 @@ log = logging.getLogger(__name__)
 def _node_side() -> dict:
     """The node program's functions, from the same text the nodes run (so the table is drawn one way)."""
     from launcher.render.envcheck import SOURCE
+
     namespace = {"__name__": "kit_env_check"}
     exec(compile(SOURCE, "<kit env check>", "exec"), namespace)
     return namespace
@@ -50,8 +51,10 @@ def judge(mode: str, reports: list) -> Optional[str]:
     log.warning("\n".join([head] + ["  " + line for line in table(reports, rows)]))
     what = summary(reports, rows)
     if strict:
-        raise KitError(f"environment drift between nodes: {what}; nothing was started: make every node's "
-                       f"environment the same (the table above), or set env_check: warn (or off) to train anyway")
+        raise KitError(
+            f"environment drift between nodes: {what}; nothing was started: make every node's "
+            f"environment the same (the table above), or set env_check: warn (or off) to train anyway"
+        )
     return what
 
 
@@ -62,12 +65,17 @@ def judge_plan(plan, fingerprints: dict) -> Optional[str]:
     if plan.env_check != "off" and missing and len(plan.nodes) > 1:
         names = ", ".join(f"node {n.machine_rank} ({n.host})" for n in missing)
         if plan.env_check == "strict":
-            raise KitError(f"env_check: {names} sent no environment fingerprint (its checks printed none), so the "
-                           f"nodes cannot be compared; nothing was started: see that host's Python (3.9+ needed "
-                           f"for the check), or set env_check: warn (or off)")
+            raise KitError(
+                f"env_check: {names} sent no environment fingerprint (its checks printed none), so the "
+                f"nodes cannot be compared; nothing was started: see that host's Python (3.9+ needed "
+                f"for the check), or set env_check: warn (or off)"
+            )
         log.warning(f"kit: warning: env_check: {names} sent no environment fingerprint; not compared")
-    reports = [(f"node {n.machine_rank} ({n.host})", fingerprints[n.machine_rank]) for n in plan.nodes
-               if n.machine_rank in fingerprints]
+    reports = [
+        (f"node {n.machine_rank} ({n.host})", fingerprints[n.machine_rank])
+        for n in plan.nodes
+        if n.machine_rank in fingerprints
+    ]
     return judge(plan.env_check, reports)
 
 
@@ -76,10 +84,15 @@ def doctor_rows(reports: list) -> list:
     value: commands/doctor.py prints them as this module's table too), or one `environment` row per host."""
     rows = differing(reports)
     if not rows:
-        return [(host, "environment", "PASS", "the same on every host (versions, CUDA/NCCL, the job's code)")
-                for host, _ in reports]
-    return [(host, f"env {item}", "FAIL", "-" if values[i] is None else str(values[i]))
-            for i, (host, _) in enumerate(reports) for item, values in rows]
+        return [
+            (host, "environment", "PASS", "the same on every host (versions, CUDA/NCCL, the job's code)")
+            for host, _ in reports
+        ]
+    return [
+        (host, f"env {item}", "FAIL", "-" if values[i] is None else str(values[i]))
+        for i, (host, _) in enumerate(reports)
+        for item, values in rows
+    ]
 
 
 __all__ = ["fingerprint", "differing", "table", "summary", "judge", "judge_plan", "doctor_rows"]

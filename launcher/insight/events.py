@@ -6,7 +6,7 @@ import os
 import re
 from typing import Optional
 
-MARK = "kit-insight: "   # train/insight.py spells the same (the training module does not import kit)
+MARK = "kit-insight: "  # train/insight.py spells the same (the training module does not import kit)
 _TAG = re.compile(r"^\[node(\d+)(?:/rank(\d+))?\] ")
 
 
@@ -23,18 +23,18 @@ def parse(line: str, node: Optional[int] = None) -> Optional[dict]:
     if not line.startswith(MARK, start):
         return None
     try:
-        event = json.loads(line[start + len(MARK):])
+        event = json.loads(line[start + len(MARK) :])
     except ValueError:
         return None
     if not isinstance(event, dict) or not isinstance(event.get("e"), str) or not _number(event.get("t")):
         return None
-    if any(k in event and not _number(event[k]) for k in _NUMBERS):   # a torn or forged line: not an event
+    if any(k in event and not _number(event[k]) for k in _NUMBERS):  # a torn or forged line: not an event
         return None
     event["node"] = int(m.group(1)) if m else node
     return event
 
 
-_NUMBERS = ("t0", "t1", "at", "step", "r", "a", "sr")   # what the report does arithmetic with, sorts or assigns by
+_NUMBERS = ("t0", "t1", "at", "step", "r", "a", "sr")  # what the report does arithmetic with, sorts or assigns by
 
 
 def _number(v) -> bool:

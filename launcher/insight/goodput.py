@@ -23,7 +23,7 @@ LOST, DETECTION, RESTART = "progress lost since the last checkpoint", "failure d
 WRAP_UP, UNREPORTED, STRAGGLER = "wrap-up and teardown", "not reported by the job", "straggler"
 TRAINING = "training"
 BADPUT = (QUEUE, STARTUP, RENDEZVOUS, RESTORE, SAVE, EVAL, STRAGGLER, LOST, DETECTION, RESTART, WRAP_UP)
-SLACK = 1.0   # seconds an event may lie outside its attempt's window (clocks, kit's polling)
+SLACK = 1.0  # seconds an event may lie outside its attempt's window (clocks, kit's polling)
 
 
 @dataclass
@@ -33,7 +33,7 @@ class Attempt:
     end: float
     state: str
     cause: str = ""
-    events: list = field(default_factory=list)   # the main process's timeline events in this attempt
+    events: list = field(default_factory=list)  # the main process's timeline events in this attempt
     sections: list = field(default_factory=list)
     # The record's moments of the restart after it (insight/restarts.py): kit saw the failure, every node ended;
     # and the restart's path ("" where the record does not say)
@@ -46,13 +46,13 @@ class Attempt:
 class Report:
     total_s: float
     goodput_s: Optional[float]
-    badput: dict              # cause -> seconds, the causes kit knows (never the time the job did not report)
+    badput: dict  # cause -> seconds, the causes kit knows (never the time the job did not report)
     time_to_first_step_s: Optional[float]
     attempts: list
-    segments: list            # [start, end, category, attempt]
+    segments: list  # [start, end, category, attempt]
     straggler: Optional[dict]
-    unreported_s: float = 0.0   # the world formed, the job reported nothing: neither goodput nor badput
-    restarts: list = field(default_factory=list)   # each restart phase by phase (insight/restarts.split)
+    unreported_s: float = 0.0  # the world formed, the job reported nothing: neither goodput nor badput
+    restarts: list = field(default_factory=list)  # each restart phase by phase (insight/restarts.split)
 
     @property
     def goodput(self) -> Optional[float]:
@@ -144,11 +144,11 @@ def _paint_attempt(p: Painter, a: Attempt, formed: Optional[float]) -> Optional[
     """The attempt's time by phase; returns when its training loop ended or stopped being seen (None: no
     training reported)."""
     ev = a.events
-    clamp = lambda t: None if t is None else min(max(t, a.start), a.end)   # noqa: E731
+    clamp = lambda t: None if t is None else min(max(t, a.start), a.end)  # noqa: E731
     imported, world = clamp(_t(_first(ev, "imported") or {})), clamp(_t(_first(ev, "world") or {}))
     loops = _loops(ev)
     loop = clamp(_t(loops[0][0])) if loops else None
-    if loop is None:   # nothing reported (another program), or it died before training
+    if loop is None:  # nothing reported (another program), or it died before training
         upto = world or formed or imported
         p.paint(a.start, clamp(upto) or a.end, STARTUP, a.number)
         if upto is not None:
@@ -157,14 +157,14 @@ def _paint_attempt(p: Painter, a: Attempt, formed: Optional[float]) -> Optional[
             # An earlier attempt had finished the run: this one found its outputs and ended (train/resume.py).
             p.paint(clamp(upto), a.end, WRAP_UP if _first(ev, "finished") else after, a.number)
         return None
-    done = loops[-1][1]   # the last loop's end: an earlier phase's end is no end of the training
+    done = loops[-1][1]  # the last loop's end: an earlier phase's end is no end of the training
     seen = [x for e in ev for x in (_t(e), _t(e, "t1")) if x is not None]
     stop = clamp(_t(done)) if done else clamp(max(seen))
     p.paint(a.start, imported or world or loop, STARTUP, a.number)
     p.paint(imported or world or loop, world or loop, RENDEZVOUS, a.number)
     p.paint(world or loop, loop, STARTUP, a.number)
     p.paint(loop, stop, TRAINING, a.number)
-    for (_, ended), (nxt, _) in zip(loops, loops[1:]):   # between phases: the next phase's set-up
+    for (_, ended), (nxt, _) in zip(loops, loops[1:]):  # between phases: the next phase's set-up
         p.paint(clamp(_t(ended or {})), clamp(_t(nxt)), STARTUP, a.number)
     p.paint(stop, a.end, DETECTION if not done and a.state in (RunState.FAILED, RunState.LOST) else WRAP_UP, a.number)
     for name, category in (("restore", RESTORE), ("save", SAVE), ("eval", EVAL), ("test", EVAL)):
@@ -179,15 +179,19 @@ def _kept_until(a: Attempt, restored: Optional[dict]) -> Optional[float]:
     attempt restored (None: all of it was kept; the attempt's own loop start: none of it)."""
     if restored is None:
         return None
-    saves = [e for e in a.events if e["e"] == "save" and e.get("step") == restored.get("step")
-             and e.get("phase") == restored.get("phase")]
+    saves = [
+        e
+        for e in a.events
+        if e["e"] == "save" and e.get("step") == restored.get("step") and e.get("phase") == restored.get("phase")
+    ]
     if saves:
         return _t(saves[-1], "t1")
     return _t(_first(a.events, "train") or {})
 
 
-def report(created: float, ended: float, attempts: list, events: list, marks: list,
-           by_requeues: bool = False) -> Report:
+def report(
+    created: float, ended: float, attempts: list, events: list, marks: list, by_requeues: bool = False
+) -> Report:
     """`attempts`: Attempt windows from the record (oldest first); `events`: the training module's, every rank;
     `marks`: the record's timeline (world formed, a SLURM job's queue moves); `by_requeues`: the backend restarts a
     run by requeueing one script (SLURM), whose events number their attempt by the requeue count."""
@@ -210,7 +214,7 @@ def report(created: float, ended: float, attempts: list, events: list, marks: li
             continue
         if nxt is None and a.state in (RunState.PREEMPTED, RunState.RUNNING, AttemptEnd.STILL_RUNNING):
             continue
-        if nxt is not None and _first(nxt.events, "finished"):   # it had finished the run: nothing was lost
+        if nxt is not None and _first(nxt.events, "finished"):  # it had finished the run: nothing was lost
             continue
         kept = restored if restored else (None if nxt else _last_save(a))
         step = kept.get("step") if kept else (0 if nxt else None)
@@ -218,11 +222,30 @@ def report(created: float, ended: float, attempts: list, events: list, marks: li
         lost_before = p.total(LOST)
         p.paint(max(cut or a.start, a.start), stop, LOST, a.number, only=TRAINING)
         resumed = _t(_first(nxt.events, "first_step") or {}) if nxt else None
-        failures.append({"attempt": a.number, "cause": a.cause, "failed_at": stop,
-                         "lost_s": round(p.total(LOST) - lost_before, 3), "restored_step": step if nxt else None,
-                         "resumed_after_s": round(resumed - stop, 3) if resumed else None})
-    restarts = [split(a.number, stops[a.number], a.noticed_at, a.nodes_ended_at, a.end, b.number, b.events,
-                      _formed(marks, b.number), a.restart) for a, b in zip(attempts, attempts[1:])]
+        failures.append(
+            {
+                "attempt": a.number,
+                "cause": a.cause,
+                "failed_at": stop,
+                "lost_s": round(p.total(LOST) - lost_before, 3),
+                "restored_step": step if nxt else None,
+                "resumed_after_s": round(resumed - stop, 3) if resumed else None,
+            }
+        )
+    restarts = [
+        split(
+            a.number,
+            stops[a.number],
+            a.noticed_at,
+            a.nodes_ended_at,
+            a.end,
+            b.number,
+            b.events,
+            _formed(marks, b.number),
+            a.restart,
+        )
+        for a, b in zip(attempts, attempts[1:])
+    ]
     if attempts:
         _paint_queue(p, marks, attempts[0].start)
     straggler = _straggler(attempts)
@@ -231,12 +254,17 @@ def report(created: float, ended: float, attempts: list, events: list, marks: li
     if straggler:
         badput[STRAGGLER] = round(min(straggler["lost_s"], training), 3)
     first = next((_t(e) for a in attempts for e in a.events if e["e"] == "first_step"), None)
-    return Report(total_s=round(ended - created, 3),
-                  goodput_s=round(training - badput[STRAGGLER], 3) if reported else None,
-                  badput={c: v for c, v in badput.items() if v > 0}, time_to_first_step_s=(
-                      round(first - created, 3) if first else None),
-                  attempts=failures, segments=[list(s) for s in p.segments], straggler=straggler,
-                  unreported_s=round(p.total(UNREPORTED), 3), restarts=restarts)
+    return Report(
+        total_s=round(ended - created, 3),
+        goodput_s=round(training - badput[STRAGGLER], 3) if reported else None,
+        badput={c: v for c, v in badput.items() if v > 0},
+        time_to_first_step_s=(round(first - created, 3) if first else None),
+        attempts=failures,
+        segments=[list(s) for s in p.segments],
+        straggler=straggler,
+        unreported_s=round(p.total(UNREPORTED), 3),
+        restarts=restarts,
+    )
 
 
 def _formed(marks: list, number: int) -> Optional[float]:

@@ -21,8 +21,8 @@ log = logging.getLogger(__name__)
 LOST, NEVER_JOINED, HUNG = Meaning.HOST_LOST, Meaning.NEVER_JOINED, Meaning.HUNG
 
 CLEARED_FILE = "hosts.json"
-RECENT = 2   # a host's last runs that count
-SKIPPED = ("?", "localhost")   # not a host of a cluster (an allocation not known yet; the local backend)
+RECENT = 2  # a host's last runs that count
+SKIPPED = ("?", "localhost")  # not a host of a cluster (an allocation not known yet; the local backend)
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class HostFailure:
     run_id: str
     at: float
     attempt: int
-    cause: str          # the failure's one line, as kit status says it
+    cause: str  # the failure's one line, as kit status says it
 
     @property
     def why(self) -> str:
@@ -44,8 +44,8 @@ class HostFailure:
 class HostRecord:
     host: str
     backend: str
-    runs: list = field(default_factory=list)        # (created_at, run_id), oldest first
-    failures: list = field(default_factory=list)    # HostFailure, oldest first
+    runs: list = field(default_factory=list)  # (created_at, run_id), oldest first
+    failures: list = field(default_factory=list)  # HostFailure, oldest first
 
 
 def _kind(cause: str) -> str:
@@ -64,8 +64,11 @@ def caused_by_host(meaning: Optional[str]) -> bool:
 def _failures(status) -> list:
     """(attempt, host, meaning, cause, at) of every attempt of a run that ended badly."""
     from launcher.supervise.failure import cause
-    out = [(a.get("attempt") or i + 1, a.get("host"), a.get("meaning"), a.get("cause") or "", a.get("finished_at"))
-           for i, a in enumerate(status.attempts)]
+
+    out = [
+        (a.get("attempt") or i + 1, a.get("host"), a.get("meaning"), a.get("cause") or "", a.get("finished_at"))
+        for i, a in enumerate(status.attempts)
+    ]
     f = status.failure
     if f is not None and status.over:
         out.append((len(status.attempts) + 1, f.host, f.meaning, cause(f), status.finished_at))
@@ -80,6 +83,7 @@ def ledger(roots: Optional[list] = None) -> dict:
         return {}
     from launcher import records
     from launcher.trust import untrusted
+
     for root in roots:
         for run_id, status in records.list_records(root):
             if status.state == RunState.CORRUPT or untrusted(records.RunRecord(os.path.join(root, run_id))) is not None:
@@ -90,7 +94,8 @@ def ledger(roots: Optional[list] = None) -> dict:
                 if host and caused_by_host(meaning):
                     used.add(host)
                     _host(hosts, host, status.backend).failures.append(
-                        HostFailure(host, run_id, at or created, attempt, said))
+                        HostFailure(host, run_id, at or created, attempt, said)
+                    )
             for host in used - set(SKIPPED):
                 _host(hosts, host, status.backend).runs.append((created, run_id))
     for h in hosts.values():
@@ -120,13 +125,17 @@ def cleared(strict: bool = False) -> dict:
         return _unreadable(path, str(e), strict)
     if not isinstance(data, dict) or not isinstance(data.get("cleared", {}), dict):
         return _unreadable(path, "not a mapping of cleared hosts", strict)
-    return {h: float(t) for h, t in data.get("cleared", {}).items()
-            if isinstance(h, str) and isinstance(t, (int, float)) and not isinstance(t, bool)}
+    return {
+        h: float(t)
+        for h, t in data.get("cleared", {}).items()
+        if isinstance(h, str) and isinstance(t, (int, float)) and not isinstance(t, bool)
+    }
 
 
 def _unreadable(path: str, why: str, strict: bool) -> dict:
     if strict:
         from launcher.errors import RecordError
+
         raise RecordError(f"{path} is unreadable ({why}); fix or remove it, then clear the host again", path=path)
     log.warning(f"kit: warning: {path} is unreadable ({why}); no host counts as cleared")
     return {}
@@ -135,6 +144,7 @@ def _unreadable(path: str, why: str, strict: bool) -> dict:
 def clear(host: str, now: Optional[float] = None) -> None:
     """Forgive `host` as of `now`: one read-modify-write of hosts.json under its lock, written atomically."""
     from launcher.filestore import locked, write_atomic
+
     os.makedirs(run_index.kit_home(), mode=0o700, exist_ok=True)
     with locked(_cleared_path() + ".lock"):
         data = {"cleared": {**cleared(strict=True), host: time.time() if now is None else now}}
@@ -164,5 +174,4 @@ def failed_hosts(backend: str, names: Optional[list] = None) -> tuple:
     return tuple(sorted(out))
 
 
-__all__ = ["HostFailure", "HostRecord", "ledger", "cleared", "clear", "suspect", "failed_hosts",
-           "caused_by_host"]
+__all__ = ["HostFailure", "HostRecord", "ledger", "cleared", "clear", "suspect", "failed_hosts", "caused_by_host"]

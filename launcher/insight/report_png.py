@@ -3,15 +3,26 @@ coloured by what each second was spent on, goodput in green."""
 
 from launcher.insight.goodput import BADPUT, TRAINING, UNREPORTED
 
-COLOURS = {TRAINING: "#2ca02c", "queue": "#c7c7c7", "start-up and imports": "#1f77b4", "rendezvous": "#17becf",
-           "checkpoint restore": "#9467bd", "checkpoint save": "#bcbd22", "evaluation": "#ff7f0e",
-           "progress lost since the last checkpoint": "#d62728", "failure detection": "#e377c2",
-           "restart": "#8c564b", "wrap-up and teardown": "#7f7f7f", UNREPORTED: "#dbdbdb",
-           "straggler": "#ff9896"}
+COLOURS = {
+    TRAINING: "#2ca02c",
+    "queue": "#c7c7c7",
+    "start-up and imports": "#1f77b4",
+    "rendezvous": "#17becf",
+    "checkpoint restore": "#9467bd",
+    "checkpoint save": "#bcbd22",
+    "evaluation": "#ff7f0e",
+    "progress lost since the last checkpoint": "#d62728",
+    "failure detection": "#e377c2",
+    "restart": "#8c564b",
+    "wrap-up and teardown": "#7f7f7f",
+    UNREPORTED: "#dbdbdb",
+    "straggler": "#ff9896",
+}
 
 
 def draw(data: dict, path: str) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -24,8 +35,9 @@ def draw(data: dict, path: str) -> None:
         y = rows.index(attempt or 0)
         label = category if category not in seen else None
         seen.add(category)
-        ax.barh(y, end - start, left=start - origin, color=COLOURS.get(category, "#333333"), label=label,
-                edgecolor="none")
+        ax.barh(
+            y, end - start, left=start - origin, color=COLOURS.get(category, "#333333"), label=label, edgecolor="none"
+        )
     ax.set_yticks(range(len(rows)), [f"attempt {r}" if r else "kit" for r in rows])
     ax.invert_yaxis()
     ax.set_xlabel("seconds since submission")
@@ -34,8 +46,15 @@ def draw(data: dict, path: str) -> None:
     order = [TRAINING, *BADPUT, UNREPORTED]
     handles, labels = ax.get_legend_handles_labels()
     pairs = sorted(zip(handles, labels), key=lambda hl: order.index(hl[1]) if hl[1] in order else 99)
-    ax.legend([h for h, _ in pairs], [lb for _, lb in pairs], loc="upper center", bbox_to_anchor=(0.5, -0.35),
-              ncol=3, fontsize="small", frameon=False)
+    ax.legend(
+        [h for h, _ in pairs],
+        [lb for _, lb in pairs],
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.35),
+        ncol=3,
+        fontsize="small",
+        frameon=False,
+    )
     fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
 

@@ -17,15 +17,17 @@ def _s(v) -> str:
 
 def report_text(data: dict) -> str:
     total = data["total_s"] or 0.0
-    lines = [f"run {data['run_id']}  job {data['job']}  backend {data['backend']}  state {data['state']}  "
-             f"wall {total:.1f} s"]
+    lines = [
+        f"run {data['run_id']}  job {data['job']}  backend {data['backend']}  state {data['state']}  wall {total:.1f} s"
+    ]
     unreported = data.get("unreported_s") or 0.0
     if data["goodput"] is None:
         lines.append("goodput: unknown: the job did not tell kit when it trained (see the end); what kit saw:")
         lines += _seen(data)
     else:
-        lines.append(f"goodput {100 * data['goodput']:.1f}% ({data['goodput_s']:.1f} s of training kept, of "
-                     f"{total:.1f} s)")
+        lines.append(
+            f"goodput {100 * data['goodput']:.1f}% ({data['goodput_s']:.1f} s of training kept, of {total:.1f} s)"
+        )
         lines.append(f"time to first step {_s(data['time_to_first_step_s'])}")
     width = max([len(k) + 2 for k in data["badput"]] + ([len(UNREPORTED)] if unreported else []) + [0])
     if data["badput"]:
@@ -39,12 +41,16 @@ def report_text(data: dict) -> str:
     for a in data["attempts"]:
         code = "" if a["exit_code"] is None else f", exit {a['exit_code']}"
         why = f": {a['cause']}" if a["cause"] else ""
-        lines.append(f"  {a['attempt']}  {_clock(a['started_at'])} -> {_clock(a['finished_at'])}  "
-                     f"{a['state']}{code}{why}")
+        lines.append(
+            f"  {a['attempt']}  {_clock(a['started_at'])} -> {_clock(a['finished_at'])}  {a['state']}{code}{why}"
+        )
         if a.get("lost_s") or a.get("restored_step") is not None:
             since = f" since its checkpoint of step {a['restored_step']}" if a.get("restored_step") else ""
-            resumed = (f"; training resumed {a['resumed_after_s']:.1f} s after the failure"
-                       if a.get("resumed_after_s") is not None else "")
+            resumed = (
+                f"; training resumed {a['resumed_after_s']:.1f} s after the failure"
+                if a.get("resumed_after_s") is not None
+                else ""
+            )
             lines.append(f"     lost {a['lost_s']:.1f} s of progress{since}{resumed}")
         if a.get("restart"):
             lines += _restart(a["restart"])
@@ -64,7 +70,7 @@ HOW_TO_REPORT = [
     "and ends:",
     '  kit-insight: {"e": "train", "t": SECONDS}   and   kit-insight: {"e": "end", "t": SECONDS}',
     "(SECONDS: time.time() then; kit keeps these lines off the console; more events are in kit's docs, \"The "
-    "timeline and the goodput report\")",
+    'timeline and the goodput report")',
 ]
 
 
@@ -101,7 +107,7 @@ def _seen(data: dict) -> list:
     for e in entries:
         what, n = e["event"], e.get("attempt")
         if what.startswith("attempt ") and n:
-            what = f"attempt {n} {what[len('attempt '):]}"        # attempt 2 started
+            what = f"attempt {n} {what[len('attempt ') :]}"  # attempt 2 started
         elif several and n:
             what += f" (attempt {n})"
         what += f": {e['detail']}" if e.get("detail") else ""

@@ -30,8 +30,11 @@ DETECT, STOP, RELAUNCH, IMPORTS = "detect", "stop", "relaunch", "imports"
 RENDEZVOUS, SETUP, RESTORE, FIRST_STEP = "rendezvous", "set-up", "restore", "first step"
 PHASES = (DETECT, STOP, RELAUNCH, IMPORTS, RENDEZVOUS, SETUP, RESTORE, FIRST_STEP)
 # Where the failure's moment came from (the start of detect).
-FROM_TRAINING, FROM_KIT, FROM_END = "its last training report", "kit saw it (no training reported)", \
-    "the attempt's recorded end (nothing earlier recorded)"
+FROM_TRAINING, FROM_KIT, FROM_END = (
+    "its last training report",
+    "kit saw it (no training reported)",
+    "the attempt's recorded end (nothing earlier recorded)",
+)
 
 
 def _t(e: Optional[dict], key: str = "t") -> Optional[float]:
@@ -47,39 +50,87 @@ def joined(names: list) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def split(number: int, failed_at: Optional[float], noticed_at: Optional[float], nodes_ended_at: Optional[float],
-          attempt_end: float, nxt_number: int, nxt_events: list, world_mark: Optional[float] = None,
-          path: str = "") -> dict:
+def split(
+    number: int,
+    failed_at: Optional[float],
+    noticed_at: Optional[float],
+    nodes_ended_at: Optional[float],
+    attempt_end: float,
+    nxt_number: int,
+    nxt_events: list,
+    world_mark: Optional[float] = None,
+    path: str = "",
+) -> dict:
     """The restart after attempt `number` (its last training report `failed_at`, kit's moments, its recorded end)
     into attempt `nxt_number` (its main process's events, kit's "world formed" mark for it). `gap_s` and `phases`
     are None and [] when the new attempt reported no first step (it failed too, or reports nothing)."""
-    start, source = ((failed_at, FROM_TRAINING) if failed_at is not None else
-                     (noticed_at, FROM_KIT) if noticed_at is not None else (attempt_end, FROM_END))
+    start, source = (
+        (failed_at, FROM_TRAINING)
+        if failed_at is not None
+        else (noticed_at, FROM_KIT)
+        if noticed_at is not None
+        else (attempt_end, FROM_END)
+    )
     first = _t(_first(nxt_events, "first_step"))
     phases: list = []
-    out = {"attempt": number, "to_attempt": nxt_number, "path": path or RestartPath.FULL.value,
-           "failed_at": start, "failure_from": source, "first_step_at": first, "gap_s": None, "phases": phases}
+    out = {
+        "attempt": number,
+        "to_attempt": nxt_number,
+        "path": path or RestartPath.FULL.value,
+        "failed_at": start,
+        "failure_from": source,
+        "first_step_at": first,
+        "gap_s": None,
+        "phases": phases,
+    }
     if first is None:
         return out
     restore = _first(nxt_events, "restore")
     began = _t(restore, "t0") if restore else _t(_first(nxt_events, "train"))
-    ends = {DETECT: noticed_at, STOP: nodes_ended_at if nodes_ended_at is not None else attempt_end,
-            RELAUNCH: _t(_first(nxt_events, "start"), "at"), IMPORTS: _t(_first(nxt_events, "imported")),
-            RENDEZVOUS: _t(_first(nxt_events, "world")) or world_mark, SETUP: began,
-            RESTORE: (_t(restore, "t1") if restore else began), FIRST_STEP: first}
-    ms = lambda t: int(round(t * 1000))   # noqa: E731   whole milliseconds: the phases add up exactly
+    ends = {
+        DETECT: noticed_at,
+        STOP: nodes_ended_at if nodes_ended_at is not None else attempt_end,
+        RELAUNCH: _t(_first(nxt_events, "start"), "at"),
+        IMPORTS: _t(_first(nxt_events, "imported")),
+        RENDEZVOUS: _t(_first(nxt_events, "world")) or world_mark,
+        SETUP: began,
+        RESTORE: (_t(restore, "t1") if restore else began),
+        FIRST_STEP: first,
+    }
+    ms = lambda t: int(round(t * 1000))  # noqa: E731   whole milliseconds: the phases add up exactly
     at, end, pending = ms(start), max(ms(first), ms(start)), []
     for name in PHASES:
         pending.append(name)
         if ends[name] is None:
             continue
         to = min(max(ms(ends[name]), at), end)
-        phases.append({"phase": joined(pending), "s": (to - at) / 1000, "from": at / 1000, "to": to / 1000,
-                              **({"note": "nothing restored"} if name == RESTORE and not restore else {})})
+        phases.append(
+            {
+                "phase": joined(pending),
+                "s": (to - at) / 1000,
+                "from": at / 1000,
+                "to": to / 1000,
+                **({"note": "nothing restored"} if name == RESTORE and not restore else {}),
+            }
+        )
         at, pending = to, []
     out["gap_s"] = (end - ms(start)) / 1000
     return out
 
 
-__all__ = ["split", "PHASES", "DETECT", "STOP", "RELAUNCH", "IMPORTS", "RENDEZVOUS", "SETUP", "RESTORE",
-           "FIRST_STEP", "FROM_TRAINING", "FROM_KIT", "FROM_END", "joined"]
+__all__ = [
+    "split",
+    "PHASES",
+    "DETECT",
+    "STOP",
+    "RELAUNCH",
+    "IMPORTS",
+    "RENDEZVOUS",
+    "SETUP",
+    "RESTORE",
+    "FIRST_STEP",
+    "FROM_TRAINING",
+    "FROM_KIT",
+    "FROM_END",
+    "joined",
+]

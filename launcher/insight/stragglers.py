@@ -14,29 +14,29 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 THRESHOLD = 0.7
-WINDOW = 3          # report windows (train/insight.py: 5 s each by default) a rank's score is taken over
-FLOOR = 0.002       # seconds per step added to both sides of a section's ratio
+WINDOW = 3  # report windows (train/insight.py: 5 s each by default) a rank's score is taken over
+FLOOR = 0.002  # seconds per step added to both sides of a section's ratio
 SECTIONS = ("data", "forward")
 BOTH = "data and forward"
 
 
-LOADED_WAIT = 0.5   # a rank that waited for a CPU at least this share of its excess was slowed by the machine
+LOADED_WAIT = 0.5  # a rank that waited for a CPU at least this share of its excess was slowed by the machine
 
 
 @dataclass(frozen=True)
 class Straggler:
     node: Optional[int]
     rank: int
-    section: str         # the section it is slowest in, against the fastest rank
-    ratio: Optional[float]   # its time in that section over the fastest rank's (None: the fastest took no time)
-    score: float         # its relative score (the lowest over its sections)
-    own_s: float = 0.0       # its seconds per step in that section
-    fastest_s: float = 0.0   # the fastest rank's
-    load: Optional[float] = None      # its node's 1-minute load average (None: not reported)
-    cpus: Optional[int] = None        # its node's cores
-    wait_s: Optional[float] = None    # seconds per step its training thread waited for a CPU more than the rank
-                                      # that waited least (a loaded machine takes CPU from every rank alike)
-    threads: Optional[int] = None     # the run's own threads on its node (processes x torch threads)
+    section: str  # the section it is slowest in, against the fastest rank
+    ratio: Optional[float]  # its time in that section over the fastest rank's (None: the fastest took no time)
+    score: float  # its relative score (the lowest over its sections)
+    own_s: float = 0.0  # its seconds per step in that section
+    fastest_s: float = 0.0  # the fastest rank's
+    load: Optional[float] = None  # its node's 1-minute load average (None: not reported)
+    cpus: Optional[int] = None  # its node's cores
+    wait_s: Optional[float] = None  # seconds per step its training thread waited for a CPU more than the rank
+    # that waited least (a loaded machine takes CPU from every rank alike)
+    threads: Optional[int] = None  # the run's own threads on its node (processes x torch threads)
 
 
 class Stragglers:
@@ -45,13 +45,13 @@ class Stragglers:
 
     def __init__(self, world_size: int, threshold: float = THRESHOLD, window: int = WINDOW):
         self.world_size, self.threshold = world_size, threshold
-        self._pending: defaultdict[object, dict[int, dict]] = defaultdict(dict)   # window -> rank -> report
-        self._rounds: deque[dict[int, dict]] = deque(maxlen=window)   # complete windows: rank -> report
+        self._pending: defaultdict[object, dict[int, dict]] = defaultdict(dict)  # window -> rank -> report
+        self._rounds: deque[dict[int, dict]] = deque(maxlen=window)  # complete windows: rank -> report
         self._window = window
-        self._nodes: dict[int, Optional[int]] = {}   # rank -> its node, as reported
+        self._nodes: dict[int, Optional[int]] = {}  # rank -> its node, as reported
         self.named: Optional[Straggler] = None
         self.lost_s = 0.0
-        self.worst: Optional[Straggler] = None     # the lowest-scoring rank of the last complete window
+        self.worst: Optional[Straggler] = None  # the lowest-scoring rank of the last complete window
 
     def feed(self, event: dict) -> Optional[Straggler]:
         if event.get("e") != "sections" or not isinstance(event.get("r"), int) or not event.get("n"):
@@ -76,18 +76,29 @@ class Stragglers:
         reports = [rd[s.rank] for rd in self._rounds if s.rank in rd]
 
         def last(key: str, whole: bool = False):
-            return next((e[key] for e in reversed(reports) if _number(e.get(key)) and e[key] >= 0
-                         and (not whole or isinstance(e[key], int))), None)
+            return next(
+                (
+                    e[key]
+                    for e in reversed(reports)
+                    if _number(e.get(key)) and e[key] >= 0 and (not whole or isinstance(e[key], int))
+                ),
+                None,
+            )
 
-        waited = []   # (its wait per step more than the least of the other ranks', its steps) per round
+        waited = []  # (its wait per step more than the least of the other ranks', its steps) per round
         for rd in self._rounds:
             waits = {r: e["wait"] for r, e in rd.items() if _number(e.get("wait")) and e["wait"] >= 0}
             others = [w for r, w in waits.items() if r != s.rank]
             if s.rank in waits and others:
                 waited.append((max(0.0, waits[s.rank] - min(others)), rd[s.rank]["n"]))
         steps = sum(n for _, n in waited)
-        return replace(s, load=last("load"), cpus=last("cpus", True) or None, threads=last("threads", True),
-                       wait_s=round(sum(w * n for w, n in waited) / steps, 6) if steps else None)
+        return replace(
+            s,
+            load=last("load"),
+            cpus=last("cpus", True) or None,
+            threads=last("threads", True),
+            wait_s=round(sum(w * n for w, n in waited) / steps, 6) if steps else None,
+        )
 
     def _close(self, w) -> None:
         """Window w is complete: count what it cost and keep it (older pending windows are dropped)."""
@@ -127,8 +138,15 @@ class Stragglers:
                 score = (best[s] + FLOOR) / (t + FLOOR)
                 if found is None or score < found.score:
                     # A fastest rank that took no time has no ratio: the line says both times instead.
-                    found = Straggler(self._nodes.get(r), r, s, round(t / best[s], 2) if best[s] > 0 else None,
-                                      round(score, 3), round(t, 6), round(best[s], 6))
+                    found = Straggler(
+                        self._nodes.get(r),
+                        r,
+                        s,
+                        round(t / best[s], 2) if best[s] > 0 else None,
+                        round(score, 3),
+                        round(t, 6),
+                        round(best[s], 6),
+                    )
         return found
 
 
@@ -150,15 +168,25 @@ def machine(s: Straggler) -> str:
     loaded = bool(s.load is not None and s.cpus and s.load > s.cpus)
     waited = s.wait_s is not None and s.wait_s > 0 and s.wait_s >= LOADED_WAIT * max(s.own_s - s.fastest_s, 0.0)
     load = f"load {s.load:.1f} on {s.cpus} cores" if s.load is not None and s.cpus else ""
-    wait = (f"rank {s.rank} waited {1000 * s.wait_s:.0f} ms a step more than the others for a CPU"
-            if waited and s.wait_s else "")
-    if loaded and not waited and s.wait_s is not None:   # loaded, but its wait for a CPU does not explain it
-        wait = (f"though rank {s.rank} waited only {1000 * s.wait_s:.0f} ms a step more than the others for a CPU: "
-                f"something else slowed it too")
+    wait = (
+        f"rank {s.rank} waited {1000 * s.wait_s:.0f} ms a step more than the others for a CPU"
+        if waited and s.wait_s
+        else ""
+    )
+    if loaded and not waited and s.wait_s is not None:  # loaded, but its wait for a CPU does not explain it
+        wait = (
+            f"though rank {s.rank} waited only {1000 * s.wait_s:.0f} ms a step more than the others for a CPU: "
+            f"something else slowed it too"
+        )
     if loaded:
-        assert s.load is not None   # loaded says so
-        whose = ("" if s.threads is None else ", other processes" if s.load >= s.threads + 1
-                 else f", the run's own {s.threads} threads")
+        assert s.load is not None  # loaded says so
+        whose = (
+            ""
+            if s.threads is None
+            else ", other processes"
+            if s.load >= s.threads + 1
+            else f", the run's own {s.threads} threads"
+        )
         return "the machine is loaded (" + load + whose + (f"; {wait}" if wait else "") + ")"
     if waited:
         return "other processes took its CPU (" + wait + (f"; {load}" if load else "") + ")"
@@ -182,16 +210,36 @@ def slower(s: Straggler) -> str:
 
 def record_fields(s: Straggler) -> dict:
     """The straggler as status.json keeps it (every value finite or null)."""
-    return {"node": s.node, "rank": s.rank, "section": s.section, "ratio": s.ratio, "score": s.score,
-            "own_s": s.own_s, "fastest_s": s.fastest_s, "load": s.load, "cpus": s.cpus, "wait_s": s.wait_s,
-            "threads": s.threads}
+    return {
+        "node": s.node,
+        "rank": s.rank,
+        "section": s.section,
+        "ratio": s.ratio,
+        "score": s.score,
+        "own_s": s.own_s,
+        "fastest_s": s.fastest_s,
+        "load": s.load,
+        "cpus": s.cpus,
+        "wait_s": s.wait_s,
+        "threads": s.threads,
+    }
 
 
 def from_record(d: dict) -> Straggler:
     """The straggler status.json keeps (older records lack the times and the machine's load)."""
-    return Straggler(d.get("node"), d.get("rank") or 0, d.get("section") or "?", d.get("ratio"),
-                     d.get("score") or 0.0, d.get("own_s") or 0.0, d.get("fastest_s") or 0.0, d.get("load"),
-                     d.get("cpus"), d.get("wait_s"), d.get("threads"))
+    return Straggler(
+        d.get("node"),
+        d.get("rank") or 0,
+        d.get("section") or "?",
+        d.get("ratio"),
+        d.get("score") or 0.0,
+        d.get("own_s") or 0.0,
+        d.get("fastest_s") or 0.0,
+        d.get("load"),
+        d.get("cpus"),
+        d.get("wait_s"),
+        d.get("threads"),
+    )
 
 
 def below(score: float, threshold: float) -> str:
@@ -203,5 +251,15 @@ def below(score: float, threshold: float) -> str:
     return f"{score!r} < {threshold!r}"
 
 
-__all__ = ["Stragglers", "Straggler", "line", "slower", "machine", "below", "record_fields", "from_record",
-           "THRESHOLD", "WINDOW"]
+__all__ = [
+    "Stragglers",
+    "Straggler",
+    "line",
+    "slower",
+    "machine",
+    "below",
+    "record_fields",
+    "from_record",
+    "THRESHOLD",
+    "WINDOW",
+]

@@ -31,7 +31,7 @@ class InsightWatch:
     def _log(self, node: int) -> str:
         return self.record.file(f"node{node}.log")
 
-    def poll(self) -> Optional[Failure]:   # None: polled with the watches that stop a run, it never does
+    def poll(self) -> Optional[Failure]:  # None: polled with the watches that stop a run, it never does
         now = self.clock()
         if now < self._next:
             return None
@@ -56,11 +56,13 @@ class InsightWatch:
     def _name(self, found) -> None:
         host = self.host_of(found.node) if found.node is not None else "?"
         score = below(found.score, self.stragglers.threshold)
-        self.say(f"kit: straggler: {line(found, host)} (its relative score {score} over its last report windows; "
-                 f"the world steps at its pace)")
+        self.say(
+            f"kit: straggler: {line(found, host)} (its relative score {score} over its last report windows; "
+            f"the world steps at its pace)"
+        )
         try:
             self.record.update_status(straggler={"host": host, **record_fields(found), "at": time.time()})
-        except Exception:   # the record keeps its last good state; the console said it
+        except Exception:  # the record keeps its last good state; the console said it
             pass
 
 

@@ -8,14 +8,14 @@ from typing import Optional
 
 from launcher.errors import KitError
 
-RDZV_ID_ENV = "PET_RDZV_ID"   # torchrun's --rdzv-id from the environment (accelerate's launcher reads it too)
+RDZV_ID_ENV = "PET_RDZV_ID"  # torchrun's --rdzv-id from the environment (accelerate's launcher reads it too)
 _RDZV_PREFIX = "kit-attempt-"
 
 
 @dataclass(frozen=True)
 class Attempt:
     number: int = 1
-    lost_hosts: tuple[str, ...] = ()   # every host lost by an earlier attempt, by name
+    lost_hosts: tuple[str, ...] = ()  # every host lost by an earlier attempt, by name
 
 
 def attempt_port(planned: int, number: int) -> int:
@@ -37,7 +37,7 @@ def rdzv_env(number: int) -> dict[str, str]:
 def attempt_of(node) -> int:
     """Which attempt a node's plan belongs to (1: the planned command)."""
     value: Optional[str] = node.env.get(RDZV_ID_ENV)
-    digits = value[len(_RDZV_PREFIX):] if value and value.startswith(_RDZV_PREFIX) else ""
+    digits = value[len(_RDZV_PREFIX) :] if value and value.startswith(_RDZV_PREFIX) else ""
     return int(digits) if digits.isdigit() else 1
 
 

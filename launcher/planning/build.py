@@ -26,7 +26,7 @@ from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 from launcher.spec.overrides import Overrides, apply_overrides
 
-FIRST = Attempt()   # a run's first attempt: the plan as submitted
+FIRST = Attempt()  # a run's first attempt: the plan as submitted
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
@@ -37,7 +37,8 @@ def _strategy_section(job: JobSpec, shape: Shape, run_dir: str, user_ds: Optiona
     if job.strategy != "deepspeed":
         return None, {}
     if job.deepspeed.config_file is not None:
-        from launcher.spec.deepspeed_json import check_user_deepspeed   # its schema: 6 ms to build, rarely needed
+        from launcher.spec.deepspeed_json import check_user_deepspeed  # its schema: 6 ms to build, rarely needed
+
         ds = check_user_deepspeed(user_ds, job, shape.world_size)
     else:
         ds = deepspeed_config(job, shape.world_size, shape.gradient_accumulation_steps, shape.device == "cuda")
@@ -97,15 +98,33 @@ def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan
     prelude = placement.prelude + threads + interface_lines(master, runtime_vars, cluster.interface)
     # kit's tag wins over a job's own template; on SLURM its node number is resolved inside each task.
     env = {**env, WORKER_TAG_ENV: worker_tag_template(rank_word)}
-    command = node_command(cluster.workdir, tuple(cluster.setup), env, argv, runtime_vars, prelude, secrets,
-                           job_args=len(job.args), runtime_env=(WORKER_TAG_ENV,),
-                           before_exec=(_module_check_lines(job, argv, placement, python, run_dir, rank_word, files)
-                                        + _env_check_lines(job, shape, placement, python, run_dir, rank_word, files)))
+    command = node_command(
+        cluster.workdir,
+        tuple(cluster.setup),
+        env,
+        argv,
+        runtime_vars,
+        prelude,
+        secrets,
+        job_args=len(job.args),
+        runtime_env=(WORKER_TAG_ENV,),
+        before_exec=(
+            _module_check_lines(job, argv, placement, python, run_dir, rank_word, files)
+            + _env_check_lines(job, shape, placement, python, run_dir, rank_word, files)
+        ),
+    )
     shared = tuple(p for p in files if not p.startswith(f"{run_dir}/accelerate"))
     own = (config_file,) if config_file is not None else ()
     return NodePlan(
-        machine_rank=rank, host=host.name, workdir=cluster.workdir, argv=argv, env=env, secret_env=secrets,
-        setup=tuple(cluster.setup), files=tuple(sorted(shared + own)), command=command,
+        machine_rank=rank,
+        host=host.name,
+        workdir=cluster.workdir,
+        argv=argv,
+        env=env,
+        secret_env=secrets,
+        setup=tuple(cluster.setup),
+        files=tuple(sorted(shared + own)),
+        command=command,
         log=f"{run_dir}/node{rank}.log",
     )
 
@@ -116,8 +135,11 @@ def _module_check_lines(job, argv, placement, python, run_dir, rank_word, files)
     if not placement.task_checks:
         return ()
     files[module_check.file_name(run_dir)] = module_check.program()
-    return (module_check.task_line(python, run_dir, rank_word, module_check.required(argv, job.strategy),
-                                   placement.runtime_vars),)
+    return (
+        module_check.task_line(
+            python, run_dir, rank_word, module_check.required(argv, job.strategy), placement.runtime_vars
+        ),
+    )
 
 
 def _env_check_lines(job, shape, placement, python, run_dir, rank_word, files) -> tuple:
@@ -127,13 +149,31 @@ def _env_check_lines(job, shape, placement, python, run_dir, rank_word, files) -
         return ()
     files[env_check_file(run_dir)] = env_check_program()
     kind = "module" if job.entrypoint.module is not None else "script"
-    return (task_line(python, run_dir, job.env_check, shape.nodes, rank_word, job.timeouts.rendezvous, kind,
-                      job.entrypoint.module or job.entrypoint.script, placement.runtime_vars),)
+    return (
+        task_line(
+            python,
+            run_dir,
+            job.env_check,
+            shape.nodes,
+            rank_word,
+            job.timeouts.rendezvous,
+            kind,
+            job.entrypoint.module or job.entrypoint.script,
+            placement.runtime_vars,
+        ),
+    )
 
 
-def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id: str,
-               default_python: str = "python", user_deepspeed: Optional[dict] = None,
-               attempt: Attempt = FIRST, failed_hosts: tuple = ()) -> LaunchPlan:
+def build_plan(
+    job: JobSpec,
+    cluster: ClusterSpec,
+    overrides: Overrides,
+    run_id: str,
+    default_python: str = "python",
+    user_deepspeed: Optional[dict] = None,
+    attempt: Attempt = FIRST,
+    failed_hosts: tuple = (),
+) -> LaunchPlan:
     """`attempt`: which attempt of the run this plan starts (planning/attempt.py: its port, hosts and
     rendezvous id); attempt 1 is the run as submitted. `failed_hosts`: ((host, why), ...) that caused a failure
     lately (planning/health.py), read from the records by the caller."""
@@ -154,25 +194,45 @@ def build_plan(job: JobSpec, cluster: ClusterSpec, overrides: Overrides, run_id:
     env = {**node_env(job, cluster, shape, run_id), **rdzv_env(changed.number)}
     secrets = secret_names(job, env)
     ctx = (cluster.python or default_python, run_dir, master, port, section, placement)
-    nodes = tuple(_node(job, cluster, shape, rank, host, env, secrets, files, ctx)
-                  for rank, host in enumerate(hosts))
-    added, submission = placement.submission(cluster, run_id=run_id, job_name=job.name, nodes=shape.nodes,
-                                             gpus=shape.gpus_per_node, run_dir=run_dir,
-                                             node_command=nodes[0].command)
+    nodes = tuple(_node(job, cluster, shape, rank, host, env, secrets, files, ctx) for rank, host in enumerate(hosts))
+    added, submission = placement.submission(
+        cluster,
+        run_id=run_id,
+        job_name=job.name,
+        nodes=shape.nodes,
+        gpus=shape.gpus_per_node,
+        run_dir=run_dir,
+        node_command=nodes[0].command,
+    )
     files.update(added)
     world = World(
-        num_machines=shape.nodes, procs_per_node=shape.procs_per_node, world_size=shape.world_size,
-        device=shape.device, strategy=job.strategy, mixed_precision=job.mixed_precision,
-        master_addr=master, master_port=port,
-        pipeline_stages=job.pipeline_stages, pipeline_microbatches=shape.pipeline_microbatches,
+        num_machines=shape.nodes,
+        procs_per_node=shape.procs_per_node,
+        world_size=shape.world_size,
+        device=shape.device,
+        strategy=job.strategy,
+        mixed_precision=job.mixed_precision,
+        master_addr=master,
+        master_port=port,
+        pipeline_stages=job.pipeline_stages,
+        pipeline_microbatches=shape.pipeline_microbatches,
     )
     return LaunchPlan(
-        run_id=run_id, job_name=job.name, backend=cluster.backend, cluster_name=cluster.name,
-        run_dir=run_dir, world=world, nodes=nodes, files=dict(sorted(files.items())),
-        submission=submission, runtime_vars=placement.runtime_vars, inherit=INHERIT,
+        run_id=run_id,
+        job_name=job.name,
+        backend=cluster.backend,
+        cluster_name=cluster.name,
+        run_dir=run_dir,
+        world=world,
+        nodes=nodes,
+        files=dict(sorted(files.items())),
+        submission=submission,
+        runtime_vars=placement.runtime_vars,
+        inherit=INHERIT,
         teardown_grace=cluster.teardown_grace,
-        limits=Limits(rendezvous_timeout=job.timeouts.rendezvous, hang_timeout=job.timeouts.hang,
-                      restarts=job.restarts),
+        limits=Limits(
+            rendezvous_timeout=job.timeouts.rendezvous, hang_timeout=job.timeouts.hang, restarts=job.restarts
+        ),
         spare_hosts=tuple((h.name, h.address or h.name) for h in spares),
         attempt=attempt.number,
         env_check=job.env_check,

@@ -17,11 +17,15 @@ def away_from_failed(hosts: tuple, nodes: int, failed: dict) -> tuple[tuple, tup
             continue
         spare = next((j for j in range(nodes, len(order)) if order[j].name not in failed), None)
         if spare is None:
-            notes.append(f"host {order[i].name} {why}; no healthy spare host to place its node on instead, so it "
-                         f"keeps it (kit hosts --clear {order[i].name} forgives it)")
+            notes.append(
+                f"host {order[i].name} {why}; no healthy spare host to place its node on instead, so it "
+                f"keeps it (kit hosts --clear {order[i].name} forgives it)"
+            )
             continue
-        notes.append(f"host {order[i].name} {why}; its node goes to spare host {order[spare].name} "
-                     f"(kit hosts --clear {order[i].name} to use it again)")
+        notes.append(
+            f"host {order[i].name} {why}; its node goes to spare host {order[spare].name} "
+            f"(kit hosts --clear {order[i].name} to use it again)"
+        )
         order[i], order[spare] = order[spare], order[i]
     return tuple(order), tuple(notes)
 
@@ -30,8 +34,9 @@ def excluded_note(names: list, failed: dict) -> Optional[str]:
     if not names:
         return None
     whys = "; ".join(f"{n} {failed[n]}" for n in names)
-    return (f"excluded from the allocation (slurm.exclude_failed_nodes): {whys} (kit hosts --clear NODE to use one "
-            f"again)")
+    return (
+        f"excluded from the allocation (slurm.exclude_failed_nodes): {whys} (kit hosts --clear NODE to use one again)"
+    )
 
 
 __all__ = ["away_from_failed", "excluded_note"]

@@ -12,20 +12,33 @@ from launcher.planning.model import LaunchPlan
 
 @dataclass(frozen=True)
 class PlanInputs:
-    job: dict                       # the resolved job spec's fields as given (secret values too, as in the plan)
-    cluster: dict                   # the resolved cluster spec's, likewise
+    job: dict  # the resolved job spec's fields as given (secret values too, as in the plan)
+    cluster: dict  # the resolved cluster spec's, likewise
     run_id: str
     default_python: str
     user_deepspeed: Optional[dict] = None
-    failed_hosts: tuple = ()        # ((host, why), ...) at submit time: every attempt is placed away from them
+    failed_hosts: tuple = ()  # ((host, why), ...) at submit time: every attempt is placed away from them
 
     @classmethod
-    def of(cls, job, cluster, run_id: str, default_python: str, user_deepspeed: Optional[dict] = None,
-           failed_hosts: tuple = ()):
+    def of(
+        cls,
+        job,
+        cluster,
+        run_id: str,
+        default_python: str,
+        user_deepspeed: Optional[dict] = None,
+        failed_hosts: tuple = (),
+    ):
         """From validated specs (overrides applied). Only the fields that were set: validating them again gives
         the same specs (a validator that looks at which fields were set sees the same ones)."""
-        return cls(job.model_dump(exclude_unset=True), cluster.model_dump(exclude_unset=True), run_id,
-                   default_python, user_deepspeed, failed_hosts)
+        return cls(
+            job.model_dump(exclude_unset=True),
+            cluster.model_dump(exclude_unset=True),
+            run_id,
+            default_python,
+            user_deepspeed,
+            failed_hosts,
+        )
 
 
 def plan_attempt(inputs: PlanInputs, first: LaunchPlan, attempt: Attempt) -> LaunchPlan:
@@ -33,8 +46,17 @@ def plan_attempt(inputs: PlanInputs, first: LaunchPlan, attempt: Attempt) -> Lau
     the ones listed when the run was submitted (at the edge, on this machine's disk): they travel unchanged."""
     from launcher.planning.build import build_plan
     from launcher.spec import ClusterSpec, JobSpec, Overrides
-    plan = build_plan(JobSpec.model_validate(inputs.job), ClusterSpec.model_validate(inputs.cluster), Overrides(),
-                      inputs.run_id, inputs.default_python, inputs.user_deepspeed, attempt, inputs.failed_hosts)
+
+    plan = build_plan(
+        JobSpec.model_validate(inputs.job),
+        ClusterSpec.model_validate(inputs.cluster),
+        Overrides(),
+        inputs.run_id,
+        inputs.default_python,
+        inputs.user_deepspeed,
+        attempt,
+        inputs.failed_hosts,
+    )
     return dataclasses.replace(plan, sync=first.sync)
 
 

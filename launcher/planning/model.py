@@ -21,12 +21,12 @@ class World:
     num_machines: int
     procs_per_node: int
     world_size: int
-    device: str            # "cuda" or "cpu"
-    strategy: str          # ddp | deepspeed | fsdp
-    mixed_precision: str   # no | fp16 | bf16
-    master_addr: str       # a literal address, or a ${VAR} resolved inside the job (SLURM)
+    device: str  # "cuda" or "cpu"
+    strategy: str  # ddp | deepspeed | fsdp
+    mixed_precision: str  # no | fp16 | bf16
+    master_addr: str  # a literal address, or a ${VAR} resolved inside the job (SLURM)
     master_port: int
-    pipeline_stages: int = 1   # the model's stages across the world (rank r: stage r % N, replica r // N)
+    pipeline_stages: int = 1  # the model's stages across the world (rank r: stage r % N, replica r // N)
     pipeline_microbatches: int = 0
 
 
@@ -35,13 +35,13 @@ class NodePlan:
     machine_rank: int
     host: str
     workdir: str
-    argv: tuple[str, ...]          # the launch command, one word per element
-    env: dict[str, str]            # what the node adds to its own environment
-    secret_env: tuple[str, ...]    # names passed through from the submitter; values never in the plan
-    setup: tuple[str, ...]         # shell lines run before the launch
-    files: tuple[str, ...]         # names in LaunchPlan.files this node needs
-    command: str                   # the exact shell text the node runs (bash -c)
-    log: str                       # per-node log path, relative to workdir
+    argv: tuple[str, ...]  # the launch command, one word per element
+    env: dict[str, str]  # what the node adds to its own environment
+    secret_env: tuple[str, ...]  # names passed through from the submitter; values never in the plan
+    setup: tuple[str, ...]  # shell lines run before the launch
+    files: tuple[str, ...]  # names in LaunchPlan.files this node needs
+    command: str  # the exact shell text the node runs (bash -c)
+    log: str  # per-node log path, relative to workdir
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,7 @@ class Submission:
 @dataclass(frozen=True)
 class Limits:
     """How long kit waits for what, and how often it starts the world again (the job's timeouts and restarts)."""
+
     rendezvous_timeout: float = 300.0
     hang_timeout: Optional[float] = None
     restarts: int = 0
@@ -64,9 +65,10 @@ class Limits:
 class SyncPlan:
     """The user's code copied into each node's workdir before the start (a cluster's `sync:`): the files listed
     at submit time (what changed among them is copied, by size and hash)."""
-    source: str                     # absolute local directory
-    files: tuple[str, ...]          # relative to source, in order
-    chosen_by: str                  # how the list was made, for the dry-run ("git-tracked files", ...)
+
+    source: str  # absolute local directory
+    files: tuple[str, ...]  # relative to source, in order
+    chosen_by: str  # how the list was made, for the dry-run ("git-tracked files", ...)
 
 
 @dataclass(frozen=True)
@@ -75,10 +77,10 @@ class LaunchPlan:
     job_name: str
     backend: str
     cluster_name: str
-    run_dir: str                    # relative to each node's workdir
+    run_dir: str  # relative to each node's workdir
     world: World
     nodes: tuple[NodePlan, ...]
-    files: dict[str, str]           # path (relative to workdir) -> content
+    files: dict[str, str]  # path (relative to workdir) -> content
     submission: Submission
     # Shell variables that are expanded inside each task, never at submit time.
     runtime_vars: tuple[str, ...] = ()
@@ -91,8 +93,8 @@ class LaunchPlan:
     # Hosts the cluster has beyond the plan's nodes, (name, address): a restart moves a lost host's node there.
     spare_hosts: tuple[tuple[str, str], ...] = ()
     sync: Optional[SyncPlan] = None
-    attempt: int = 1                # which attempt of the run this plan starts (planning/attempt.py)
-    env_check: str = "strict"       # the job's env_check: nodes whose environments differ stop the run (strict)
+    attempt: int = 1  # which attempt of the run this plan starts (planning/attempt.py)
+    env_check: str = "strict"  # the job's env_check: nodes whose environments differ stop the run (strict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -106,8 +108,15 @@ def from_dict(data: dict) -> LaunchPlan:
     d = dict(data)
     d["world"] = World(**d["world"])
     d["nodes"] = tuple(
-        NodePlan(**{**n, "argv": tuple(n["argv"]), "secret_env": tuple(n["secret_env"]),
-                    "setup": tuple(n["setup"]), "files": tuple(n["files"])})
+        NodePlan(
+            **{
+                **n,
+                "argv": tuple(n["argv"]),
+                "secret_env": tuple(n["secret_env"]),
+                "setup": tuple(n["setup"]),
+                "files": tuple(n["files"]),
+            }
+        )
         for n in d["nodes"]
     )
     s = d["submission"]

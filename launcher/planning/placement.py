@@ -16,8 +16,9 @@ from launcher.spec.job import JobSpec
 @dataclass(frozen=True)
 class Lanes:
     """Where a sweep's trials run at once: lane k's cluster, and its GPUs or hosts for the dry-run."""
+
     clusters: tuple[ClusterSpec, ...]
-    placement: tuple[str, ...]          # "" when every lane shares the cluster as it is
+    placement: tuple[str, ...]  # "" when every lane shares the cluster as it is
 
     @property
     def count(self) -> int:
@@ -110,7 +111,9 @@ class Placement:
         if job.nodes > len(cluster.hosts):
             raise KitError(
                 f"nodes: {job.nodes} nodes requested but cluster '{cluster.name}' lists {len(cluster.hosts)} "
-                "hosts; lower ", Option("nodes"), " or add hosts"
+                "hosts; lower ",
+                Option("nodes"),
+                " or add hosts",
             )
         return tuple(cluster.hosts[: job.nodes])
 
@@ -125,12 +128,13 @@ class Placement:
         if not failed or not cluster.hosts:
             return cluster, ()
         from launcher.planning.health import away_from_failed
+
         hosts, notes = away_from_failed(tuple(cluster.hosts), job.nodes, failed)
         return cluster.model_copy(update={"hosts": list(hosts)}), notes
 
     def spares(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
         """Hosts beyond the job's nodes, for a restart to move a lost host's node to."""
-        return tuple(cluster.hosts[job.nodes:])
+        return tuple(cluster.hosts[job.nodes :])
 
     def where(self, host: Host, cluster: ClusterSpec) -> str:
         return f"host {host.name}"
@@ -140,8 +144,9 @@ class Placement:
             have = host.gpus if host.gpus is not None else cluster.gpus_per_node
             if gpus > have:
                 raise KitError(
-                    f"gpus_per_node: {gpus} GPUs per node requested but {self.where(host, cluster)} has {have}; "
-                    "lower ", Option("gpus"), " or fix the cluster's gpus_per_node"
+                    f"gpus_per_node: {gpus} GPUs per node requested but {self.where(host, cluster)} has {have}; lower ",
+                    Option("gpus"),
+                    " or fix the cluster's gpus_per_node",
                 )
 
     def cores_shared_by(self, nodes: int, procs: int) -> int:
@@ -164,8 +169,17 @@ class Placement:
         """`--gpu_ids` of node `rank`, when this backend picks GPUs itself (simulated nodes on one machine)."""
         return None
 
-    def submission(self, cluster: ClusterSpec, *, run_id: str, job_name: str, nodes: int, gpus: int, run_dir: str,
-                   node_command: str) -> tuple[dict, Submission]:
+    def submission(
+        self,
+        cluster: ClusterSpec,
+        *,
+        run_id: str,
+        job_name: str,
+        nodes: int,
+        gpus: int,
+        run_dir: str,
+        node_command: str,
+    ) -> tuple[dict, Submission]:
         """(files added to the plan, how the nodes are submitted): by default kit starts one process per node."""
         return {}, Submission(kind="processes")
 

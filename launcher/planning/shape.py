@@ -14,13 +14,13 @@ class Shape:
     nodes: int
     procs_per_node: int
     gpus_per_node: int
-    device: str                 # cuda | cpu
-    hosts: tuple[Host, ...]     # one per node; SLURM hosts are placeholders filled by the allocation
+    device: str  # cuda | cpu
+    hosts: tuple[Host, ...]  # one per node; SLURM hosts are placeholders filled by the allocation
     gradient_accumulation_steps: int
     # --num_cpu_threads_per_process on CPU nodes; None on a CPU node: sized on the node at its start from its own
     # cores (render/shell.threads_lines), as no core count is known here.
     cpu_threads: Optional[int] = None
-    pipeline_microbatches: int = 0   # 0: not pipelined
+    pipeline_microbatches: int = 0  # 0: not pipelined
 
     @property
     def world_size(self) -> int:
@@ -38,7 +38,8 @@ def _check_cpu(job: JobSpec) -> None:
     if job.strategy == "fsdp":
         raise KitError(
             "strategy: fsdp needs GPUs (accelerate's FSDP does not engage on CPU); "
-            "use ddp or deepspeed on a CPU cluster, or set ", Option("gpus")
+            "use ddp or deepspeed on a CPU cluster, or set ",
+            Option("gpus"),
         )
     if job.mixed_precision == "fp16":
         raise KitError("mixed_precision: fp16 needs GPUs; use bf16 or no on a CPU cluster, or set ", Option("gpus"))
@@ -47,7 +48,7 @@ def _check_cpu(job: JobSpec) -> None:
 def _accumulation(job: JobSpec, world: int) -> int:
     if job.global_batch_size is None:
         return job.gradient_accumulation_steps
-    assert job.batch_size_per_device is not None   # JobSpec: global_batch_size needs batch_size_per_device
+    assert job.batch_size_per_device is not None  # JobSpec: global_batch_size needs batch_size_per_device
     per_step = job.batch_size_per_device * world
     steps, rest = divmod(job.global_batch_size, per_step)
     if rest or steps == 0:
@@ -82,27 +83,37 @@ def check_pipeline(job: JobSpec, world_size: int) -> int:
             raise KitError("pipeline_microbatches: needs pipeline_stages of 2 or more")
         return 0
     if world_size % stages:
-        raise KitError(f"pipeline_stages: {stages} stages do not divide the world of {world_size} processes; "
-                       f"use a divisor of {world_size}, or change ", Option("nodes"), " / ", Option("procs_per_node"),
-                       " / ", Option("gpus"))
+        raise KitError(
+            f"pipeline_stages: {stages} stages do not divide the world of {world_size} processes; "
+            f"use a divisor of {world_size}, or change ",
+            Option("nodes"),
+            " / ",
+            Option("procs_per_node"),
+            " / ",
+            Option("gpus"),
+        )
     if job.strategy != "ddp":
-        raise KitError(f"pipeline_stages: runs with strategy ddp (the replicas of a stage average gradients), "
-                       f"not {job.strategy}")
+        raise KitError(
+            f"pipeline_stages: runs with strategy ddp (the replicas of a stage average gradients), not {job.strategy}"
+        )
     if job.mixed_precision != "no":
         raise KitError("pipeline_stages: the pipelined training runs in fp32; set mixed_precision: no")
     return job.pipeline_microbatches or max(stages, job.gradient_accumulation_steps)
 
 
-MAX_NODES, MAX_PROCS_PER_NODE = 10000, 1024   # beyond any cluster; a plan of 10^8 nodes would exhaust memory
+MAX_NODES, MAX_PROCS_PER_NODE = 10000, 1024  # beyond any cluster; a plan of 10^8 nodes would exhaust memory
 
 
 def resolve_shape(job: JobSpec, cluster: ClusterSpec) -> Shape:
     if job.nodes > MAX_NODES:
-        raise KitError(f"nodes: {job.nodes} is more than kit plans for (at most {MAX_NODES}); check ",
-                       Option("nodes"))
+        raise KitError(f"nodes: {job.nodes} is more than kit plans for (at most {MAX_NODES}); check ", Option("nodes"))
     if (job.procs_per_node or 0) > MAX_PROCS_PER_NODE or (job.gpus_per_node or 0) > MAX_PROCS_PER_NODE:
-        raise KitError(f"procs_per_node/gpus_per_node: more than {MAX_PROCS_PER_NODE} processes per node; "
-                       "check ", Option("procs_per_node"), "/", Option("gpus"))
+        raise KitError(
+            f"procs_per_node/gpus_per_node: more than {MAX_PROCS_PER_NODE} processes per node; check ",
+            Option("procs_per_node"),
+            "/",
+            Option("gpus"),
+        )
     placement = registry.placement(cluster.backend)
     hosts = placement.hosts(job, cluster)
     gpus = job.gpus_per_node if job.gpus_per_node is not None else cluster.gpus_per_node

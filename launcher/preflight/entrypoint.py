@@ -51,6 +51,7 @@ class CheckResult:
 
 class EntrypointRef(NamedTuple):
     """A job's entrypoint as the checks read it: plain data, which pickles without the schemas."""
+
     module: Optional[str]
     script: Optional[str]
 
@@ -67,7 +68,7 @@ def entrypoint_check_command(node: NodePlan, entrypoint, runtime_vars: tuple[str
     if not node.command.endswith(launch):
         raise ValueError(f"node {node.machine_rank}: command does not end with its launch line")
     kind, target = entrypoint_target(entrypoint)
-    return node.command[:-len(launch)] + f"exec {join_argv((node.argv[0], '-c', CHECK_SOURCE, kind, target))}\n"
+    return node.command[: -len(launch)] + f"exec {join_argv((node.argv[0], '-c', CHECK_SOURCE, kind, target))}\n"
 
 
 def interpret_entrypoint_check(entrypoint, node: NodePlan, result: CheckResult, where: str) -> Optional[str]:
@@ -78,15 +79,21 @@ def interpret_entrypoint_check(entrypoint, node: NodePlan, result: CheckResult, 
     if states == ["found"]:
         return None
     if states == ["missing"] and kind == "script":
-        return (f"entrypoint.script {target}: no such file in the node's workdir {where}; "
-                f"a relative script path is taken from the workdir")
+        return (
+            f"entrypoint.script {target}: no such file in the node's workdir {where}; "
+            f"a relative script path is taken from the workdir"
+        )
     if states == ["missing"] and target == REFERENCE_MODULE:
-        return (f"entrypoint.module {target}: not importable by {node.argv[0]} in {where} (no such module); the "
-                f"reference job's module is the top-level train/ of kit's repository, which installing kit does not "
-                f"install: run kit from a clone of it, or make the cluster's workdir one")
+        return (
+            f"entrypoint.module {target}: not importable by {node.argv[0]} in {where} (no such module); the "
+            f"reference job's module is the top-level train/ of kit's repository, which installing kit does not "
+            f"install: run kit from a clone of it, or make the cluster's workdir one"
+        )
     if states == ["missing"]:
-        return (f"entrypoint.module {target}: not importable by {node.argv[0]} in {where} (no such module); "
-                f"check the name, or install it / add it to PYTHONPATH")
+        return (
+            f"entrypoint.module {target}: not importable by {node.argv[0]} in {where} (no such module); "
+            f"check the name, or install it / add it to PYTHONPATH"
+        )
     if states == ["no-main"]:
         return f"entrypoint.module {target}: a package without __main__.py cannot be run with -m; name a module"
     lines = [line for line in result.stderr.splitlines() if line.strip()]
@@ -94,5 +101,6 @@ def interpret_entrypoint_check(entrypoint, node: NodePlan, result: CheckResult, 
     if setup:
         return f"{setup[-1].removeprefix('kit: ')} (in the node's workdir {where})"
     last = lines[-1] if lines else "no output"
-    return (f"preflight: checking the entrypoint with {shlex.quote(node.argv[0])} failed (exit {result.returncode}): "
-            f"{last}")
+    return (
+        f"preflight: checking the entrypoint with {shlex.quote(node.argv[0])} failed (exit {result.returncode}): {last}"
+    )

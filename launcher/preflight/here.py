@@ -33,14 +33,14 @@ def check_here(plan: LaunchPlan, entrypoint, args, code_dir: Optional[str], envi
         return
     entry = _entry(plan.sync, code_dir, entrypoint)
     if entry is None:
-        return   # a module installed on the nodes, or a script sync does not carry: the nodes' checks look
+        return  # a module installed on the nodes, or a script sync does not carry: the nodes' checks look
     if entrypoint.module == TRAIN_MODULE:
         _check_train_args(code_dir, args)
     deepspeed_on_cpu = plan.world.strategy == "deepspeed" and plan.world.device == "cpu"
     if plan.sync is None and not deepspeed_on_cpu:
-        return   # what follows reads every module of the job's own: only where it matters
+        return  # what follows reads every module of the job's own: only where it matters
     search = [os.path.dirname(os.path.join(code_dir, entry.rel))] if entrypoint.script else [code_dir]
-    imported: Iterable[Source] = local_modules(code_dir, entry, search)   # a list once synced code reads it
+    imported: Iterable[Source] = local_modules(code_dir, entry, search)  # a list once synced code reads it
     if plan.sync is not None:
         imported = list(imported)
         _check_synced(plan.sync, code_dir, entrypoint, imported)
@@ -60,10 +60,16 @@ def _check_train_args(code_dir: str, args) -> None:
     if not os.path.isfile(os.path.join(code_dir, _TRAIN_ARGS)) or any(a in ("-h", "--help") for a in args):
         return
     try:
-        r = subprocess.run([sys.executable, "-c", _PARSE, *args], cwd=code_dir, capture_output=True, text=True,
-                           timeout=60, env={**os.environ, "PYTHONPATH": code_dir})
+        r = subprocess.run(
+            [sys.executable, "-c", _PARSE, *args],
+            cwd=code_dir,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": code_dir},
+        )
     except (OSError, subprocess.TimeoutExpired):
-        return   # not told from here: the nodes' own parser says
+        return  # not told from here: the nodes' own parser says
     said = [ln for ln in r.stderr.splitlines() if ": error: " in ln]
     if r.returncode == 2 and said:
         error = said[-1].split(": error: ", 1)[1]
@@ -77,12 +83,17 @@ def _entry(sync: Optional[SyncPlan], code_dir: str, entrypoint) -> Optional[Sour
         return None
     path = os.path.normpath(os.path.join(code_dir, rel))
     if sync is not None and not path.startswith(os.path.join(sync.source, "")):
-        return None   # outside the sync source: expected on the hosts already
+        return None  # outside the sync source: expected on the hosts already
     if not os.path.isfile(path):
-        where = (f"sync.source {sync.source}, which each host's workdir gets" if sync is not None
-                 else f"the node's workdir {code_dir}")
-        raise KitError(f"entrypoint.script {entrypoint.script}: no such file in {where}; a relative script path "
-                       f"is taken from the workdir")
+        where = (
+            f"sync.source {sync.source}, which each host's workdir gets"
+            if sync is not None
+            else f"the node's workdir {code_dir}"
+        )
+        raise KitError(
+            f"entrypoint.script {entrypoint.script}: no such file in {where}; a relative script path "
+            f"is taken from the workdir"
+        )
     role = "the job's script" if entrypoint.script else f"the job's module {entrypoint.module}"
     return compile_file(code_dir, rel, entrypoint.module, role)
 
@@ -105,8 +116,10 @@ def _check_synced(sync: SyncPlan, code_dir: str, entrypoint, imported) -> None:
             how += " (or the .kitignore rule, if one leaves it out)"
         elif ".kitignore" in sync.chosen_by:
             how += " (or, if the defaults leave it out, write a .kitignore)"
-        raise KitError(f"sync: {rel} (module {module.module}, imported by {entry}) is not among the files sync "
-                       f"copies from {sync.source} ({sync.chosen_by}); {how}, or the hosts will not have it")
+        raise KitError(
+            f"sync: {rel} (module {module.module}, imported by {entry}) is not among the files sync "
+            f"copies from {sync.source} ({sync.chosen_by}); {how}, or the hosts will not have it"
+        )
 
 
 def _check_gloo(entry: Source, imported: Iterable[Source], args) -> None:
@@ -123,7 +136,11 @@ def _check_gloo(entry: Source, imported: Iterable[Source], args) -> None:
         builds = builds or (_ACCELERATOR.search(source.text) and source)
     if builds:
         where = entry.rel if builds is entry else f"{entry.rel} (through {builds.rel})"
-        raise KitError(f"strategy deepspeed on CPU nodes: {where} builds an Accelerator but never asks for the gloo "
-                       f"process group, without which DeepSpeed's ranks do not form one world; pass Accelerator("
-                       f"kwargs_handlers=[InitProcessGroupKwargs(backend=\"gloo\")]) (README: Your own script), or "
-                       "use ", Option("strategy", "ddp"), " or GPUs")
+        raise KitError(
+            f"strategy deepspeed on CPU nodes: {where} builds an Accelerator but never asks for the gloo "
+            f"process group, without which DeepSpeed's ranks do not form one world; pass Accelerator("
+            f'kwargs_handlers=[InitProcessGroupKwargs(backend="gloo")]) (README: Your own script), or '
+            "use ",
+            Option("strategy", "ddp"),
+            " or GPUs",
+        )

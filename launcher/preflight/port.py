@@ -6,7 +6,7 @@ from typing import Optional
 
 from launcher.errors import KitError, Option
 
-SEARCH = 200   # ports tried after a busy one, to suggest a free --port
+SEARCH = 200  # ports tried after a busy one, to suggest a free --port
 
 
 def port_is_free(port: int) -> bool:

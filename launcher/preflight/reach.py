@@ -51,9 +51,15 @@ def reach_command(plan: LaunchPlan, node: NodePlan, master: Optional[str] = None
     of its own sees only its own node in the allocation variables)."""
     rv = plan.runtime_vars
     launch = "exec " + join_argv(node.argv, rv) + "\n"
-    argv = (node.argv[0], "-c", REACH_SOURCE, master or plan.world.master_addr, str(plan.world.master_port),
-            f"{CONNECT_SECONDS:g}")
-    return node.command[:-len(launch)] + join_argv(argv, rv) + " </dev/null\n"
+    argv = (
+        node.argv[0],
+        "-c",
+        REACH_SOURCE,
+        master or plan.world.master_addr,
+        str(plan.world.master_port),
+        f"{CONNECT_SECONDS:g}",
+    )
+    return node.command[: -len(launch)] + join_argv(argv, rv) + " </dev/null\n"
 
 
 def reach_detail(output: str, addr: str, port: int) -> tuple[bool, str]:
@@ -61,7 +67,7 @@ def reach_detail(output: str, addr: str, port: int) -> tuple[bool, str]:
     problem = reach_problem(output, addr, port)
     if problem:
         return False, problem
-    words = [ln[ln.index(MARK) + len(MARK):].split(" ", 4) for ln in output.splitlines() if MARK in ln][-1]
+    words = [ln[ln.index(MARK) + len(MARK) :].split(" ", 4) for ln in output.splitlines() if MARK in ln][-1]
     words += [""] * 5
     via = f" via {words[3]}" if words[3] not in ("-", "") else ""
     return True, f"{addr}:{port} reachable{via} (the interface gloo and NCCL get with interface: auto)"
@@ -69,7 +75,7 @@ def reach_detail(output: str, addr: str, port: int) -> tuple[bool, str]:
 
 def reach_problem(output: str, addr: str, port: int) -> Optional[str]:
     """None when the probe connected; else what it said, as `it cannot reach the master IP:PORT (why) via DEV`."""
-    lines = [ln[ln.index(MARK) + len(MARK):].split(" ", 4) for ln in output.splitlines() if MARK in ln]
+    lines = [ln[ln.index(MARK) + len(MARK) :].split(" ", 4) for ln in output.splitlines() if MARK in ln]
     if not lines:
         last = ([ln for ln in output.splitlines() if ln.strip()] or ["no output"])[-1]
         return f"could not check its route to the master {addr}:{port} ({last.strip()[:200]})"

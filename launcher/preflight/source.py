@@ -8,14 +8,15 @@ from typing import Iterator, Optional
 
 from launcher.errors import KitError
 
-MAX_FILES = 500   # the user's own modules followed from the entrypoint; a bound on the work, not a limit on code
+MAX_FILES = 500  # the user's own modules followed from the entrypoint; a bound on the work, not a limit on code
 
 
 @dataclass(frozen=True)
 class Source:
     """One file of the job's code: its path relative to the code directory, how python names it, its text."""
+
     rel: str
-    module: Optional[str]        # None for the entrypoint script
+    module: Optional[str]  # None for the entrypoint script
     text: str
     tree: ast.Module
 
@@ -25,7 +26,7 @@ def entry_file(code_dir: str, script: Optional[str], module: Optional[str]) -> O
     that is not a file there (it may be installed on the nodes)."""
     if script is not None:
         return script
-    assert module is not None   # an entrypoint is a script or a module (spec/job.py)
+    assert module is not None  # an entrypoint is a script or a module (spec/job.py)
     return module_file(code_dir, [code_dir], module, run=True)
 
 
@@ -55,7 +56,7 @@ def compile_file(code_dir: str, rel: str, module: Optional[str], role: str, full
     except SyntaxError as e:
         where = f"{rel}:{e.lineno}" if e.lineno else rel
         raise KitError(f"{where}: SyntaxError: {e.msg} ({role}); fix it before submitting") from None
-    except ValueError as e:   # a null byte: python refuses the file as well
+    except ValueError as e:  # a null byte: python refuses the file as well
         raise KitError(f"{rel}: {e} ({role}); fix it before submitting") from None
     return Source(rel, module, data.decode("utf-8", "replace"), tree)
 
@@ -72,8 +73,8 @@ def imported_names(source: Source) -> list[str]:
             base = node.module or ""
             if node.level:
                 if package is None:
-                    continue   # a relative import in a script: python refuses it at run time
-                parts = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    continue  # a relative import in a script: python refuses it at run time
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(parts + ([base] if base else []))
             if base:
                 names.append(base)

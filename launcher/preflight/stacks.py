@@ -51,8 +51,11 @@ def dump_command(plan: LaunchPlan, node: NodePlan) -> str:
     """The node's preamble, then the dump under the node's interpreter."""
     launch = "exec " + join_argv(node.argv, plan.runtime_vars) + "\n"
     alone = node.argv if plan.world.world_size == 1 else ()
-    return (node.command[:-len(launch)] + join_argv((node.argv[0], "-c", DUMP_SOURCE, plan.run_id, *alone))
-            + " </dev/null\n")
+    return (
+        node.command[: -len(launch)]
+        + join_argv((node.argv[0], "-c", DUMP_SOURCE, plan.run_id, *alone))
+        + " </dev/null\n"
+    )
 
 
 def parse_dumps(output: str) -> dict:

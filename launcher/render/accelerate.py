@@ -27,13 +27,13 @@ class LaunchSettings:
     use_cpu: bool
     num_machines: int
     world_size: int
-    machine_rank: str            # a number, or a runtime reference such as ${SLURM_NODEID}
+    machine_rank: str  # a number, or a runtime reference such as ${SLURM_NODEID}
     master_addr: str
     master_port: int
     mixed_precision: str
     cpu_threads_per_process: Optional[int]
     dynamo_backend: Optional[str]
-    gpu_ids: Optional[str]       # a local node's slice of this machine's GPUs ("2,3")
+    gpu_ids: Optional[str]  # a local node's slice of this machine's GPUs ("2,3")
     rank_log_dir: Optional[str]  # torchrun tees each rank's output here (and prefixes lines)
     module: Optional[str]
     script: Optional[str]
@@ -43,7 +43,7 @@ class LaunchSettings:
         """What the node runs: `-m MODULE`, or the script (a job's entrypoint is exactly one, spec/job.py)."""
         if self.module:
             return ("-m", self.module)
-        assert self.script is not None   # no module: a script (spec/job.py's Entrypoint checks one is set)
+        assert self.script is not None  # no module: a script (spec/job.py's Entrypoint checks one is set)
         return (self.script,)
 
 
@@ -82,14 +82,21 @@ def launch_argv(s: LaunchSettings) -> tuple[str, ...]:
     if flag:
         argv.append(flag)
     argv += [
-        "--num_machines", str(s.num_machines),
-        "--machine_rank", s.machine_rank,
-        "--main_process_ip", s.master_addr,
-        "--main_process_port", str(s.master_port),
-        "--num_processes", str(s.world_size),
-        "--rdzv_backend", "static",
+        "--num_machines",
+        str(s.num_machines),
+        "--machine_rank",
+        s.machine_rank,
+        "--main_process_ip",
+        s.master_addr,
+        "--main_process_port",
+        str(s.master_port),
+        "--num_processes",
+        str(s.world_size),
+        "--rdzv_backend",
+        "static",
         "--same_network",
-        "--mixed_precision", s.mixed_precision,
+        "--mixed_precision",
+        s.mixed_precision,
     ]
     if s.gpu_ids is not None:
         argv += ["--gpu_ids", s.gpu_ids]

@@ -286,14 +286,14 @@ def kit_env_main(argv):
 # The plan's env_check.py: the functions above, run as a program. Its own directory (the run directory, shared by
 # every node) is first on sys.path and holds nothing to import: each import would look there first, and list it
 # again whenever another node's file has changed it, so it leaves sys.path before the first import.
-PROLOGUE = '''import os, sys
+PROLOGUE = """import os, sys
 if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
-'''
-MAIN = '''
+"""
+MAIN = """
 if __name__ == "__main__":
     sys.exit(kit_env_main(sys.argv[1:]))
-'''
+"""
 
 MODES = ("strict", "warn", "off")
 
@@ -305,16 +305,27 @@ def program() -> str:
 
 def probe_lines(marker: str, kind: str, target: str) -> str:
     """Python lines (after SOURCE) that print this node's fingerprint after `marker`, for a backend's checks."""
-    return (f"import json as _kit_json\n"
-            f"print({marker!r} + 'env', _kit_json.dumps(kit_env_fingerprint({kind!r}, {target!r})))\n")
+    return (
+        f"import json as _kit_json\n"
+        f"print({marker!r} + 'env', _kit_json.dumps(kit_env_fingerprint({kind!r}, {target!r})))\n"
+    )
 
 
 def file_name(run_dir: str) -> str:
     return f"{run_dir}/env_check.py"
 
 
-def task_line(python: str, run_dir: str, mode: str, nodes: int, node_word: str, wait: float, kind: str,
-              target: str, runtime_vars: tuple) -> str:
+def task_line(
+    python: str,
+    run_dir: str,
+    mode: str,
+    nodes: int,
+    node_word: str,
+    wait: float,
+    kind: str,
+    target: str,
+    runtime_vars: tuple,
+) -> str:
     """The node command's line that runs the check before the launcher (a SLURM task): a difference in strict
     mode ends the task with the program's exit code (2), so the job fails with the table said."""
     head = [python, file_name(run_dir), mode, str(nodes)]

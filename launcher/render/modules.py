@@ -35,7 +35,7 @@ def kit_no_module(python, missing):
 '''
 
 # The plan's check_modules.py on a task: `check_modules.py NODE MODULE...`, exit 2 with one line on stderr.
-MAIN = '''
+MAIN = """
 
 if __name__ == "__main__":
     import os, sys
@@ -45,7 +45,7 @@ if __name__ == "__main__":
         print(f"kit: node {sys.argv[1]} ({host}): {kit_no_module(sys.executable, missing)}", file=sys.stderr,
               flush=True)
         sys.exit(2)
-'''
+"""
 
 
 def required(argv: tuple, strategy: str) -> tuple[str, ...]:
@@ -58,9 +58,11 @@ def required(argv: tuple, strategy: str) -> tuple[str, ...]:
 def probe_lines(marker: str, modules: tuple) -> str:
     """Python lines (after SOURCE) that print, after `marker`, `missing` and the problem when a module is missing,
     for a backend's checks that run under the node's interpreter."""
-    return (f"_kit_missing = kit_missing({tuple(modules)!r})\n"
-            f"if _kit_missing:\n"
-            f"    print({marker!r} + 'missing', kit_no_module(sys.executable, _kit_missing), flush=True)\n")
+    return (
+        f"_kit_missing = kit_missing({tuple(modules)!r})\n"
+        f"if _kit_missing:\n"
+        f"    print({marker!r} + 'missing', kit_no_module(sys.executable, _kit_missing), flush=True)\n"
+    )
 
 
 def program() -> str:
@@ -78,10 +80,15 @@ def task_line(python: str, run_dir: str, node_word: str, modules: tuple, runtime
     that puts it on PATH), with exit 127 and a line saying so."""
     py, node = shlex.quote(python), quote_word(node_word, runtime_vars)
     words = [py, shlex.quote(file_name(run_dir)), node, *map(shlex.quote, modules)]
-    said = shlex.quote("kit: node %s (%s): python %s not found after the setup lines; fix python: or setup: in the "
-                       "cluster config\\n")
-    return (" ".join(words) + ' || { kit_code=$?; [ "$kit_code" != 127 ] || printf ' + said
-            + f' {node} "${{SLURMD_NODENAME:-$(hostname)}}" {py} >&2; exit "$kit_code"; }}')
+    said = shlex.quote(
+        "kit: node %s (%s): python %s not found after the setup lines; fix python: or setup: in the cluster config\\n"
+    )
+    return (
+        " ".join(words)
+        + ' || { kit_code=$?; [ "$kit_code" != 127 ] || printf '
+        + said
+        + f' {node} "${{SLURMD_NODENAME:-$(hostname)}}" {py} >&2; exit "$kit_code"; }}'
+    )
 
 
 __all__ = ["SOURCE", "required", "probe_lines", "program", "file_name", "task_line"]

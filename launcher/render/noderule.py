@@ -10,7 +10,7 @@ from typing import Optional, Union
 # `gpu000` is not taken for node 0's index by accident (a wrong guess only makes nodes irregular, never wrong).
 HOLES = ("host", "gpus", "i")
 _EDGE = {"i": r"\d", "gpus": r"[\d,]", "host": r"[\w.-]"}
-_SEARCH_LIMIT = 20000   # steps of the search for one line's holes; past it the line stays literal
+_SEARCH_LIMIT = 20000  # steps of the search for one line's holes; past it the line stays literal
 
 Part = Union[str, "Hole"]
 
@@ -20,7 +20,7 @@ class Hole:
     name: str
 
 
-Line = tuple   # literal strings and Holes, in order
+Line = tuple  # literal strings and Holes, in order
 
 
 def fill(line: Line, values: dict[str, str]) -> str:
@@ -69,8 +69,9 @@ def _fit(line0: str, other: str, values0: dict[str, str], values: dict[str, str]
     return None if found is None else tuple(p for p in found if p != "")
 
 
-def template(block0: list[str], other: list[str], values0: dict[str, str],
-             values: dict[str, str]) -> Optional[list[Line]]:
+def template(
+    block0: list[str], other: list[str], values0: dict[str, str], values: dict[str, str]
+) -> Optional[list[Line]]:
     """Node 0's block as a template, its holes placed where `other` (a witness node's block) differs."""
     if len(block0) != len(other):
         return None
@@ -86,9 +87,9 @@ def template(block0: list[str], other: list[str], values0: dict[str, str],
 
 @dataclass(frozen=True)
 class Rule:
-    lines: list        # the template, one Line per line of node 0's block
-    regular: tuple     # ranks (besides 0) whose blocks are the template filled with their values
-    irregular: tuple   # ranks whose blocks are not: printed in full
+    lines: list  # the template, one Line per line of node 0's block
+    regular: tuple  # ranks (besides 0) whose blocks are the template filled with their values
+    irregular: tuple  # ranks whose blocks are not: printed in full
 
     def varying(self) -> list[int]:
         """Indexes of the template's lines that have holes."""
@@ -99,8 +100,10 @@ def _matches(lines: list[Line], block0: list[str], block: list[str], values: dic
     """The block is the template filled with its node's values (lines without holes: node 0's, compared as is)."""
     if len(block) != len(lines):
         return False
-    return all(got == (line[0] if len(line) == 1 and isinstance(line[0], str) else fill(line, values))
-               for line, got in zip(lines, block))
+    return all(
+        got == (line[0] if len(line) == 1 and isinstance(line[0], str) else fill(line, values))
+        for line, got in zip(lines, block)
+    )
 
 
 def derive(blocks: list[list[str]], values: list[dict[str, str]]) -> Rule:
@@ -109,7 +112,7 @@ def derive(blocks: list[list[str]], values: list[dict[str, str]]) -> Rule:
     others = range(1, len(blocks))
     best = Rule([(line,) for line in blocks[0]], (), tuple(others))
     if any(f"<{name}>" in line for line in blocks[0] for name in HOLES):
-        return best   # node 0's own text has a hole's spelling: a template would be ambiguous to read
+        return best  # node 0's own text has a hole's spelling: a template would be ambiguous to read
     for witness in dict.fromkeys(w for w in (1, 2, len(blocks) - 1) if 0 < w < len(blocks)):
         lines = template(blocks[0], blocks[witness], values[0], values[witness])
         if lines is None:
@@ -140,7 +143,7 @@ def ranges(numbers) -> str:
 
 def hostlist(names) -> list[str]:
     """Host names in their order, consecutive numbered names folded (gpu[0001-0512], n[8-12]); order kept."""
-    runs: list[list] = []   # [prefix, width (0: no leading zeros), first, last] or [name]
+    runs: list[list] = []  # [prefix, width (0: no leading zeros), first, last] or [name]
     for name in names:
         m = re.fullmatch(r"(.*?)(\d+)", name)
         if m is None:
@@ -149,8 +152,13 @@ def hostlist(names) -> list[str]:
         prefix, digits = m.group(1), m.group(2)
         width = len(digits) if digits.startswith("0") and len(digits) > 1 else 0
         last = runs[-1] if runs else None
-        if (last is not None and len(last) == 4 and last[0] == prefix and int(digits) == last[3] + 1
-                and f"{int(digits):0{last[1]}d}" == digits):
+        if (
+            last is not None
+            and len(last) == 4
+            and last[0] == prefix
+            and int(digits) == last[3] + 1
+            and f"{int(digits):0{last[1]}d}" == digits
+        ):
             last[3] += 1
             continue
         runs.append([prefix, width, int(digits), int(digits)])
@@ -160,6 +168,5 @@ def hostlist(names) -> list[str]:
             words.append(run[0])
             continue
         prefix, width, first, last = run
-        words.append(f"{prefix}{first:0{width}d}" if first == last
-                     else f"{prefix}[{first:0{width}d}-{last:0{width}d}]")
+        words.append(f"{prefix}{first:0{width}d}" if first == last else f"{prefix}[{first:0{width}d}-{last:0{width}d}]")
     return words

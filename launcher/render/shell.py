@@ -12,8 +12,8 @@ _DOUBLE_QUOTE_SPECIAL = re.compile(r'[$`"\\]')
 # A failed `cd` or setup line stops the node with one line on stderr, instead of launching in the wrong place.
 SETUP_CHECK = "kit_setup_check"
 SETUP_CHECK_DEF = (
-    f"{SETUP_CHECK}() {{ [ \"$1\" = 0 ] || {{ printf 'kit: node setup failed (exit %s): %s\\n' \"$1\" \"$2\" >&2; "
-    "exit \"$1\"; }; }"
+    f'{SETUP_CHECK}() {{ [ "$1" = 0 ] || {{ printf \'kit: node setup failed (exit %s): %s\\n\' "$1" "$2" >&2; '
+    'exit "$1"; }; }'
 )
 
 
@@ -31,7 +31,7 @@ def quote_word(word: str, runtime_vars: tuple[str, ...] = ()) -> str:
         return shlex.quote(word)
     parts, start = [], 0
     for m in refs:
-        parts += [_DOUBLE_QUOTE_SPECIAL.sub(r"\\\g<0>", word[start:m.start()]), m.group(0)]
+        parts += [_DOUBLE_QUOTE_SPECIAL.sub(r"\\\g<0>", word[start : m.start()]), m.group(0)]
         start = m.end()
     parts.append(_DOUBLE_QUOTE_SPECIAL.sub(r"\\\g<0>", word[start:]))
     return '"' + "".join(parts) + '"'
@@ -54,9 +54,11 @@ def threads_lines(procs_per_node: int) -> tuple[str, ...]:
     """Shell lines that size each process's CPU threads from the node's own cores (nproc: its affinity, so a
     SLURM task's allocation) split among the node's processes, unless OMP_NUM_THREADS is set already. accelerate
     takes OMP_NUM_THREADS as --num_cpu_threads_per_process (and prints no 3-line warning about guessing it)."""
-    return (f"kit_threads=$(( $(nproc 2>/dev/null || echo 1) / {int(procs_per_node)} )); "
-            '[ "$kit_threads" -ge 1 ] || kit_threads=1',
-            'export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$kit_threads}"')
+    return (
+        f"kit_threads=$(( $(nproc 2>/dev/null || echo 1) / {int(procs_per_node)} )); "
+        '[ "$kit_threads" -ge 1 ] || kit_threads=1',
+        'export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$kit_threads}"',
+    )
 
 
 def interface_lines(master: str, runtime_vars: tuple[str, ...], choice: str) -> tuple[str, ...]:
@@ -68,16 +70,18 @@ def interface_lines(master: str, runtime_vars: tuple[str, ...], choice: str) -> 
         return ()
     if choice != "auto":
         name = shlex.quote(choice)
-        return (f'export GLOO_SOCKET_IFNAME="${{GLOO_SOCKET_IFNAME:-{name}}}" '
-                f'NCCL_SOCKET_IFNAME="${{NCCL_SOCKET_IFNAME:-{name}}}"',)
+        return (
+            f'export GLOO_SOCKET_IFNAME="${{GLOO_SOCKET_IFNAME:-{name}}}" '
+            f'NCCL_SOCKET_IFNAME="${{NCCL_SOCKET_IFNAME:-{name}}}"',
+        )
     addr = quote_word(master, runtime_vars)
     return (
         f"kit_master_ip=$(getent ahostsv4 {addr} 2>/dev/null | awk 'NR==1 {{print $1}}')",
-        "kit_ifname=$(ip -o route get \"${kit_master_ip:-0.0.0.0}\" 2>/dev/null | "
+        'kit_ifname=$(ip -o route get "${kit_master_ip:-0.0.0.0}" 2>/dev/null | '
         "awk '{for (i = 1; i < NF; i++) if ($i == \"dev\") {print $(i + 1); exit}}')",
         # On the master itself the route to its own address is `local ... dev lo`: its interface holds the address.
-        "if [ \"$kit_ifname\" = lo ] && [ \"$kit_master_ip\" != 127.0.0.1 ]; then kit_ifname=$(ip -o -4 addr show "
-        "| awk -v ip=\"$kit_master_ip\" 'index($4, ip \"/\") == 1 {print $2; exit}'); fi",
+        'if [ "$kit_ifname" = lo ] && [ "$kit_master_ip" != 127.0.0.1 ]; then kit_ifname=$(ip -o -4 addr show '
+        '| awk -v ip="$kit_master_ip" \'index($4, ip "/") == 1 {print $2; exit}\'); fi',
         'if [ -n "$kit_ifname" ]; then export GLOO_SOCKET_IFNAME="${GLOO_SOCKET_IFNAME:-$kit_ifname}" '
         'NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-$kit_ifname}"; fi',
     )
@@ -104,8 +108,11 @@ def node_command(
     lines = [SETUP_CHECK_DEF, *checked(f"cd {shlex.quote(workdir)}"), *prelude]
     for line in setup:
         lines += checked(line)
-    lines += [f"export {k}={quote_word(v, runtime_vars if k in runtime_env else ())}"
-              for k, v in sorted(env.items()) if not is_secret(k, secret_env)]
+    lines += [
+        f"export {k}={quote_word(v, runtime_vars if k in runtime_env else ())}"
+        for k, v in sorted(env.items())
+        if not is_secret(k, secret_env)
+    ]
     lines += before_exec
     lines.append("exec " + join_argv(argv, runtime_vars, job_args))
     return "\n".join(lines) + "\n"

@@ -36,9 +36,16 @@ def _sbatch_options(cluster: ClusterSpec, job_name: str, nodes: int, gpus: int, 
     if gpus:
         opts["gpus-per-node"] = str(gpus)
     if s is not None:
-        for key, value in (("partition", s.partition), ("account", s.account), ("qos", s.qos),
-                           ("time", s.time), ("constraint", s.constraint), ("mem", s.mem),
-                           ("cpus-per-task", s.cpus_per_task), ("exclude", ",".join(s.exclude) or None)):
+        for key, value in (
+            ("partition", s.partition),
+            ("account", s.account),
+            ("qos", s.qos),
+            ("time", s.time),
+            ("constraint", s.constraint),
+            ("mem", s.mem),
+            ("cpus-per-task", s.cpus_per_task),
+            ("exclude", ",".join(s.exclude) or None),
+        ):
             if value is not None:
                 opts[key] = str(value)
     lines = [f"#SBATCH --{k}={shlex.quote(v)}" for k, v in sorted(opts.items())]
@@ -51,8 +58,9 @@ def _task_wrapper(run_dir: str) -> str:
     """What each task runs: the node command ($1) in its own bash, then its exit code into the run dir.
     The TERM trap keeps this shell alive until the node command has ended, so the code is always written."""
     exit_file = '"' + node_exit_file(run_dir) + '"'
-    return (f'rm -f {exit_file}; trap : TERM; bash -c "$1"; kit_code=$?; '
-            f'echo "$kit_code" > {exit_file}; exit "$kit_code"')
+    return (
+        f'rm -f {exit_file}; trap : TERM; bash -c "$1"; kit_code=$?; echo "$kit_code" > {exit_file}; exit "$kit_code"'
+    )
 
 
 def _requeue_lines(max_requeues: int) -> list[str]:
@@ -74,11 +82,29 @@ def _requeue_lines(max_requeues: int) -> list[str]:
     ]
 
 
-def sbatch_script(cluster: ClusterSpec, *, run_id: str, job_name: str, nodes: int, gpus: int,
-                  run_dir: str, workdir: str, node_command: str) -> str:
+def sbatch_script(
+    cluster: ClusterSpec,
+    *,
+    run_id: str,
+    job_name: str,
+    nodes: int,
+    gpus: int,
+    run_dir: str,
+    workdir: str,
+    node_command: str,
+) -> str:
     srun = [
-        "srun", "--kill-on-bad-exit=1", f"--nodes={nodes}", "--ntasks-per-node=1", "--open-mode=append",
-        f"--output={run_dir}/node%n.log", "bash", "-c", _task_wrapper(run_dir), "kit-node", node_command,
+        "srun",
+        "--kill-on-bad-exit=1",
+        f"--nodes={nodes}",
+        "--ntasks-per-node=1",
+        "--open-mode=append",
+        f"--output={run_dir}/node%n.log",
+        "bash",
+        "-c",
+        _task_wrapper(run_dir),
+        "kit-node",
+        node_command,
     ]
     max_requeues = cluster.slurm.max_requeues if cluster.slurm is not None else DEFAULT_MAX_REQUEUES
     lines = [

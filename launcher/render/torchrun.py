@@ -13,14 +13,23 @@ from launcher.render.accelerate import LaunchSettings
 
 def torchrun_argv(s: LaunchSettings, procs_per_node: int) -> tuple[str, ...]:
     argv = [
-        s.python, "-m", "torch.distributed.run",
-        "--nnodes", str(s.num_machines),
-        "--node-rank", s.machine_rank,
-        "--nproc-per-node", str(procs_per_node),
-        "--master-addr", s.master_addr,
-        "--master-port", str(s.master_port),
-        "--rdzv-backend", "static",
-        "--max-restarts", "0",     # kit restarts the world itself (job `restarts`), every node at once
+        s.python,
+        "-m",
+        "torch.distributed.run",
+        "--nnodes",
+        str(s.num_machines),
+        "--node-rank",
+        s.machine_rank,
+        "--nproc-per-node",
+        str(procs_per_node),
+        "--master-addr",
+        s.master_addr,
+        "--master-port",
+        str(s.master_port),
+        "--rdzv-backend",
+        "static",
+        "--max-restarts",
+        "0",  # kit restarts the world itself (job `restarts`), every node at once
     ]
     if s.rank_log_dir is not None:
         argv += ["--tee", "3", "--log-dir", s.rank_log_dir]
@@ -49,19 +58,23 @@ def _fsdp_env(cfg: dict) -> dict[str, str]:
         "FSDP_ACTIVATION_CHECKPOINTING": _flag(cfg.get("fsdp_activation_checkpointing", False)),
         "FSDP_ACTIVATION_CHECKPOINTING_OFFLOAD": "false",
     }
-    for key, name in (("fsdp_auto_wrap_policy", "FSDP_AUTO_WRAP_POLICY"),
-                      ("fsdp_transformer_layer_cls_to_wrap", "FSDP_TRANSFORMER_CLS_TO_WRAP"),
-                      ("fsdp_backward_prefetch", "FSDP_BACKWARD_PREFETCH"),
-                      ("fsdp_state_dict_type", "FSDP_STATE_DICT_TYPE")):
+    for key, name in (
+        ("fsdp_auto_wrap_policy", "FSDP_AUTO_WRAP_POLICY"),
+        ("fsdp_transformer_layer_cls_to_wrap", "FSDP_TRANSFORMER_CLS_TO_WRAP"),
+        ("fsdp_backward_prefetch", "FSDP_BACKWARD_PREFETCH"),
+        ("fsdp_state_dict_type", "FSDP_STATE_DICT_TYPE"),
+    ):
         if cfg.get(key) is not None:
             env[name] = str(cfg[key])
     return env
 
 
 def _deepspeed_env(cfg: dict) -> dict[str, str]:
-    env = {"ACCELERATE_USE_DEEPSPEED": "true",
-           # The accelerate-config fields that carried DeepSpeed settings (accelerate checks them against the JSON).
-           "ACCELERATE_CONFIG_DS_FIELDS": ",".join(cfg)}
+    env = {
+        "ACCELERATE_USE_DEEPSPEED": "true",
+        # The accelerate-config fields that carried DeepSpeed settings (accelerate checks them against the JSON).
+        "ACCELERATE_CONFIG_DS_FIELDS": ",".join(cfg),
+    }
     if cfg.get("deepspeed_config_file") is not None:
         env["ACCELERATE_DEEPSPEED_CONFIG_FILE"] = str(cfg["deepspeed_config_file"])
     if cfg.get("zero3_init_flag") is not None:
@@ -78,12 +91,14 @@ def torchrun_env(s: LaunchSettings, section: Optional[tuple[str, dict]], threads
     if section is not None and section[0] == "deepspeed_config":
         env.update(_deepspeed_env(section[1]))
         return env
-    env.update({
-        "ACCELERATE_DYNAMO_BACKEND": (s.dynamo_backend or "no").upper(),
-        "ACCELERATE_DYNAMO_MODE": "default",
-        "ACCELERATE_DYNAMO_USE_FULLGRAPH": "False",
-        "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION": "False",
-    })
+    env.update(
+        {
+            "ACCELERATE_DYNAMO_BACKEND": (s.dynamo_backend or "no").upper(),
+            "ACCELERATE_DYNAMO_MODE": "default",
+            "ACCELERATE_DYNAMO_USE_FULLGRAPH": "False",
+            "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION": "False",
+        }
+    )
     if section is not None and section[0] == "fsdp_config":
         env.update(_fsdp_env(section[1]))
     if not threads_at_node:

@@ -12,7 +12,6 @@ from launcher.spec.overrides import Overrides, apply_overrides
 from launcher.spec.sweep import SweepSpec
 
 
-
 def default_cluster() -> ClusterSpec:
     """The cluster kit uses without --cluster, before this machine's facts are filled in (load_cluster). Built on
     use: validating it asks the backend's placement, which imports the planner, which imports these schemas."""
@@ -34,8 +33,13 @@ def _read_spec(model, path: str, what: str):
     data = parse_yaml(read_text(path, what), path)
     other = "cluster" if what == "job" else "job"
     if _OWN_KEY[other] in data and _OWN_KEY[what] not in data:
-        raise KitError(f"{path} looks like a {other} file (it has {_OWN_KEY[other]}:); did you swap JOB and ",
-                       Option("cluster"), "? (kit submit JOB.yaml ", Option("cluster", "CLUSTER.yaml"), ")")
+        raise KitError(
+            f"{path} looks like a {other} file (it has {_OWN_KEY[other]}:); did you swap JOB and ",
+            Option("cluster"),
+            "? (kit submit JOB.yaml ",
+            Option("cluster", "CLUSTER.yaml"),
+            ")",
+        )
     return validate(model, data, path)
 
 
@@ -74,8 +78,12 @@ def sweep_of(job: JobSpec, job_path: str, sweep_path: Optional[str]) -> Optional
     if sweep_path is None:
         return job.sweep
     if job.sweep is not None:
-        raise KitError(Option("sweep", sweep_path), f": job {job_path} has a sweep section already; drop ",
-                       Option("sweep"), " or the job's sweep section")
+        raise KitError(
+            Option("sweep", sweep_path),
+            f": job {job_path} has a sweep section already; drop ",
+            Option("sweep"),
+            " or the job's sweep section",
+        )
     return load_sweep_file(sweep_path)
 
 
@@ -86,5 +94,15 @@ def load_user_deepspeed(resolved_job: JobSpec):
     return None if path is None else load_json(os.path.abspath(path), "deepspeed.config_file")
 
 
-__all__ = ["ClusterSpec", "JobSpec", "Overrides", "apply_overrides", "load_job",
-           "load_cluster", "load_sweep_file", "load_user_deepspeed", "sweep_of", "DEFAULT_CLUSTER"]
+__all__ = [
+    "ClusterSpec",
+    "JobSpec",
+    "Overrides",
+    "apply_overrides",
+    "load_job",
+    "load_cluster",
+    "load_sweep_file",
+    "load_user_deepspeed",
+    "sweep_of",
+    "DEFAULT_CLUSTER",
+]

@@ -30,12 +30,14 @@ def module_for(path: str) -> str:
 def command_line_job(script: Optional[str] = None, module: Optional[str] = None) -> JobSpec:
     """The job of `kit submit SCRIPT.py` / `kit submit -m MODULE`, before the flags are applied."""
     if module is not None and ("/" in module or module.endswith(".py")):
-        raise KitError(f"-m {module}: -m takes a module name ({module_for(module)}), not a path; use kit submit "
-                       f"{module if module.endswith('.py') else module + '.py'} or -m {module_for(module)}")
+        raise KitError(
+            f"-m {module}: -m takes a module name ({module_for(module)}), not a path; use kit submit "
+            f"{module if module.endswith('.py') else module + '.py'} or -m {module_for(module)}"
+        )
     if module is not None:
         data = {"name": _name(module.removesuffix(".__main__").rsplit(".", 1)[-1]), "entrypoint": {"module": module}}
         return validate(JobSpec, data, f"-m {module}")
-    assert script is not None   # given one of the two (core/prepare.job_of)
+    assert script is not None  # given one of the two (core/prepare.job_of)
     if os.path.isdir(script):
         raise KitError(f"{script}: is a directory; give the script to run (train.py) or -m PACKAGE")
     data = {"name": _name(os.path.splitext(os.path.basename(script))[0]), "entrypoint": {"script": script}}
@@ -45,6 +47,7 @@ def command_line_job(script: Optional[str] = None, module: Optional[str] = None)
 def built_job_yaml(job: JobSpec) -> str:
     """The job as a YAML file the user could save and submit (only the fields set)."""
     import yaml
+
     data = job.model_dump(mode="json", exclude_unset=True)
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=120)
 

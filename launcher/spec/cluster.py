@@ -41,9 +41,9 @@ class Section(StrictModel):
 
 class ClusterSpec(StrictModel):
     name: Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
-    backend: str   # a name in backends/registry.py
+    backend: str  # a name in backends/registry.py
     if TYPE_CHECKING:
-        hosts: list[Host] = []   # what validation leaves: hosts_as_objects makes each name a Host
+        hosts: list[Host] = []  # what validation leaves: hosts_as_objects makes each name a Host
     else:
         hosts: list[Union[HostName, Host]] = []
     gpus_per_node: Annotated[int, Field(ge=0)] = 0
@@ -91,10 +91,12 @@ class ClusterSpec(StrictModel):
         if cls is not ClusterSpec or not isinstance(backend, str) or not registry.known(backend):
             return cls
         if backend not in _MODELS:
-            sections: dict[str, Any] = {name: (Optional[model], None)
-                                        for name, model in registry.placement(backend).sections.items()}
-            _MODELS[backend] = create_model(f"ClusterSpec[{backend}]", __base__=ClusterSpec, __module__=__name__,
-                                            **sections)
+            sections: dict[str, Any] = {
+                name: (Optional[model], None) for name, model in registry.placement(backend).sections.items()
+            }
+            _MODELS[backend] = create_model(
+                f"ClusterSpec[{backend}]", __base__=ClusterSpec, __module__=__name__, **sections
+            )
         return _MODELS[backend]
 
     @classmethod
@@ -102,7 +104,8 @@ class ClusterSpec(StrictModel):
         model = cls.model_for(obj)
         return super().model_validate(obj, **kwargs) if model is cls else model.model_validate(obj, **kwargs)
 
-    if TYPE_CHECKING:   # a backend's sections are fields of its model only: to a type checker, any attribute
+    if TYPE_CHECKING:  # a backend's sections are fields of its model only: to a type checker, any attribute
+
         def __getattr__(self, name: str) -> Any: ...
 
     @model_validator(mode="before")
@@ -139,7 +142,7 @@ class ClusterSpec(StrictModel):
         return self
 
 
-_MODELS: dict[str, type[ClusterSpec]] = {}   # backend name -> its ClusterSpec model
+_MODELS: dict[str, type[ClusterSpec]] = {}  # backend name -> its ClusterSpec model
 
 
 def _restore(backend: str, state: dict) -> ClusterSpec:

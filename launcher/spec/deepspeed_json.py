@@ -132,21 +132,27 @@ def _check_precision(cfg: DeepSpeedJson, mixed_precision: str, source: str) -> N
             continue
         # An explicit false is kept by accelerate (only "auto" is filled): it would train in fp32 silently.
         if section.enabled != (mixed_precision == name):
-            raise KitError(f"{source}: {name}.enabled is {str(section.enabled).lower()} but the job's "
-                           f"mixed_precision is {mixed_precision!r}; make them agree (or use \"auto\")")
+            raise KitError(
+                f"{source}: {name}.enabled is {str(section.enabled).lower()} but the job's "
+                f'mixed_precision is {mixed_precision!r}; make them agree (or use "auto")'
+            )
 
 
 def _check_job_batch(cfg: DeepSpeedJson, job, source: str) -> None:
     """Batch fields the job sets explicitly must match the JSON's numbers, not be silently ignored."""
-    pairs = [("batch_size_per_device", "train_micro_batch_size_per_gpu"),
-             ("gradient_accumulation_steps", "gradient_accumulation_steps")]
+    pairs = [
+        ("batch_size_per_device", "train_micro_batch_size_per_gpu"),
+        ("gradient_accumulation_steps", "gradient_accumulation_steps"),
+    ]
     for job_field, ds_field in pairs:
         if job_field not in job.model_fields_set:
             continue
         ours, theirs = getattr(job, job_field), getattr(cfg, ds_field)
         if isinstance(theirs, int) and theirs != ours:
-            raise KitError(f"{source}: {ds_field} is {theirs} but the job's {job_field} is {ours}; "
-                           f"make them agree (or use \"auto\")")
+            raise KitError(
+                f"{source}: {ds_field} is {theirs} but the job's {job_field} is {ours}; "
+                f'make them agree (or use "auto")'
+            )
 
 
 def check_user_deepspeed(data: Optional[dict], job, world: int) -> dict:

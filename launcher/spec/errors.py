@@ -6,8 +6,16 @@ from launcher.errors import Option, did_you_mean
 
 
 # Type-mismatch errors of the union branch the user did not write (a mapping where a string was allowed).
-_BRANCH_MISMATCH = {"string_type", "int_type", "float_type", "bool_type", "model_type", "dict_type",
-                    "model_attributes_type", "is_instance_of"}
+_BRANCH_MISMATCH = {
+    "string_type",
+    "int_type",
+    "float_type",
+    "bool_type",
+    "model_type",
+    "dict_type",
+    "model_attributes_type",
+    "is_instance_of",
+}
 _INTERNAL_PREFIXES = ("constrained-", "function-", "lax-or-strict", "json-or-python", "tagged-union")
 _SCALAR_LABELS = {"str", "int", "float", "bool", "list", "dict"}
 
@@ -54,8 +62,10 @@ def _relevant(errors: list, names: set) -> list[tuple[tuple, dict]]:
     located = [(tuple(i for i in e["loc"] if isinstance(i, int) or not _is_label(i, names)), e) for e in errors]
 
     def written_elsewhere(loc: tuple) -> bool:
-        return any(at[:len(loc)] == loc and (len(at) > len(loc) or other["type"] not in _BRANCH_MISMATCH)
-                   for at, other in located)
+        return any(
+            at[: len(loc)] == loc and (len(at) > len(loc) or other["type"] not in _BRANCH_MISMATCH)
+            for at, other in located
+        )
 
     kept: dict[tuple, dict] = {}
     for loc, e in located:
@@ -93,22 +103,25 @@ def _unknown_key(model, loc, where: str, said_as: Option | None) -> tuple:
     if given is not None and not given.startswith("cluster.") and len(loc) == 1:
         value = given.split("=", 1)[1]
         # The job's own argument: after -- on the command line, in args=[...] from Python.
-        return (f"{text}; if {key} is an argument of your script, give it ",
-                Option("args", [f"--{key}", *([value] if value else [])]))
+        return (
+            f"{text}; if {key} is an argument of your script, give it ",
+            Option("args", [f"--{key}", *([value] if value else [])]),
+        )
     return (text,)
 
 
 def _line(loc: tuple, error: dict, model, source: str, said: dict[str, Option]) -> tuple:
     where = _loc_path(loc, set()) or "(top level)"
-    said_as = next((option for key, option in said.items()
-                    if where == key or where.startswith((key + ".", key + "["))), None)
+    said_as = next(
+        (option for key, option in said.items() if where == key or where.startswith((key + ".", key + "["))), None
+    )
     if error["type"] == "extra_forbidden":
         return (said_as or source, ": ", *_unknown_key(model, loc, where, said_as))
     msg = error["msg"].removeprefix("Value error, ")
     if error["type"] == "missing":
         msg = "required key is missing"
     if said_as is not None:
-        return (said_as, f": {msg}")   # the value is in their words already
+        return (said_as, f": {msg}")  # the value is in their words already
     if error["type"] not in ("value_error", "missing") and "input" in error:
         msg += f" (got {error['input']!r})"
     return (f"{source}: {where}: {msg}",)
@@ -119,8 +132,10 @@ def all_lines(err: ValidationError, model, source: str, said: dict[str, Option] 
     key with the valid key that is close (`did you mean 'nodes'?`). With `said` (dotted field -> the option the
     user set it with, e.g. "gpus_per_node" -> Option("gpus", -1)), a mistake in a field the user set that way is
     told in their words: `--gpus -1: Input should be ...` (`gpus=-1: ...` from Python)."""
-    return [_line(loc, e, model, source, said or {})
-            for loc, e in _relevant(err.errors(include_url=False), _model_names(model))]
+    return [
+        _line(loc, e, model, source, said or {})
+        for loc, e in _relevant(err.errors(include_url=False), _model_names(model))
+    ]
 
 
 def one_line(err: ValidationError, model, source: str, said: dict[str, Option] | None = None) -> tuple:

@@ -19,8 +19,10 @@ def yaml_no_to_str(value):
     return "no" if value is False else value
 
 
-_ENTRYPOINT_FORMS = ("a script path (entrypoint: train.py), a module (entrypoint: -m pkg.train), or the mapping "
-                     "{script: PATH} or {module: NAME}; the job's arguments go in args: [...]")
+_ENTRYPOINT_FORMS = (
+    "a script path (entrypoint: train.py), a module (entrypoint: -m pkg.train), or the mapping "
+    "{script: PATH} or {module: NAME}; the job's arguments go in args: [...]"
+)
 
 
 class Entrypoint(StrictModel):
@@ -52,8 +54,7 @@ class Entrypoint(StrictModel):
         """`module: pkg/train.py` is a path: say which key takes it (the pattern alone would only quote a regex)."""
         if isinstance(value, str) and ("/" in value or value.endswith(".py")):
             name = value.removesuffix(".py").replace("/", ".").strip(".")
-            raise ValueError(f"{value!r} is a path, not a module name; use {{script: {value}}} or "
-                             f"{{module: {name}}}")
+            raise ValueError(f"{value!r} is a path, not a module name; use {{script: {value}}} or {{module: {name}}}")
         return value
 
     @model_validator(mode="after")
@@ -116,6 +117,7 @@ class FsdpOptions(StrictModel):
 
 class Timeouts(StrictModel):
     """Bounds on a run's waits, in seconds (every wait has one)."""
+
     # The world must form (every node's launcher past its rendezvous) within this; else kit stops the run and
     # says which node could not reach the master, and why.
     # At least 5 s: python and torch alone take about that to start on a node, so less can only fail.

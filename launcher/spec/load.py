@@ -19,9 +19,7 @@ def _mapping(loader, node, deep=False):
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         seen.add(key)
     return loader.construct_mapping(node, deep)
 
@@ -50,11 +48,17 @@ _YAML_WORDS = (
     ("expected ',' or ']'", "while parsing a flow sequence", "a '[' opened here is not closed by a ']'"),
     ("could not find expected ':'", "while scanning a simple key", "a key without its ':' (write key: value)"),
     ("found character '\\t'", "", "a tab; YAML indents with spaces only"),
-    ("mapping values are not allowed here", "",
-     "a ':' that cannot be here: this line is indented deeper than the key above it, or a value holds ': ' "
-     "(quote the value)"),
-    ("expected <block end>, but found '<block mapping start>'", "",
-     "this line's indentation does not match the lines above"),
+    (
+        "mapping values are not allowed here",
+        "",
+        "a ':' that cannot be here: this line is indented deeper than the key above it, or a value holds ': ' "
+        "(quote the value)",
+    ),
+    (
+        "expected <block end>, but found '<block mapping start>'",
+        "",
+        "this line's indentation does not match the lines above",
+    ),
     ("expected <block end>, but found '<scalar>'", "", "more text after a value's end (quote the whole value)"),
     ("expected <block end>, but found '-'", "", "a list item among keys (indent it under its key)"),
 )
@@ -68,8 +72,9 @@ def _yaml_line(e: yaml.YAMLError) -> tuple[Optional[int], str]:
     context = getattr(e, "context", None) or ""
     mark = getattr(e, "problem_mark", None)
     context_mark = getattr(e, "context_mark", None)
-    if context_mark is not None and context.startswith(("while scanning a quoted", "while scanning a simple key",
-                                                        "while parsing a flow")):
+    if context_mark is not None and context.startswith(
+        ("while scanning a quoted", "while scanning a simple key", "while parsing a flow")
+    ):
         mark = context_mark
     mark = mark or context_mark
     for start, in_context, words in _YAML_WORDS:
@@ -104,8 +109,9 @@ def validate(model, data: dict, source: str, said=None):
         lines = all_lines(e, model, source, said)
         if len(lines) == 1:
             raise KitError(*lines[0]) from None
-        raise per_line([f"{source}: {len(lines)} mistakes, each on a line below; fix them all, then submit again",
-                        *lines]) from None
+        raise per_line(
+            [f"{source}: {len(lines)} mistakes, each on a line below; fix them all, then submit again", *lines]
+        ) from None
 
 
 def load_json(path: str, what: str):

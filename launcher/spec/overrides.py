@@ -30,8 +30,9 @@ def parse_set(item: str) -> tuple[str, Any]:
     `args+=` (a key ending in +) appends to the list instead of replacing it."""
     key, sep, raw = item.partition("=")
     if not sep or not key.rstrip("+") or any(not part for part in key.rstrip("+").split(".")):
-        raise KitError(Option("set", item, quoted=True), ": expected key=value, e.g. ",
-                       Option("set", "deepspeed.zero_stage=3"))
+        raise KitError(
+            Option("set", item, quoted=True), ": expected key=value, e.g. ", Option("set", "deepspeed.zero_stage=3")
+        )
     path = key.split(".")
     if len(path) >= 2 and path[-2] == "env":
         # Environment values are text: `--set env.OMP_NUM_THREADS=4` means the string "4".
@@ -47,6 +48,7 @@ def parse_set(item: str) -> tuple[str, Any]:
 
 def _words(raw: str, item: str) -> list[str]:
     import shlex
+
     try:
         return shlex.split(raw)
     except ValueError as e:
@@ -75,15 +77,23 @@ def with_key(data: dict, dotted: str, value) -> dict:
 
 
 # (Overrides field, the option that gives it, the field it sets)
-_FLAGS = (("nodes", "nodes", "nodes"), ("gpus", "gpus", "gpus_per_node"),
-          ("procs_per_node", "procs_per_node", "procs_per_node"), ("strategy", "strategy", "strategy"),
-          ("mixed_precision", "mixed_precision", "mixed_precision"), ("master_port", "port", "cluster.master_port"))
+_FLAGS = (
+    ("nodes", "nodes", "nodes"),
+    ("gpus", "gpus", "gpus_per_node"),
+    ("procs_per_node", "procs_per_node", "procs_per_node"),
+    ("strategy", "strategy", "strategy"),
+    ("mixed_precision", "mixed_precision", "mixed_precision"),
+    ("master_port", "port", "cluster.master_port"),
+)
 
 
 def override_pairs(ov: Overrides) -> list[tuple[str, Any, Option]]:
     """(dotted key, value, how the user wrote it) for every flag given and every --set."""
-    flags = [(key, getattr(ov, attr), Option(option, getattr(ov, attr))) for attr, option, key in _FLAGS
-             if getattr(ov, attr) is not None]
+    flags = [
+        (key, getattr(ov, attr), Option(option, getattr(ov, attr)))
+        for attr, option, key in _FLAGS
+        if getattr(ov, attr) is not None
+    ]
     return flags + [(*parse_set(s), Option("set", s)) for s in ov.sets]
 
 
@@ -115,20 +125,29 @@ def apply_overrides(job: JobSpec, cluster: ClusterSpec, ov: Overrides) -> tuple[
     for key, value, said in pairs:
         if key.startswith("cluster."):
             cluster_data = with_key(cluster_data, key.removeprefix("cluster."), value)
-        elif key.endswith("+"):   # append to a list field
+        elif key.endswith("+"):  # append to a list field
             current = _key_value(job_data, key[:-1]) or []
             if not isinstance(value, list) or not isinstance(current, list):
-                raise KitError(said, ": += appends a list to a list field, e.g. ",
-                               Option("set", 'args+=["--epochs", "1"]', quoted=True))
+                raise KitError(
+                    said,
+                    ": += appends a list to a list field, e.g. ",
+                    Option("set", 'args+=["--epochs", "1"]', quoted=True),
+                )
             job_data = with_key(job_data, key[:-1], [*current, *value])
         else:
             job_data = with_key(job_data, key, value)
     if ov.extra_args:
         job_data["args"] = [*job_data.get("args", []), *ov.extra_args]
     words = {key: said for key, _, said in pairs}
-    return (validate(JobSpec, job_data, "job (after overrides)", words),
-            validate(ClusterSpec, cluster_data, "cluster (after overrides)",
-                     {k.removeprefix("cluster."): w for k, w in words.items() if k.startswith("cluster.")}))
+    return (
+        validate(JobSpec, job_data, "job (after overrides)", words),
+        validate(
+            ClusterSpec,
+            cluster_data,
+            "cluster (after overrides)",
+            {k.removeprefix("cluster."): w for k, w in words.items() if k.startswith("cluster.")},
+        ),
+    )
 
 
 def set_item(key: str, value) -> str:

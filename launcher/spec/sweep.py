@@ -125,8 +125,9 @@ class SweepSpec(StrictModel):
                 except ValidationError as e:
                     err = e.errors()[0]
                     where = ".".join(str(x) for x in err["loc"])
-                    raise ValueError(f"{name}{'.' + where if where else ''}: "
-                                     f"{err['msg'].removeprefix('Value error, ')}") from None
+                    raise ValueError(
+                        f"{name}{'.' + where if where else ''}: {err['msg'].removeprefix('Value error, ')}"
+                    ) from None
             out[name] = p
         return out
 
@@ -138,11 +139,15 @@ class SweepSpec(StrictModel):
                 if not ARG_PATTERN.fullmatch(name):
                     raise ValueError(f"{name!r} is not a training argument like --lr")
             elif not FIELD_PATTERN.fullmatch(name):
-                raise ValueError(f"{name!r} is neither a training argument (--lr) nor a job field "
-                                 f"(mixed_precision, deepspeed.zero_stage)")
+                raise ValueError(
+                    f"{name!r} is neither a training argument (--lr) nor a job field "
+                    f"(mixed_precision, deepspeed.zero_stage)"
+                )
             elif name.split(".")[0] in FIXED_FIELDS:
-                raise ValueError(f"{name!r} cannot vary between trials; sweep training arguments (--lr) "
-                                 f"or distribution fields (mixed_precision, deepspeed.zero_stage) instead")
+                raise ValueError(
+                    f"{name!r} cannot vary between trials; sweep training arguments (--lr) "
+                    f"or distribution fields (mixed_precision, deepspeed.zero_stage) instead"
+                )
         return params
 
     @model_validator(mode="after")
@@ -150,20 +155,22 @@ class SweepSpec(StrictModel):
         ranges = [name for name, p in self.parameters.items() if isinstance(p, Range)]
         if self.method == "grid":
             if ranges:
-                raise ValueError(f"parameters.{ranges[0]}: a grid needs a list of values; ranges are for "
-                                 f"method: random or tpe")
+                raise ValueError(
+                    f"parameters.{ranges[0]}: a grid needs a list of values; ranges are for method: random or tpe"
+                )
             if self.trials is not None:
                 raise ValueError("trials is for method: random; a grid runs every combination")
             size = math.prod(len(self.choices(name)) for name in self.parameters)
             if size > MAX_TRIALS:
                 sizes = " x ".join(str(len(self.choices(name))) for name in self.parameters)
-                raise ValueError(f"parameters: a grid of {sizes} = {size} trials is above the cap of {MAX_TRIALS}; "
-                                 f"sweep fewer values, or use method: random with trials: N")
+                raise ValueError(
+                    f"parameters: a grid of {sizes} = {size} trials is above the cap of {MAX_TRIALS}; "
+                    f"sweep fewer values, or use method: random with trials: N"
+                )
         elif self.trials is None:
             raise ValueError(f"method {self.method} needs trials (how many to run)")
         if self.output_arg in self.parameters:
-            raise ValueError(f"parameters.{self.output_arg}: each trial gets its own output directory; "
-                             f"do not sweep it")
+            raise ValueError(f"parameters.{self.output_arg}: each trial gets its own output directory; do not sweep it")
         return self
 
     @property

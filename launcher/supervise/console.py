@@ -20,7 +20,7 @@ from launcher.supervise.ranks_view import RanksView
 
 log = logging.getLogger(__name__)
 PROGRESS_INTERVAL_OFF_TTY = 30.0
-TICK = 0.25   # how often a held traceback's time limit is checked while its rank is silent
+TICK = 0.25  # how often a held traceback's time limit is checked while its rank is silent
 _CLEAR = "\r\x1b[K"
 
 
@@ -31,10 +31,10 @@ class Console:
         self.out = out
         self.tty = _isatty(out) if tty is None else tty
         self._lock = threading.Lock()
-        self._bar = False          # a progress line is drawn on the terminal's last row
+        self._bar = False  # a progress line is drawn on the terminal's last row
         self._last_progress: dict[int, float] = {}  # node -> monotonic time of the last progress line printed off a tty
         self.alive = True
-        self.rank_output_at = time.monotonic()   # when a rank last wrote anything (the hang watch reads it)
+        self.rank_output_at = time.monotonic()  # when a rank last wrote anything (the hang watch reads it)
         self._view = RanksView(run_id)
         self._ticker: Optional[threading.Thread] = None
 
@@ -106,7 +106,7 @@ class Console:
         self.note(text, logging.WARNING)
 
     def _note(self, text: str, level: int = logging.INFO) -> None:
-        if not self.alive:   # the terminal went away (hang_up, EPIPE): as for the nodes' lines
+        if not self.alive:  # the terminal went away (hang_up, EPIPE): as for the nodes' lines
             return
         if self._bar:
             self._write(self.out, _CLEAR)
@@ -163,7 +163,7 @@ def _show(line: str, node: int, console: Console, noise: NoiseFilter) -> None:
         console.rank_output_at = time.monotonic()
     if not is_tagged(line, node):
         line = f"{node_tag(node)} {line}"
-    if is_insight(line):   # the training module's word to kit: in the node log, off the terminal
+    if is_insight(line):  # the training module's word to kit: in the node log, off the terminal
         return
     progress = split_progress(line)
     if progress is not None:

@@ -8,11 +8,11 @@ from typing import Optional
 
 from launcher.errors import KitError
 
-FULL_BELOW = 256 * 1024   # bytes free under which a disk counts as full (a log line, a status write would fail)
+FULL_BELOW = 256 * 1024  # bytes free under which a disk counts as full (a log line, a status write would fail)
 
 
 def full_disk_note(path: str) -> Optional[str]:
-    """"the disk of <path> is full (N KiB free)" when it is, else None (also when it cannot be asked)."""
+    """ "the disk of <path> is full (N KiB free)" when it is, else None (also when it cannot be asked)."""
     try:
         st = os.statvfs(path)
     except OSError:
@@ -22,8 +22,10 @@ def full_disk_note(path: str) -> Optional[str]:
 
 
 def full_note(where: str, free: int) -> str:
-    return (f"the disk of {where} is full ({free // 1024} KiB free), where the ranks' output goes; free space or "
-            f"pick another run root")
+    return (
+        f"the disk of {where} is full ({free // 1024} KiB free), where the ranks' output goes; free space or "
+        f"pick another run root"
+    )
 
 
 def with_full_disk(failure, note: Optional[str]):
@@ -47,6 +49,6 @@ def with_disk_cause(result, record):
     f = dataclasses.replace(f, last_line=note)
     try:
         record.update_status(failure=f)
-    except KitError:   # a record kit will not write over: the line still says it
+    except KitError:  # a record kit will not write over: the line still says it
         pass
     return dataclasses.replace(result, failure=f)

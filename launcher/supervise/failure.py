@@ -16,8 +16,13 @@ from typing import Optional
 from launcher.insight.events import is_insight
 from launcher.planning.tags import PROGRESS_MARK
 from launcher.status import HUNG, LOST, NEVER_JOINED, NOT_STARTED, PREEMPTED, Failure
-from launcher.supervise.noise import (is_launcher_noise, is_launcher_traceback, is_library_note, is_worker_line,
-                                      strip_tag)
+from launcher.supervise.noise import (
+    is_launcher_noise,
+    is_launcher_traceback,
+    is_library_note,
+    is_worker_line,
+    strip_tag,
+)
 from launcher.supervise.repeats import without_warnings
 from launcher.supervise.tracebacks import is_consequence
 from launcher.states import RunState
@@ -81,13 +86,14 @@ def _before_launcher_traceback(lines: list[str]) -> list[str]:
 def last_words(lines: list[str], node: int, rank: Optional[int]) -> str:
     """The failing rank's last meaningful line, never another rank's (`[nodeN/rankM]`, `[rankM]:`); or the node's."""
     own = f"[node{node}/rank{rank}] " if rank is not None else None
-    said = without_warnings([ln[len(own):] for ln in lines if own and ln.startswith(own)])
+    said = without_warnings([ln[len(own) :] for ln in lines if own and ln.startswith(own)])
     for text in reversed(said):
         if text.strip() and not is_library_note(text, False):
             return _RANK_PREFIX.sub("", text.strip())
     for line in reversed(_before_launcher_traceback(lines)):
-        if rank is not None and (is_worker_line(line) or ((m := _RANK_PREFIX.match(strip_tag(line)))
-                                                           and int(m.group(1)) != rank)):
+        if rank is not None and (
+            is_worker_line(line) or ((m := _RANK_PREFIX.match(strip_tag(line))) and int(m.group(1)) != rank)
+        ):
             continue
         text = strip_tag(line).strip()
         if text and not is_launcher_noise(text) and not is_library_note(text) and not text.startswith("Traceback"):
@@ -104,8 +110,15 @@ def rank_stderr(ranks_dir: str, local_rank: int) -> str:
     return read_log(max(paths, key=os.path.getmtime)) if paths else ""
 
 
-def summarize(node: int, host: str, node_code: int, log_text: str, known: dict = TRAIN_EXIT_CODES,
-              ranks_dir: str = "", procs_per_node: int = 1) -> Failure:
+def summarize(
+    node: int,
+    host: str,
+    node_code: int,
+    log_text: str,
+    known: dict = TRAIN_EXIT_CODES,
+    ranks_dir: str = "",
+    procs_per_node: int = 1,
+) -> Failure:
     """`known`: what the entrypoint's exit codes mean (the training module's, or none for another program)."""
     # The training module's lines for kit (insight/events.py) are never a rank's last words.
     lines = [ln for ln in log_text.splitlines() if ln.strip() and not is_insight(ln)]
@@ -119,15 +132,17 @@ def summarize(node: int, host: str, node_code: int, log_text: str, known: dict =
         own = _said(ranks_dir, rank - node * procs_per_node)
         # A known code's explanation starts with its meaning ("resume refused: ..."): the rank's own, else, for a
         # collective refusal (every rank exits with the code, only the main process explains), another rank's.
-        explained = code in known and (_starting(own, known[code])
-                                       or _others_said(ranks_dir, node, rank, procs_per_node, known[code]))
+        explained = code in known and (
+            _starting(own, known[code]) or _others_said(ranks_dir, node, rank, procs_per_node, known[code])
+        )
         if explained:
             words = explained
         elif own:
             words = final_words(own)
-        elif meaning(code, known).startswith("killed by ") and glob.glob(os.path.join(
-                ranks_dir, "*", "attempt_*", str(rank - node * procs_per_node), "stderr.log")):
-            words = ""   # its stderr is empty: a rank killed from outside said nothing of it (stdout is progress)
+        elif meaning(code, known).startswith("killed by ") and glob.glob(
+            os.path.join(ranks_dir, "*", "attempt_*", str(rank - node * procs_per_node), "stderr.log")
+        ):
+            words = ""  # its stderr is empty: a rank killed from outside said nothing of it (stdout is progress)
         if is_consequence(words):
             rank, code, words = _real_cause(lines, ranks_dir, node, procs_per_node) or (rank, code, words)
     return Failure(node, host, rank, code, meaning(code, known), words)
@@ -137,7 +152,7 @@ def _failures(lines: list[str]) -> list[tuple[int, int]]:
     """(global rank, exit code) of each failure but the root cause in the launcher's last report."""
     starts = [i for i, ln in enumerate(lines) if strip_tag(ln).startswith("Failures:")]
     found, rank = [], None
-    for line in map(strip_tag, lines[starts[-1]:] if starts else []):
+    for line in map(strip_tag, lines[starts[-1] :] if starts else []):
         if _ROOT_CAUSE.search(line):
             break
         if m := _RANK.match(line):
@@ -165,7 +180,7 @@ def _real_cause(lines, ranks_dir: str, node: int, procs_per_node: int):
         local = rank - node * procs_per_node
         if 0 < code < 128 and 0 <= local < procs_per_node:
             own = f"[node{node}/rank{rank}] "
-            words = final_words(_said(ranks_dir, local) or [ln[len(own):] for ln in lines if ln.startswith(own)])
+            words = final_words(_said(ranks_dir, local) or [ln[len(own) :] for ln in lines if ln.startswith(own)])
             if words and not is_consequence(words):
                 return rank, code, words
     return None
@@ -178,8 +193,11 @@ def _said(ranks_dir: str, local_rank: int, starting: Optional[str] = None):
     """One rank's teed stderr lines (split on "\n" only: progress redraws start with a mark and are not what the
     rank said about its error; torch's "[rankN]: " prefix and library warnings dropped); with `starting`, the last
     line that starts so, or ""."""
-    said = [_RANK_PREFIX.sub("", ln).rstrip() for ln in rank_stderr(ranks_dir, local_rank).split("\n")
-            if not ln.startswith(("\r", PROGRESS_MARK))]
+    said = [
+        _RANK_PREFIX.sub("", ln).rstrip()
+        for ln in rank_stderr(ranks_dir, local_rank).split("\n")
+        if not ln.startswith(("\r", PROGRESS_MARK))
+    ]
     said = without_warnings([ln for ln in said if ln.strip()])
     return said if starting is None else _starting(said, starting)
 
@@ -195,7 +213,7 @@ def final_words(lines: list[str]) -> str:
     follows it), else its last line."""
     for i in range(len(lines) - 1, -1, -1):
         if lines[i].startswith("Traceback (most recent call last):"):
-            for line in lines[i + 1:]:
+            for line in lines[i + 1 :]:
                 if not line[:1].isspace() and not line.startswith(("During handling", "The above")):
                     return line.strip()
             break
@@ -232,8 +250,8 @@ def explained_elsewhere(failure: Failure, known: dict, logs: list[str]) -> Failu
     for text in logs:
         for line in text.splitlines():
             tagged = _WORKER_PREFIX.match(line)
-            if tagged and line[tagged.end():].strip().startswith(start):
-                said[int(tagged.group(1))] = line[tagged.end():].strip()
+            if tagged and line[tagged.end() :].strip().startswith(start):
+                said[int(tagged.group(1))] = line[tagged.end() :].strip()
     if not said:
         return failure
     rank = min(said)
@@ -296,6 +314,7 @@ def outcome_level(state: str) -> int:
     """How loud a run's last line is (launcher/logs.py): a success is news (INFO); any other end stays visible with
     -q (a failure an ERROR, a cancelled or preempted run a WARNING)."""
     import logging
+
     if state == RunState.SUCCEEDED:
         return logging.INFO
     return logging.ERROR if state == RunState.FAILED else logging.WARNING

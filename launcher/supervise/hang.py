@@ -18,8 +18,16 @@ class HangWatch:
     last rank output; `dump()`: rank -> stack text, taken on the nodes; `record_dir`: where stacks/ goes;
     `named_host(node)`: the host to name (a SLURM node's comes from the allocation, the plan holds a placeholder)."""
 
-    def __init__(self, plan: LaunchPlan, world, last_output: Callable[[], float], dump: Callable[[], dict],
-                 record_dir: str, clock=time.monotonic, named_host=None):
+    def __init__(
+        self,
+        plan: LaunchPlan,
+        world,
+        last_output: Callable[[], float],
+        dump: Callable[[], dict],
+        record_dir: str,
+        clock=time.monotonic,
+        named_host=None,
+    ):
         self.plan, self.world, self.last_output, self.dump = plan, world, last_output, dump
         self.record_dir, self.clock = record_dir, clock
         self.named_host = named_host or (lambda node: node.host)
@@ -50,5 +58,11 @@ class HangWatch:
         shown = "; ".join(at[:4]) + ("; ..." if len(at) > 4 else "")
         node = self.plan.nodes[0]
         tail = f": {shown}; stacks in {where}" if stacks else why
-        return Failure(node.machine_rank, self.named_host(node), None, HUNG_CODE, HUNG,
-                       f"no rank made progress for {limit:g} s{tail}")
+        return Failure(
+            node.machine_rank,
+            self.named_host(node),
+            None,
+            HUNG_CODE,
+            HUNG,
+            f"no rank made progress for {limit:g} s{tail}",
+        )

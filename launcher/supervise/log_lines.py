@@ -14,8 +14,11 @@ log = logging.getLogger(__name__)
 
 def node_logs(record_path: str, node=None) -> list[tuple[int, str]]:
     """(rank, path) of the record's node<N>.log files, in rank order; only `node`'s when given."""
-    names = sorted((int(n[4:-4]), n) for n in os.listdir(record_path)
-                   if n.startswith("node") and n.endswith(".log") and n[4:-4].isdigit())
+    names = sorted(
+        (int(n[4:-4]), n)
+        for n in os.listdir(record_path)
+        if n.startswith("node") and n.endswith(".log") and n[4:-4].isdigit()
+    )
     if node is not None:
         names = [(r, n) for r, n in names if r == node]
     return [(r, os.path.join(record_path, n)) for r, n in names]
@@ -26,8 +29,9 @@ def of_rank(line: str, rank) -> bool:
     return rank is None or (line.startswith("[node") and f"/rank{rank}] " in line.split("] ", 1)[0] + "] ")
 
 
-def print_new_lines(record_path: str, node, offsets: dict, pending: dict, noise=None, out=None,
-                    only_rank=None, view=None) -> int:
+def print_new_lines(
+    record_path: str, node, offsets: dict, pending: dict, noise=None, out=None, only_rank=None, view=None
+) -> int:
     """The node logs' complete lines written since the last call, tagged like the live console. With `noise`
     (a dict, one NoiseFilter per log kept in it), the launcher's tracebacks, tables and log lines stay in the
     logs, as on the local backend's console; without it every line is shown (`kit logs`). With `view` (a
@@ -46,8 +50,8 @@ def print_new_lines(record_path: str, node, offsets: dict, pending: dict, noise=
             line = raw.decode("utf-8", errors="replace")
             ranks += is_worker_line(line)
             line = line if is_tagged(line, rank) else f"{node_tag(rank)} {line}"
-            line = line.replace(PROGRESS_MARK, "", 1)   # a redraw is a line like any other here
-            if not of_rank(line, only_rank) or is_insight(line):   # the training module's word to kit
+            line = line.replace(PROGRESS_MARK, "", 1)  # a redraw is a line like any other here
+            if not of_rank(line, only_rank) or is_insight(line):  # the training module's word to kit
                 continue
             shown = [line] if noise is None else noise.setdefault(path, NoiseFilter()).feed(line)
             if view is not None:
@@ -73,8 +77,9 @@ def flush_held(noise: dict, out=None, view=None) -> None:
     out = out or sys.stdout
     for held in noise.values():
         lines = held.finish()
-        out.write("".join(ln + "\n" for ln in (lines if view is None else
-                                               [kept for ln in lines for kept in view.feed(ln)])))
+        out.write(
+            "".join(ln + "\n" for ln in (lines if view is None else [kept for ln in lines for kept in view.feed(ln)]))
+        )
     if view is not None:
         _shown(view, view.finish(), out)
     out.flush()

@@ -19,14 +19,15 @@ def lines_of(path: str) -> Iterator[str]:
             yield pending
 
 
-def last_lines(path: str, n: int, keep: Optional[Callable[[str], bool]] = None,
-               upto: Optional[int] = None) -> list[str]:
+def last_lines(
+    path: str, n: int, keep: Optional[Callable[[str], bool]] = None, upto: Optional[int] = None
+) -> list[str]:
     """The last `n` lines of the file (of its first `upto` bytes) that `keep` keeps (every line without it),
     reading from the end: memory is a block and the lines found, not the file."""
     found: list[str] = []
     with open(path, "rb") as f:
         end = f.seek(0, os.SEEK_END) if upto is None else upto
-        tail = b""        # the start of a line whose beginning lies in the block before
+        tail = b""  # the start of a line whose beginning lies in the block before
         first = True
         while end > 0 and len(found) < n:
             start = max(0, end - BLOCK)
@@ -35,7 +36,7 @@ def last_lines(path: str, n: int, keep: Optional[Callable[[str], bool]] = None,
             parts = block.split(b"\n")
             tail = parts.pop(0) if start > 0 else b""
             if first and parts and parts[-1] == b"":
-                parts.pop()   # the file's final "\n" ends its last line
+                parts.pop()  # the file's final "\n" ends its last line
             first = False
             for raw in reversed(parts):
                 line = raw.decode("utf-8", errors="replace")

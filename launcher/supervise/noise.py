@@ -14,10 +14,14 @@ _TORCH_LOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S*torch/distrib
 # The agent's C++ c10d store logs: "[W1203 16:44:59.899074247 socket.cpp:207] [c10d] The hostname of ...".
 _C10D_LOG = re.compile(r"^\[[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ [^\]]*\] \[c10d\]")
 # C++ stack traces that torch prints with a c10 error (a TCPStore that cannot reach the master: every ~30 s).
-_CPP_TRACE = re.compile(r"^(frame #\d+: |Exception raised from \S.* \(most recent call first\):$|"
-                        r"<omitting python frames>$)")
-_TABLE = re.compile(r"^(=+|-+|Failures:|Root Cause \(first observed failure\):|\[\d+\]:|\s*<NO_OTHER_FAILURES>|"
-                    r"\s+(time|host|rank|exitcode|error_file|traceback)\s*:)")
+_CPP_TRACE = re.compile(
+    r"^(frame #\d+: |Exception raised from \S.* \(most recent call first\):$|"
+    r"<omitting python frames>$)"
+)
+_TABLE = re.compile(
+    r"^(=+|-+|Failures:|Root Cause \(first observed failure\):|\[\d+\]:|\s*<NO_OTHER_FAILURES>|"
+    r"\s+(time|host|rank|exitcode|error_file|traceback)\s*:)"
+)
 
 
 # Libraries' notes that every CPU run prints and no user acts on, kept in the logs, off the terminal: DeepSpeed's
@@ -26,12 +30,14 @@ _TABLE = re.compile(r"^(=+|-+|Failures:|Root Cause \(first observed failure\):|\
 # (A GPU job whose DeepSpeed fell back to CPU is not hidden by this: its world check fails on the device.)
 _LIBRARY_NOTES = re.compile(
     r"^(\[\d{4}-\d\d-\d\d [\d:,]+\] \[(INFO|WARNING)\] \[real_accelerator\.py:\d+:get_accelerator\] Setting "
-    r"(ds_)?accelerator to|\[[IW]\d{4} [^\]]*\] \[c10d\] The hostname of the client socket cannot be retrieved)")
+    r"(ds_)?accelerator to|\[[IW]\d{4} [^\]]*\] \[c10d\] The hostname of the client socket cannot be retrieved)"
+)
 # accelerate's launcher (its own lines: untagged, or [nodeN]), never a rank's.
 _LAUNCHER_NOTES = re.compile(
     r"^(The following values were not passed to `accelerate launch` and had defaults used instead:|"
     r"\s*`--[a-z_]+` was set to (a value of )?`[^`]*`|To avoid this warning pass in values for each of the "
-    r"problematic parameters or run `accelerate config`\.)")
+    r"problematic parameters or run `accelerate config`\.)"
+)
 
 
 def is_library_note(text: str, launcher_line: bool = True) -> bool:
@@ -50,14 +56,23 @@ def is_worker_line(line: str) -> bool:
 
 # Python's words between two chained tracebacks: the launcher's wraps the rank's (one process: accelerate's simple
 # launcher re-raises the child's failure), so they are never what went wrong.
-_CHAINED = ("The above exception was the direct cause of the following exception:",
-            "During handling of the above exception, another exception occurred:")
+_CHAINED = (
+    "The above exception was the direct cause of the following exception:",
+    "During handling of the above exception, another exception occurred:",
+)
 
 
 def is_launcher_noise(text: str) -> bool:
     """One untagged launcher line, judged alone."""
-    return bool(_TORCH_LOG.match(text) or _C10D_LOG.match(text) or _TABLE.match(text) or _CPP_TRACE.match(text)
-                or "ChildFailedError" in text or "CalledProcessError" in text or text in _CHAINED)
+    return bool(
+        _TORCH_LOG.match(text)
+        or _C10D_LOG.match(text)
+        or _TABLE.match(text)
+        or _CPP_TRACE.match(text)
+        or "ChildFailedError" in text
+        or "CalledProcessError" in text
+        or text in _CHAINED
+    )
 
 
 _LAUNCHER_FRAMES = ("accelerate/commands/launch.py", "torch/distributed/run.py", "torch/distributed/launcher/")
@@ -77,7 +92,7 @@ class NoiseFilter:
     def __init__(self) -> None:
         self._dying = False
         self._held: list[str] = []
-        self._after_noise = False   # the blank line that ends a C++ trace is the trace's too
+        self._after_noise = False  # the blank line that ends a C++ trace is the trace's too
 
     def feed(self, line: str) -> list[str]:
         text = strip_tag(line)

@@ -10,8 +10,8 @@ from launcher.supervise.repeats import Repeats
 from launcher.supervise.tracebacks import TracebackGate
 
 _TAG = re.compile(r"^\[node(\d+)(?:/rank(\d+))?\] ")
-_TORCH_RANK = re.compile(r"^\[rank\d+\]: ")   # torch's prefix on a rank's traceback lines
-_SOURCE = re.compile(r"\[[^\] ]+\.(?:cc|cpp|h|hpp):\d+\] ")   # gloo's `[/__w/.../pair.cc:553] ` before its words
+_TORCH_RANK = re.compile(r"^\[rank\d+\]: ")  # torch's prefix on a rank's traceback lines
+_SOURCE = re.compile(r"\[[^\] ]+\.(?:cc|cpp|h|hpp):\d+\] ")  # gloo's `[/__w/.../pair.cc:553] ` before its words
 SHOWN_EXCEPTION = 100
 
 
@@ -21,7 +21,7 @@ def stream_of(line: str) -> tuple:
     if m is None:
         return (None, None), _TORCH_RANK.sub("", line, count=1)
     rank = None if m.group(2) is None else int(m.group(2))
-    return (int(m.group(1)), rank), _TORCH_RANK.sub("", line[m.end():], count=1)
+    return (int(m.group(1)), rank), _TORCH_RANK.sub("", line[m.end() :], count=1)
 
 
 class RanksView:
@@ -66,8 +66,10 @@ class RanksView:
         node, rank = stream
         who, flag = (f"rank {rank}", f"--rank {rank}") if rank is not None else (f"node {node}", f"--node {node}")
         said = f" ({_short(exception)})" if exception else ""
-        return (f"kit: {who} failed too{said}; its traceback, and those of other ranks failing after the first, "
-                f"are in the node logs only: kit logs {self.run_id} {flag}")
+        return (
+            f"kit: {who} failed too{said}; its traceback, and those of other ranks failing after the first, "
+            f"are in the node logs only: kit logs {self.run_id} {flag}"
+        )
 
 
 def _short(exception: str) -> str:

@@ -5,13 +5,13 @@ timestamped lines of DeepSpeed's logger, torch's C++ and glog-style logs); a ran
 import re
 from typing import Optional
 
-LIMIT = 4096   # warnings remembered; past it, new ones are no longer merged (the console shows them)
+LIMIT = 4096  # warnings remembered; past it, new ones are no longer merged (the console shows them)
 
-_PY_WARNING = re.compile(r"^\S.*:\d+: [A-Za-z_]*Warning: ")      # path:line: FutureWarning: text (warnings module)
+_PY_WARNING = re.compile(r"^\S.*:\d+: [A-Za-z_]*Warning: ")  # path:line: FutureWarning: text (warnings module)
 _STAMPED = (
-    re.compile(r"^\[\d{4}-\d\d-\d\d [\d:,.]+\] (\[[A-Z]+\] \[\S+\] .*)$"),   # DeepSpeed: [date time] [INFO] [f.py:1:fn]
-    re.compile(r"^\[([IWEF])\d{4} [\d:.]+ (?:\d+ )?(\S+:\d+\] .*)$"),       # c10: [W1206 21:30:00.12 (pid) f.cpp:1]
-    re.compile(r"^([IWEF])\d{4} [\d:.]+ +\d+ (\S+:\d+\] .*)$"),             # glog: W1206 21:30:00.12 pid f.py:1]
+    re.compile(r"^\[\d{4}-\d\d-\d\d [\d:,.]+\] (\[[A-Z]+\] \[\S+\] .*)$"),  # DeepSpeed: [date time] [INFO] [f.py:1:fn]
+    re.compile(r"^\[([IWEF])\d{4} [\d:.]+ (?:\d+ )?(\S+:\d+\] .*)$"),  # c10: [W1206 21:30:00.12 (pid) f.cpp:1]
+    re.compile(r"^([IWEF])\d{4} [\d:.]+ +\d+ (\S+:\d+\] .*)$"),  # glog: W1206 21:30:00.12 pid f.py:1]
 )
 _RANK_WORDS = re.compile(r"\[[Rr]ank ?\d+\]|\b[Rr]ank[ =:]?\d+\b")
 
@@ -49,12 +49,12 @@ class Repeats:
 
     def __init__(self) -> None:
         self._seen: set = set()
-        self._source_next: set = set()   # streams whose last line was a Python warning kept back
+        self._source_next: set = set()  # streams whose last line was a Python warning kept back
 
     def show(self, stream, text: str) -> bool:
         if stream in self._source_next:
             self._source_next.discard(stream)
-            if text[:1].isspace() and text.strip():   # `  warnings.warn(...)`: the warned line's source
+            if text[:1].isspace() and text.strip():  # `  warnings.warn(...)`: the warned line's source
                 return False
         key = warning_key(text)
         if key is None:

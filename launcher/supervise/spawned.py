@@ -21,13 +21,23 @@ def start(entry: str, console: str, cwd: str) -> subprocess.Popen:
     when this process shows them). The child finds kit where this process found it, without a PYTHONPATH that
     the nodes would inherit. OSError when it cannot start."""
     from launcher.logs import child_level
+
     module, function = entry.split(":")
-    child = (f"import sys; sys.path.insert(0, {ROOT!r}); from launcher.logs import setup_console; "
-             f"setup_console({child_level()}); from {module} import {function}; {function}()")
+    child = (
+        f"import sys; sys.path.insert(0, {ROOT!r}); from launcher.logs import setup_console; "
+        f"setup_console({child_level()}); from {module} import {function}; {function}()"
+    )
     out = os.open(console, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
-        return subprocess.Popen([sys.executable, "-c", child], stdin=subprocess.PIPE, stdout=out, stderr=out,
-                                cwd=cwd, start_new_session=True, close_fds=True)
+        return subprocess.Popen(
+            [sys.executable, "-c", child],
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=out,
+            cwd=cwd,
+            start_new_session=True,
+            close_fds=True,
+        )
     finally:
         os.close(out)
 

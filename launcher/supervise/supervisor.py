@@ -29,13 +29,13 @@ _ESCALATION = ("stop", "hurry", "kill")
 
 @dataclass
 class Outcome:
-    state: str                 # succeeded | failed | preempted | cancelled
+    state: str  # succeeded | failed | preempted | cancelled
     code: int
     node_codes: list
-    first_failed: Optional[int] = None    # index of the first node seen failing
-    failure: Optional[Failure] = None     # filled by the caller, which can read the logs
-    stopped: tuple = ()                   # nodes kit stopped (still running when the run ended): their codes are kit's
-    failed_nodes: tuple = ()              # the nodes that failed by themselves, in the order they ended
+    first_failed: Optional[int] = None  # index of the first node seen failing
+    failure: Optional[Failure] = None  # filled by the caller, which can read the logs
+    stopped: tuple = ()  # nodes kit stopped (still running when the run ended): their codes are kit's
+    failed_nodes: tuple = ()  # the nodes that failed by themselves, in the order they ended
     # Wall clock: when the loop saw what ended the run (a node's failure, a watch's, a cancel), and when every node
     # had ended (the teardown done); kit report splits a restart at these (insight/restarts.py).
     noticed_at: Optional[float] = None
@@ -87,8 +87,7 @@ class _Watching:
         self._done = threading.Event()
         self._thread = None
         if watches:
-            self._thread = threading.Thread(target=self._run, args=(list(watches),), daemon=True,
-                                            name="kit-watches")
+            self._thread = threading.Thread(target=self._run, args=(list(watches),), daemon=True, name="kit-watches")
             self._thread.start()
 
     def _run(self, watches) -> None:
@@ -98,10 +97,11 @@ class _Watching:
                     return
                 try:
                     found = w.poll()
-                except Exception as e:   # the run goes on unwatched by it rather than end for kit's own fault
+                except Exception as e:  # the run goes on unwatched by it rather than end for kit's own fault
                     if not self._done.is_set():
-                        log.warning(f"kit: warning: {type(w).__name__} stopped watching the run: "
-                                    f"{e or type(e).__name__}")
+                        log.warning(
+                            f"kit: warning: {type(w).__name__} stopped watching the run: {e or type(e).__name__}"
+                        )
                     watches.remove(w)
                     continue
                 if found is not None:
@@ -132,7 +132,7 @@ def supervise(nodes, cancel: Cancel, on_stop=None, watches=()) -> Outcome:
         # the loop waited): the user's word decides. One that comes while the others settle came after it.
         cancelled = bool(cancel.count)
         if failed and not cancelled and watching.failure is None:
-            watching.stop()   # the run has failed: no watch decides anything more (nor writes the record)
+            watching.stop()  # the run has failed: no watch decides anything more (nor writes the record)
             _settle(nodes, codes, order, cancel)
     finally:
         watching.stop()
@@ -144,11 +144,23 @@ def supervise(nodes, cancel: Cancel, on_stop=None, watches=()) -> Outcome:
         _stop_all(nodes, codes, order, cancel)
     ended_at = time.time()
     if stopped_by is not None and not cancelled and not failed:
-        return Outcome(RunState.FAILED, stopped_by.code, codes, failure=stopped_by, stopped=stopped,
-                       noticed_at=noticed_at, ended_at=ended_at)
+        return Outcome(
+            RunState.FAILED,
+            stopped_by.code,
+            codes,
+            failure=stopped_by,
+            stopped=stopped,
+            noticed_at=noticed_at,
+            ended_at=ended_at,
+        )
     outcome = _outcome(codes, order, cancel if cancelled else None)
-    return dataclasses.replace(outcome, stopped=stopped, noticed_at=noticed_at, ended_at=ended_at,
-                               failed_nodes=tuple(i for i in outcome.failed_nodes if i not in stopped))
+    return dataclasses.replace(
+        outcome,
+        stopped=stopped,
+        noticed_at=noticed_at,
+        ended_at=ended_at,
+        failed_nodes=tuple(i for i in outcome.failed_nodes if i not in stopped),
+    )
 
 
 def _settle(nodes, codes, order, cancel: Cancel) -> None:
@@ -187,5 +199,13 @@ def finalize(outcome: Outcome, failure: Optional[Failure]) -> Outcome:
     if outcome.state != RunState.FAILED or failure is None or outcome.failure is not None:
         return outcome
     state = RunState.PREEMPTED if failure.code == PREEMPTED else RunState.FAILED
-    return Outcome(state, failure.code, outcome.node_codes, outcome.first_failed, failure, outcome.stopped,
-                   noticed_at=outcome.noticed_at, ended_at=outcome.ended_at)
+    return Outcome(
+        state,
+        failure.code,
+        outcome.node_codes,
+        outcome.first_failed,
+        failure,
+        outcome.stopped,
+        noticed_at=outcome.noticed_at,
+        ended_at=outcome.ended_at,
+    )

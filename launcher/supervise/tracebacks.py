@@ -16,18 +16,20 @@ from typing import Any, Optional
 
 from launcher.status import Failure
 
-HOLD_SECONDS = 3.0    # a traceback is written at once; a node log read every second (SLURM) may split it
+HOLD_SECONDS = 3.0  # a traceback is written at once; a node log read every second (SLURM) may split it
 HOLD_LINES = 400
-WINDOW = 60.0         # other ranks' tracebacks this soon after the first failure are its consequences
+WINDOW = 60.0  # other ranks' tracebacks this soon after the first failure are its consequences
 TRAIL_SECONDS = 2.0
 TRAIL_LINES = 50
 
 _START = "Traceback (most recent call last):"
 _CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
 # What a rank raises when another rank went first: its collective's peer is gone (gloo, NCCL, the store).
-_CONSEQUENCE = re.compile(r"Connection (closed|reset) by peer|gloo/transport|Broken pipe|DistBackendError|"
-                          r"DistNetworkError|DistStoreError|NCCL communicator was aborted|ncclRemoteError|"
-                          r"Watchdog caught collective operation timeout|remote process exited")
+_CONSEQUENCE = re.compile(
+    r"Connection (closed|reset) by peer|gloo/transport|Broken pipe|DistBackendError|"
+    r"DistNetworkError|DistStoreError|NCCL communicator was aborted|ncclRemoteError|"
+    r"Watchdog caught collective operation timeout|remote process exited"
+)
 
 
 def is_consequence(exception: str) -> bool:
@@ -45,7 +47,7 @@ def _ends(text: str) -> bool:
 class _Block:
     lines: list = field(default_factory=list)
     since: float = 0.0
-    kept: bool = False    # the continuation of a kept-back traceback (a chained one): kept back too
+    kept: bool = False  # the continuation of a kept-back traceback (a chained one): kept back too
 
 
 class TracebackGate:
@@ -54,10 +56,10 @@ class TracebackGate:
 
     def __init__(self, clock=time.monotonic) -> None:
         self._clock = clock
-        self._held: dict = {}       # stream -> _Block
-        self._trailing: dict = {}   # stream -> [time of its last kept-back line, lines kept since]
-        self._first: Optional[tuple[Any, float]] = None   # (stream, time) of the first failure shown
-        self.first_kept: Optional[tuple[Any, str]] = None   # (stream, exception line) of the first traceback kept back
+        self._held: dict = {}  # stream -> _Block
+        self._trailing: dict = {}  # stream -> [time of its last kept-back line, lines kept since]
+        self._first: Optional[tuple[Any, float]] = None  # (stream, time) of the first failure shown
+        self.first_kept: Optional[tuple[Any, str]] = None  # (stream, exception line) of the first traceback kept back
 
     @property
     def holding(self) -> bool:
@@ -77,7 +79,7 @@ class TracebackGate:
                 out += self._judge(stream, text if _ends(text) else "", now)
             return out
         if self._trails(stream, now):
-            if text.startswith(_START):   # a chained traceback of the one kept back
+            if text.startswith(_START):  # a chained traceback of the one kept back
                 self._held[stream] = _Block([line], now, kept=True)
             return out
         if text.startswith(_START):
@@ -132,8 +134,14 @@ def first_cause(failures: list) -> Optional[Failure]:
     if not is_consequence(first.last_line):
         return first
     stopped = (128 + signal.SIGTERM, 128 + signal.SIGKILL)
-    return next((f for f in failures[1:] if f.rank is not None and f.last_line and not is_consequence(f.last_line)
-                 and f.code not in stopped), first)
+    return next(
+        (
+            f
+            for f in failures[1:]
+            if f.rank is not None and f.last_line and not is_consequence(f.last_line) and f.code not in stopped
+        ),
+        first,
+    )
 
 
 __all__ = ["TracebackGate", "is_consequence", "first_cause", "HOLD_SECONDS", "WINDOW"]

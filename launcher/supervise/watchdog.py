@@ -26,16 +26,16 @@ with posix_spawn (subprocess: ~4 ms), threads and signals come from the C module
 (those two and `enum` below them: ~6 ms), and neither `re` nor `json` is needed (~5 ms).
 """
 
-import _signal as signal   # the ints, without the enum wrappers
+import _signal as signal  # the ints, without the enum wrappers
 import _thread
 import ctypes
 import os
 import sys
 import time
 
-try:   # run by path (a node here), or loaded by the SSH boot program under this name: the part beside this file
+try:  # run by path (a node here), or loaded by the SSH boot program under this name: the part beside this file
     from watchdog_output import PROGRESS_MARK, Output, split_progress  # noqa: F401  (re-exported for the tests)
-except ImportError:   # imported as part of kit
+except ImportError:  # imported as part of kit
     from launcher.supervise.watchdog_output import PROGRESS_MARK, Output, split_progress  # noqa: F401
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -66,7 +66,7 @@ def proc_stat(pid: int):
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
-        fields = data[data.rindex(b")") + 2:].split()  # the name, in parentheses, may hold spaces and ")"
+        fields = data[data.rindex(b")") + 2 :].split()  # the name, in parentheses, may hold spaces and ")"
         return fields[0], int(fields[1]), int(fields[19])
     except (OSError, ValueError, IndexError):  # gone, or going, while read
         return None
@@ -76,7 +76,7 @@ def live_descendants() -> list:
     """Every live process below this one, as (pid, start time) (zombies excluded); as subreaper that includes
     re-parented orphans. A pid with its start time names one process for good: a recycled pid is never signalled
     (_signal below)."""
-    children: dict[int, list] = {}   # ppid -> [(pid, its proc_stat)]
+    children: dict[int, list] = {}  # ppid -> [(pid, its proc_stat)]
     for name in os.listdir("/proc"):
         if name.isdigit():
             st = proc_stat(int(name))
@@ -106,10 +106,10 @@ class Watchdog:
     def __init__(self, argv, grace: float, env: dict, log_path):
         self.argv, self.grace, self.env = argv, grace, env
         self.output = Output(log_path)
-        self.code: int | None = None   # the command's exit status, once reaped
-        self.deadline: float | None = None   # set when stopping: SIGKILL whatever is left after it
+        self.code: int | None = None  # the command's exit status, once reaped
+        self.deadline: float | None = None  # set when stopping: SIGKILL whatever is left after it
         self._lock = _thread.RLock()  # re-entered when a signal lands during stop()
-        self.heartbeat = 0.0          # > 0: stop the node when kit has said nothing (not even `ping`) this long
+        self.heartbeat = 0.0  # > 0: stop the node when kit has said nothing (not even `ping`) this long
         self.heard = time.monotonic()
 
     def _say(self, text: str) -> None:
@@ -125,8 +125,7 @@ class Watchdog:
             self.deadline = limit if self.deadline is None else min(self.deadline, limit)
 
     def hurry(self) -> None:
-        self.stop(0.0 if self.deadline is not None and self.deadline - time.monotonic() <= HURRY_GRACE
-                  else HURRY_GRACE)
+        self.stop(0.0 if self.deadline is not None and self.deadline - time.monotonic() <= HURRY_GRACE else HURRY_GRACE)
 
     def control(self) -> None:
         for raw in sys.stdin.buffer:
@@ -143,11 +142,19 @@ class Watchdog:
         # (Python's own, and mark_fds_cloexec() for any inherited), so the command gets stdin, stdout, stderr only.
         mark_fds_cloexec()
         self.child_pid = os.posix_spawnp(
-            self.argv[0], self.argv, self.env, setpgroup=0, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
-            file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                          (os.POSIX_SPAWN_DUP2, write_fd, 1), (os.POSIX_SPAWN_DUP2, write_fd, 2)])
+            self.argv[0],
+            self.argv,
+            self.env,
+            setpgroup=0,
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_DUP2, write_fd, 1),
+                (os.POSIX_SPAWN_DUP2, write_fd, 2),
+            ],
+        )
         os.close(write_fd)
-        self.pumped = _thread.allocate_lock()   # held until the output is all copied
+        self.pumped = _thread.allocate_lock()  # held until the output is all copied
         self.pumped.acquire()
         _thread.start_new_thread(self._pump, (read_fd,))
 
@@ -178,7 +185,7 @@ class Watchdog:
             already.add(p)
 
     def run(self) -> int:
-        termed: set[tuple[int, int]] = set()   # (pid, start time) already sent SIGTERM
+        termed: set[tuple[int, int]] = set()  # (pid, start time) already sent SIGTERM
         while True:
             self._reap()
             if self.code is not None and self.deadline is None:
@@ -204,12 +211,16 @@ class Watchdog:
 
 
 def parse_args(argv):
-    import argparse   # not at the top: a node started over SSH calls run() directly (backends/ssh/boot.py)
+    import argparse  # not at the top: a node started over SSH calls run() directly (backends/ssh/boot.py)
+
     p = argparse.ArgumentParser(prog="kit-watchdog", allow_abbrev=False)
     p.add_argument("--grace", type=float, default=DEFAULT_GRACE)
     p.add_argument("--log")
-    p.add_argument("--env-from-stdin", action="store_true",
-                   help="first stdin line: a JSON object of variables to add (secrets travel this way, not in argv)")
+    p.add_argument(
+        "--env-from-stdin",
+        action="store_true",
+        help="first stdin line: a JSON object of variables to add (secrets travel this way, not in argv)",
+    )
     p.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
     if args.command[:1] == ["--"]:

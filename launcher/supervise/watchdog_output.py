@@ -17,13 +17,13 @@ def _tag_length(line: bytes) -> int:
     return end + 2 if node.isdigit() and (rank.isdigit() or not slash) else 0
 
 
-PROGRESS_MARK = b"\x1b[1G"   # launcher.planning.tags.PROGRESS_MARK (this file imports nothing of kit's)
+PROGRESS_MARK = b"\x1b[1G"  # launcher.planning.tags.PROGRESS_MARK (this file imports nothing of kit's)
 
 
 def split_progress(line: bytes):
     """(tag, text) if `line` is a progress line, else None."""
-    tag = line[:_tag_length(line)]
-    rest = line[len(tag):]
+    tag = line[: _tag_length(line)]
+    rest = line[len(tag) :]
     if rest.startswith((PROGRESS_MARK, b"\r")):
         return tag, rest.removeprefix(PROGRESS_MARK).lstrip(b"\r")
     return None
@@ -47,8 +47,10 @@ class Output:
         the node's output (a pump that stopped would block the ranks in a pipe write)."""
         if not self.log_failed:
             self.log_failed = True
-            self._to_stdout(f"kit: warning: node log {self.log_path}: {e.strerror or e}; its lines are dropped "
-                            f"while it cannot be written (the console still shows them)\n".encode())
+            self._to_stdout(
+                f"kit: warning: node log {self.log_path}: {e.strerror or e}; its lines are dropped "
+                f"while it cannot be written (the console still shows them)\n".encode()
+            )
 
     def _to_stdout(self, data: bytes) -> None:
         if not self.stdout_ok:

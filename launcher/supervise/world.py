@@ -9,7 +9,7 @@ from typing import Callable, Optional
 from launcher.planning.model import LaunchPlan, NodePlan
 from launcher.status import NEVER_JOINED, Failure
 
-NOT_FORMED = 124                # the run's exit code then (timeout(1)'s)
+NOT_FORMED = 124  # the run's exit code then (timeout(1)'s)
 POLL = 2.0
 
 
@@ -20,14 +20,19 @@ def ranks_started(workdir: str, run_dir: str, node: NodePlan, listdir=None) -> b
     import os
     import posixpath
     from launcher.planning.attempt import attempt_of, rdzv_id
+
     listdir = listdir or os.listdir
     top = posixpath.join(workdir, run_dir, f"node{node.machine_rank}.ranks")
     attempt = attempt_of(node)
     # A restart's world: only its own directories count (the dead world's are still there).
     mine = (lambda sub: True) if attempt == 1 else (lambda sub: sub.startswith(rdzv_id(attempt) + "_"))
     try:
-        return any(name.startswith("attempt_") for sub in listdir(top) if mine(sub)
-                   for name in listdir(posixpath.join(top, sub)))
+        return any(
+            name.startswith("attempt_")
+            for sub in listdir(top)
+            if mine(sub)
+            for name in listdir(posixpath.join(top, sub))
+        )
     except OSError:
         return False
 
@@ -36,9 +41,15 @@ class WorldWatch:
     """`joined(node) -> bool`: the node's ranks have started. `reach(node) -> problem line or None`: checked from
     that node. poll() is cheap to call often: it looks at most every POLL seconds."""
 
-    def __init__(self, plan: LaunchPlan, joined: Callable[[NodePlan], bool],
-                 reach: Callable[[NodePlan], Optional[str]], clock=time.monotonic, named_host=None,
-                 launched: Optional[Callable[[NodePlan], bool]] = None):
+    def __init__(
+        self,
+        plan: LaunchPlan,
+        joined: Callable[[NodePlan], bool],
+        reach: Callable[[NodePlan], Optional[str]],
+        clock=time.monotonic,
+        named_host=None,
+        launched: Optional[Callable[[NodePlan], bool]] = None,
+    ):
         """`named_host(node)`: the host to name in the failure (a SLURM node's comes from the allocation).
         `launched(node)`: whether the node's launcher process runs, where the backend can tell (with a static
         rendezvous no node's ranks start until all have come: this names the one that never came)."""
@@ -73,15 +84,15 @@ class WorldWatch:
     def _joined(self, node: NodePlan) -> bool:
         try:
             return bool(self.joined(node))
-        except Exception:   # a host that cannot be asked has not been seen to join
+        except Exception:  # a host that cannot be asked has not been seen to join
             return False
 
     def _launched(self, node: NodePlan) -> bool:
-        if self.launched is None:   # cannot tell: not the one to blame
+        if self.launched is None:  # cannot tell: not the one to blame
             return True
         try:
             return bool(self.launched(node))
-        except Exception:   # cannot tell: not the one to blame
+        except Exception:  # cannot tell: not the one to blame
             return True
 
     def diagnose(self) -> Failure:
@@ -96,16 +107,34 @@ class WorldWatch:
             except Exception as e:
                 problem = f"could not check its route to the master ({e or type(e).__name__})"
             if problem:
-                return Failure(node.machine_rank, self.named_host(node), None, NOT_FORMED, NEVER_JOINED,
-                               f"{problem}; check routes and firewalls between the nodes, or run kit doctor")
+                return Failure(
+                    node.machine_rank,
+                    self.named_host(node),
+                    None,
+                    NOT_FORMED,
+                    NEVER_JOINED,
+                    f"{problem}; check routes and firewalls between the nodes, or run kit doctor",
+                )
         first = missing[0]
         if self.launched is not None:
             absent = [n for n in missing if not self._launched(n)]
             if absent:
                 first = absent[0]
-                return Failure(first.machine_rank, self.named_host(first), None, NOT_FORMED, NEVER_JOINED,
-                               f"its launcher did not start within {limit:g} s (still in its setup lines?); "
-                               f"see its log (kit logs --node {first.machine_rank})")
-        return Failure(first.machine_rank, self.named_host(first), None, NOT_FORMED, NEVER_JOINED,
-                       f"the world did not form within {limit:g} s although every node reaches the master "
-                       f"{w.master_addr}:{w.master_port}; see the node logs (kit logs)")
+                return Failure(
+                    first.machine_rank,
+                    self.named_host(first),
+                    None,
+                    NOT_FORMED,
+                    NEVER_JOINED,
+                    f"its launcher did not start within {limit:g} s (still in its setup lines?); "
+                    f"see its log (kit logs --node {first.machine_rank})",
+                )
+        return Failure(
+            first.machine_rank,
+            self.named_host(first),
+            None,
+            NOT_FORMED,
+            NEVER_JOINED,
+            f"the world did not form within {limit:g} s although every node reaches the master "
+            f"{w.master_addr}:{w.master_port}; see the node logs (kit logs)",
+        )

@@ -39,13 +39,13 @@ def cancel_when_submitted(trial: records.RunRecord, wait: float = 120.0) -> None
     if status.state in NOT_OVER and status.handle.job_id:
         try:
             log.info(registry.backend(status.backend).cancel(trial, status))
-        except Exception as e:   # the supervisor's own following still ends it when the job ends
+        except Exception as e:  # the supervisor's own following still ends it when the job ends
             log.warning(f"kit: could not cancel {status.run_id}: {e}")
 
 
 def cancel_sweep(record) -> str:
     run_root = os.path.dirname(record.path)
-    view = collect(record, run_root)   # every trial's state now (and a finished sweep's end, recorded)
+    view = collect(record, run_root)  # every trial's state now (and a finished sweep's end, recorded)
     data = record.read()
     sweep_id = data["sweep_id"]
     run_ids = [t["run_id"] for t in data["trials"]]
@@ -57,8 +57,10 @@ def cancel_sweep(record) -> str:
         record.update(state=RunState.CANCELLED, finished_at=time.time())
         return said
     if driver is not None:
-        log.info(f"sweep {sweep_id}: stopping its driver (kit, pid {driver.pid}) and every running trial "
-                 f"(ranks get up to {_grace(run_root, run_ids):.0f} s to save)")
+        log.info(
+            f"sweep {sweep_id}: stopping its driver (kit, pid {driver.pid}) and every running trial "
+            f"(ranks get up to {_grace(run_root, run_ids):.0f} s to save)"
+        )
         driver.terminate()
         # The driver ends once each trial it runs has ended; a trial started just now records its grace late.
         psutil.wait_procs([driver], timeout=_grace(run_root, run_ids) + 2 * CANCEL_MARGIN)

@@ -12,12 +12,12 @@ from launcher.sweeps.trials import Trial, trial_job
 
 @dataclass(frozen=True)
 class SweepContext:
-    job: JobSpec             # the resolved job (overrides applied); each trial applies its values on top
-    cluster: ClusterSpec     # the resolved cluster
-    spec: SweepSpec          # the sweep spec
-    base_dir: str            # where `kit submit` ran
-    run_root: str            # absolute: the sweep's and the trials' records
-    binding: object          # the backend's settings (Placement.binding)
+    job: JobSpec  # the resolved job (overrides applied); each trial applies its values on top
+    cluster: ClusterSpec  # the resolved cluster
+    spec: SweepSpec  # the sweep spec
+    base_dir: str  # where `kit submit` ran
+    run_root: str  # absolute: the sweep's and the trials' records
+    binding: object  # the backend's settings (Placement.binding)
 
 
 def trial_specs(ctx: SweepContext, trial) -> tuple[dict, dict]:

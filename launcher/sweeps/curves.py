@@ -10,7 +10,7 @@ from typing import Optional
 
 from launcher.spec.sweep import CURVE_FILE, line_key
 
-COPY = "curve.jsonl"           # the copy in the trial's run record
+COPY = "curve.jsonl"  # the copy in the trial's run record
 MAX_BYTES = 16 * 1024 * 1024
 
 
@@ -18,6 +18,7 @@ def point(line, metric: str) -> Optional[tuple[int, float]]:
     """(step, value) of one parsed line, or None when it has no integer step or no number for the metric (the
     full dotted path, or its last name)."""
     from launcher.sweeps.metrics import lookup
+
     if not isinstance(line, dict):
         return None
     step = line.get("step")
@@ -44,19 +45,19 @@ class Curve:
     def _content(self) -> Optional[bytes]:
         try:
             return self.backend.read_output(self.plan, self.base_dir, self.path, MAX_BYTES)
-        except Exception:   # an unreachable host now: read again next time; the run's own following says more
+        except Exception:  # an unreachable host now: read again next time; the run's own following says more
             return None
 
     def read(self) -> list[tuple[int, float]]:
         content = self._content()
         if content is None:
             return []
-        if len(content) < self.offset:   # the file was started over
+        if len(content) < self.offset:  # the file was started over
             self.offset = 0
         end = content.rfind(b"\n", self.offset) + 1
         if end <= self.offset:
             return []
-        fresh, self.offset = content[self.offset:end], end
+        fresh, self.offset = content[self.offset : end], end
         points = []
         for raw in fresh.splitlines():
             try:

@@ -32,20 +32,20 @@ from launcher.sweeps.trials import describe
 from launcher.states import RunState
 
 if TYPE_CHECKING:
-    from launcher.sweeps.study import Study   # imported when a sweep opens one (it loads Optuna)
+    from launcher.sweeps.study import Study  # imported when a sweep opens one (it loads Optuna)
 
 POLL_SECONDS = 0.2
 
 
 @dataclass
 class _Running:
-    trial: Any   # a TrialPlan
+    trial: Any  # a TrialPlan
     pid: int
     pipe: int
     started: float
-    curve: Any = None          # the trial's metrics.jsonl as read so far (curves.Curve), with early stopping
-    pruned: Any = None         # (step, value) the pruner stopped it at
-    stopping: bool = False     # kit cancel's stop of its run is under way (a scheduler's job: _stop_run)
+    curve: Any = None  # the trial's metrics.jsonl as read so far (curves.Curve), with early stopping
+    pruned: Any = None  # (step, value) the pruner stopped it at
+    stopping: bool = False  # kit cancel's stop of its run is under way (a scheduler's job: _stop_run)
 
 
 def _console_path(record, trial) -> str:
@@ -67,13 +67,13 @@ class Driver:
         self.running: dict[int, _Running] = {}
         self.queues: dict[int, deque] = {}
         self.streak = Streak(plan.spec.max_failures)
-        self.scored = False          # sweep.metric was checked against a succeeded trial's metrics file
-        self.unread = 0              # succeeded trials whose metrics file was not found
-        self.bad_metric = ""         # the line that said it names no number there
+        self.scored = False  # sweep.metric was checked against a succeeded trial's metrics file
+        self.unread = 0  # succeeded trials whose metrics file was not found
+        self.bad_metric = ""  # the line that said it names no number there
         self.notes = 0
         self.said_blind = 0
-        self.study: Optional[Study] = None   # the sweep's Optuna study (study.py), for TPE and early stopping
-        self.backend: Any = None     # reads the running trials' metrics.jsonl where they write it
+        self.study: Optional[Study] = None  # the sweep's Optuna study (study.py), for TPE and early stopping
+        self.backend: Any = None  # reads the running trials' metrics.jsonl where they write it
         self.read_at = 0.0
 
     def _note(self, text: str) -> None:
@@ -108,14 +108,23 @@ class Driver:
                 return
         curve = None
         if self.backend is not None:
-            curve = curves.Curve(self.backend, trial.plan, self.ctx.base_dir, trial.output_dir, self.plan.spec.metric,
-                                 records.RunRecord(os.path.join(self.ctx.run_root, trial.run_id)))
-        pid, pipe = start_trial(trial, self.ctx, _console_path(self.record, trial),
-                                close_fds=[r.pipe for r in self.running.values()])
+            curve = curves.Curve(
+                self.backend,
+                trial.plan,
+                self.ctx.base_dir,
+                trial.output_dir,
+                self.plan.spec.metric,
+                records.RunRecord(os.path.join(self.ctx.run_root, trial.run_id)),
+            )
+        pid, pipe = start_trial(
+            trial, self.ctx, _console_path(self.record, trial), close_fds=[r.pipe for r in self.running.values()]
+        )
         self.running[trial.lane] = _Running(trial, pid, pipe, time.time(), curve)
         where = f" on {trial.placement}" if trial.placement else ""
-        self._note(f"kit: sweep {self.plan.sweep_id}: trial {trial.index} ({describe(trial.params)}) started as "
-                   f"run {trial.run_id}{where}")
+        self._note(
+            f"kit: sweep {self.plan.sweep_id}: trial {trial.index} ({describe(trial.params)}) started as "
+            f"run {trial.run_id}{where}"
+        )
 
     def _ended(self, run: _Running) -> None:
         os.close(run.pipe)
@@ -128,11 +137,11 @@ class Driver:
         took = duration(time.time() - run.started)
         value = None
         if run.curve is not None:
-            run.curve.read()   # the lines written since the last read, into the record's copy
+            run.curve.read()  # the lines written since the last read, into the record's copy
         if run.pruned is not None and state in (RunState.CANCELLED, RunState.PRUNED):
             records.RunRecord(os.path.join(self.ctx.run_root, trial.run_id)).update_status(state=RunState.PRUNED)
             state = RunState.PRUNED
-        elif run.pruned is not None:   # it ended on its own before the stop reached it: not pruned
+        elif run.pruned is not None:  # it ended on its own before the stop reached it: not pruned
             self.record.set_trial(trial.index, pruned_at=None)
         if state == RunState.SUCCEEDED:
             row = trial_row(self.record, self.ctx.run_root, trial.run_id)
@@ -143,8 +152,10 @@ class Driver:
             detail = f"stopped at step {step} ({self.plan.spec.metric} {metric_text(at)}): sweep.early_stopping"
         else:
             detail = last or f"exit code {'?' if status.exit_code is None else status.exit_code}"
-        self._note(f"kit: sweep {self.plan.sweep_id}: trial {trial.index} ({describe(trial.params)}) {state} "
-                   f"after {took}: {detail}")
+        self._note(
+            f"kit: sweep {self.plan.sweep_id}: trial {trial.index} ({describe(trial.params)}) {state} "
+            f"after {took}: {detail}"
+        )
         if self.study is not None:
             self.study.tell(trial.index, self.record.read()["trials"][trial.index].get("asked"), state, value)
         if state == RunState.SUCCEEDED and not self.scored:
@@ -168,9 +179,11 @@ class Driver:
         for queue in self.queues.values():
             queue.clear()
         n = self.plan.spec.max_failures
-        line = (f"kit: sweep {self.plan.sweep_id}: stopped launching trials: {n} in a row failed the same way "
-                f"({detail.removeprefix('kit: ')}); {left} trial(s) not started (sweep.max_failures: {n}); fix the "
-                f"cause and run the same command again to run them")
+        line = (
+            f"kit: sweep {self.plan.sweep_id}: stopped launching trials: {n} in a row failed the same way "
+            f"({detail.removeprefix('kit: ')}); {left} trial(s) not started (sweep.max_failures: {n}); fix the "
+            f"cause and run the same command again to run them"
+        )
         self.record.update(stopped=line.removeprefix("kit: "))
         self._note(line)
 
@@ -181,8 +194,10 @@ class Driver:
         for queue in self.queues.values():
             queue.clear()
         wait = f"; the {len(self.running)} running finish" if self.running else ""
-        line = (f"kit: sweep {self.plan.sweep_id}: {problem}; stopped launching trials ({left} not started{wait}); "
-                f"fix sweep.metric and run the same command again: the trials that succeeded are kept")
+        line = (
+            f"kit: sweep {self.plan.sweep_id}: {problem}; stopped launching trials ({left} not started{wait}); "
+            f"fix sweep.metric and run the same command again: the trials that succeeded are kept"
+        )
         self.bad_metric = line
         self.record.update(stopped=line.removeprefix("kit: "))
         self._note(line)
@@ -190,8 +205,10 @@ class Driver:
 
     def _forward(self, cancel: Cancel, sent: int) -> int:
         if sent == 0 and cancel.count and self.running:
-            self._note(f"kit: stopping sweep {self.plan.sweep_id}: every running trial stops as a run does "
-                       f"(a Ctrl-C shortens the wait)")
+            self._note(
+                f"kit: stopping sweep {self.plan.sweep_id}: every running trial stops as a run does "
+                f"(a Ctrl-C shortens the wait)"
+            )
         for _ in range(cancel.count - sent):
             for run in self.running.values():
                 self._stop_run(run)
@@ -215,8 +232,10 @@ class Driver:
                 if self.study.should_prune(run.trial.index):
                     run.pruned = (step, value)
                     self.record.set_trial(run.trial.index, pruned_at=step)
-                    self._note(f"kit: sweep {self.plan.sweep_id}: trial {run.trial.index} pruned at step {step} "
-                               f"({self.plan.spec.metric} {metric_text(value)}); stopping it")
+                    self._note(
+                        f"kit: sweep {self.plan.sweep_id}: trial {run.trial.index} pruned at step {step} "
+                        f"({self.plan.spec.metric} {metric_text(value)}); stopping it"
+                    )
                     self._stop_run(run)
                     break
 
@@ -229,6 +248,7 @@ class Driver:
         except ProcessLookupError:
             pass
         from launcher.backends import registry
+
         if run.stopping or not getattr(registry.backend(self.plan.backend), "outlives_supervisor", False):
             return
         run.stopping = True
@@ -244,14 +264,18 @@ class Driver:
     def _open_study(self) -> None:
         from launcher.backends import registry
         from launcher.sweeps.study import Study
+
         self.study = study = Study(self.record.path, self.plan.sweep_id, self.plan.spec)
         ended = {}
         for t in self.record.read()["trials"]:
             if t.get("asked") is None:
                 continue
             state, _ = trial_state(os.path.join(self.ctx.run_root, t["run_id"]))
-            value = trial_row(self.record, self.ctx.run_root, t["run_id"])["metric"] \
-                if state == RunState.SUCCEEDED else None
+            value = (
+                trial_row(self.record, self.ctx.run_root, t["run_id"])["metric"]
+                if state == RunState.SUCCEEDED
+                else None
+            )
             ended[t["index"]] = (t["asked"], state, value)
         study.reconcile(ended)
         if self.plan.spec.early_stopping is not None:
@@ -261,8 +285,15 @@ class Driver:
     def run(self) -> int:
         if self.plan.spec.uses_study:
             self._open_study()
-        self.record.update(state=RunState.RUNNING, driver_pid=os.getpid(), driver_start=tree.started_at(os.getpid()),
-                           started_at=time.time(), finished_at=None, exit_code=None, stopped=None)
+        self.record.update(
+            state=RunState.RUNNING,
+            driver_pid=os.getpid(),
+            driver_start=tree.started_at(os.getpid()),
+            started_at=time.time(),
+            finished_at=None,
+            exit_code=None,
+            stopped=None,
+        )
         with Cancel(on_hangup=self.console.hang_up) as cancel:
             self.queues = {k: deque(t for t in self.todo if t.lane == k) for k in range(self.plan.lanes)}
             sent = 0
@@ -298,5 +329,6 @@ class Driver:
         for line in render_text(view).splitlines():
             self.console.line(line)
         from launcher.sweeps.plot import write_plot
+
         write_plot(self.record, view)
         return code

@@ -30,33 +30,46 @@ def _refuse_if_running(record) -> None:
     data = record.read()
     driver = tree.same_process(data.get("driver_pid"), data.get("driver_start"))
     if driver is not None:
-        raise KitError(f"sweep {record.sweep_id} is running already (kit, pid {driver.pid}); follow it with "
-                       f"`kit sweep status {record.sweep_id}` or stop it with `kit cancel {record.sweep_id}`")
+        raise KitError(
+            f"sweep {record.sweep_id} is running already (kit, pid {driver.pid}); follow it with "
+            f"`kit sweep status {record.sweep_id}` or stop it with `kit cancel {record.sweep_id}`"
+        )
 
 
 def _refuse_an_earlier_id(plan, run_root: str) -> None:
     """A sweep an earlier kit recorded under the id that held its metric is continued by naming it, not started
     over under its new id (which the dry-run showed)."""
-    if plan.earlier_id in (None, plan.sweep_id) or is_sweep(run_root, plan.sweep_id) \
-            or not is_sweep(run_root, plan.earlier_id):
+    if (
+        plan.earlier_id in (None, plan.sweep_id)
+        or is_sweep(run_root, plan.sweep_id)
+        or not is_sweep(run_root, plan.earlier_id)
+    ):
         return
-    raise KitError(f"this sweep was recorded by an earlier kit as {plan.earlier_id} (its id held sweep.metric then); "
-                   "continue it with ", Option("run_id", plan.earlier_id), ", or start it over with ",
-                   Option("run_id", plan.sweep_id))
+    raise KitError(
+        f"this sweep was recorded by an earlier kit as {plan.earlier_id} (its id held sweep.metric then); "
+        "continue it with ",
+        Option("run_id", plan.earlier_id),
+        ", or start it over with ",
+        Option("run_id", plan.sweep_id),
+    )
 
 
 def _need_optuna() -> None:
     try:
         import optuna  # noqa: F401
     except ImportError:
-        raise KitError("sweep.method tpe and sweep.early_stopping need Optuna, which is not installed here; "
-                       "pip install optuna==5.0.0") from None
+        raise KitError(
+            "sweep.method tpe and sweep.early_stopping need Optuna, which is not installed here; "
+            "pip install optuna==5.0.0"
+        ) from None
 
 
 def _how_to(record, root_arg: str) -> str:
     s = record.sweep_id
-    return (f"kit: sweep {s} detached; follow it with `kit sweep status {s}{root_arg}` (a trial: `kit logs "
-            f"{s}-tN{root_arg}`), stop it with `kit cancel {s}{root_arg}`")
+    return (
+        f"kit: sweep {s} detached; follow it with `kit sweep status {s}{root_arg}` (a trial: `kit logs "
+        f"{s}-tN{root_arg}`), stop it with `kit cancel {s}{root_arg}`"
+    )
 
 
 def _detach(plan, record, ctx: SweepContext, todo) -> None:
@@ -75,6 +88,7 @@ def _detach(plan, record, ctx: SweepContext, todo) -> None:
 def driver_main() -> None:
     """The detached driver's process."""
     from launcher.sweeps.record import SweepRecord
+
     code = 1
     try:
         plan, path, ctx, todo = spawned.inputs()
@@ -93,8 +107,14 @@ def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: Opti
     backend.use(binding)
     root = backend.record_root(resolved_cluster.workdir, base_dir)
     run_root = os.path.normpath(os.path.join(root, resolved_cluster.run_root))
-    ctx = SweepContext(job=resolved_job, cluster=resolved_cluster, spec=plan.spec, base_dir=base_dir,
-                       run_root=run_root, binding=binding)
+    ctx = SweepContext(
+        job=resolved_job,
+        cluster=resolved_cluster,
+        spec=plan.spec,
+        base_dir=base_dir,
+        run_root=run_root,
+        binding=binding,
+    )
     if warning := dropped_warning(plan.trials[0].plan, os.environ):
         log.warning(warning)
     # The checks `kit submit` makes, once, on the first trial: a wrong entrypoint, python or host stops the sweep
@@ -104,7 +124,7 @@ def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: Opti
     except KeyboardInterrupt:
         raise KitError("interrupted during the checks; nothing was started") from None
     finally:
-        backend.release()   # SSH: the waiting launch channels closed unused, before trials are forked
+        backend.release()  # SSH: the waiting launch channels closed unused, before trials are forked
     _refuse_an_earlier_id(plan, run_root)
     if plan.spec.uses_study:
         _need_optuna()
@@ -112,10 +132,14 @@ def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: Opti
     _refuse_if_running(record)
     # A re-run checks sweep.metric against the trials that succeeded before, before anything starts.
     if problem := metric_problem(record, run_root):
-        raise KitError(f"sweep {plan.sweep_id}: {problem}; nothing was started (fix sweep.metric: the trials that "
-                       f"succeeded are kept)")
-    record.update(workdir=backend.outputs_here(resolved_cluster.workdir, base_dir),
-                  created_at=record.read().get("created_at") or time.time())
+        raise KitError(
+            f"sweep {plan.sweep_id}: {problem}; nothing was started (fix sweep.metric: the trials that "
+            f"succeeded are kept)"
+        )
+    record.update(
+        workdir=backend.outputs_here(resolved_cluster.workdir, base_dir),
+        created_at=record.read().get("created_at") or time.time(),
+    )
     # A re-run skips trials that succeeded and sets the others' old records aside.
     todo = trials_to_run(plan, run_root)
     if not todo:
@@ -124,6 +148,7 @@ def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: Opti
         if detach:
             return record
         from launcher.sweeps.status import print_status
+
         return print_status(run_root, plan.sweep_id)
     specs = {t.index: trial_specs(ctx, t) for t in todo}
     submitted = None if plan.spec.uses_study else backend.submit_many(plan, todo, specs, base_dir)
@@ -133,8 +158,9 @@ def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: Opti
             log.info(how_to(plan.sweep_id, record))
             return record
         return follow_trials(record, [t.run_id for t in todo])
-    log.info(f"kit: sweep {plan.sweep_id}: {len(plan.trials)} trial(s), {plan.lanes} at a time; record in "
-             f"{record.path}")
+    log.info(
+        f"kit: sweep {plan.sweep_id}: {len(plan.trials)} trial(s), {plan.lanes} at a time; record in {record.path}"
+    )
     if detach:
         _detach(plan, record, ctx, todo)
         root_arg = "" if os.path.relpath(run_root) == "runs" else f" --run-root {run_root}"

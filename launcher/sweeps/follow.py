@@ -38,20 +38,25 @@ def _refresh(trial: records.RunRecord) -> tuple[str, str]:
 
 def how_to(sweep_id: str, record) -> str:
     root = os.path.dirname(record.path)
-    return (f"Follow it with `kit sweep status {sweep_id} --run-root {root}` (one trial: `kit logs {sweep_id}-tN "
-            f"--follow --run-root {root}`); stop it with `kit cancel {sweep_id} --run-root {root}`.")
+    return (
+        f"Follow it with `kit sweep status {sweep_id} --run-root {root}` (one trial: `kit logs {sweep_id}-tN "
+        f"--follow --run-root {root}`); stop it with `kit cancel {sweep_id} --run-root {root}`."
+    )
 
 
 def _stop_blind(record, problem: str) -> int:
     """The first trial that succeeded has no number at sweep.metric: the array (one job to SLURM) is cancelled
     as `kit cancel <sweep>` cancels it; the trials that succeeded are kept, and scored once the metric is fixed."""
     from launcher.backends import registry
+
     data = record.read()
     said = registry.backend(data.get("backend") or registry.DEFAULT).cancel_many(data, record.path)
     if said:
         log.info(said)
-    line = (f"kit: sweep {record.sweep_id}: {problem}; its other trials were cancelled; fix sweep.metric and run "
-            f"the same command again: the trials that succeeded are kept")
+    line = (
+        f"kit: sweep {record.sweep_id}: {problem}; its other trials were cancelled; fix sweep.metric and run "
+        f"the same command again: the trials that succeeded are kept"
+    )
     record.update(state=RunState.FAILED, exit_code=2, finished_at=time.time(), stopped=line.removeprefix("kit: "))
     log.error(line)
     return 2
@@ -61,7 +66,8 @@ def follow_trials(record, run_ids: list[str]) -> int:
     """Print each trial's state changes until every one has ended. Ctrl-C stops following only. The first trial
     that succeeds is checked for sweep.metric (_stop_blind)."""
     from launcher.sweeps.table import metric_problem
-    said: dict[str, tuple[str, str]] = {}   # run id -> (state, line) last printed
+
+    said: dict[str, tuple[str, str]] = {}  # run id -> (state, line) last printed
     ended: list[str] = []
     scored, unread = False, 0
     try:
@@ -97,6 +103,7 @@ def follow_trials(record, run_ids: list[str]) -> int:
     code = 0 if first_bad is None else first_bad
     record.update(state=RunState.SUCCEEDED if code == 0 else RunState.FAILED, exit_code=code, finished_at=time.time())
     from launcher.sweeps.status import print_status  # the same table as `kit sweep status`
+
     sys.stdout.flush()
     print_status(os.path.dirname(record.path), record.sweep_id)
     return code

@@ -9,7 +9,7 @@ from typing import Optional
 
 from launcher.errors import KitError
 
-COPY = "metrics.json"          # the copy in the trial's run record
+COPY = "metrics.json"  # the copy in the trial's run record
 MAX_BYTES = 16 * 1024 * 1024
 
 
@@ -39,8 +39,12 @@ def number_keys(data, prefix: str = "") -> list[str]:
     if isinstance(data, (int, float)):
         return [prefix] if prefix else []
     if isinstance(data, dict):
-        return [k for name, v in data.items() if isinstance(name, str)
-                for k in number_keys(v, f"{prefix}.{name}" if prefix else name)]
+        return [
+            k
+            for name, v in data.items()
+            if isinstance(name, str)
+            for k in number_keys(v, f"{prefix}.{name}" if prefix else name)
+        ]
     if isinstance(data, list) and data:
         return number_keys(data[-1], f"{prefix}.-1" if prefix else "-1")
     return []
@@ -56,8 +60,8 @@ def _close(metric: str, keys: list[str]) -> Optional[str]:
     return close[0] if close else None
 
 
-MISSING = "is missing or not JSON"   # a metrics file not found (yet): conclusive only when it happens again
-UNREAD_TRIALS = 2                    # succeeded trials without a readable metrics file before a sweep stops
+MISSING = "is missing or not JSON"  # a metrics file not found (yet): conclusive only when it happens again
+UNREAD_TRIALS = 2  # succeeded trials without a readable metrics file before a sweep stops
 
 
 def metric_problem(data, metric: str, where: str) -> Optional[str]:
@@ -66,8 +70,10 @@ def metric_problem(data, metric: str, where: str) -> Optional[str]:
     if data is not None and lookup(data, metric) is not None:
         return None
     if data is None:
-        return (f"{where} {MISSING}, so no trial can be scored by sweep.metric {metric}; the program "
-                f"must write it (sweep.metrics_file) into the directory its sweep.output_arg names")
+        return (
+            f"{where} {MISSING}, so no trial can be scored by sweep.metric {metric}; the program "
+            f"must write it (sweep.metrics_file) into the directory its sweep.output_arg names"
+        )
     keys = number_keys(data)
     if not keys:
         return f"sweep.metric {metric} names no number in {where}, which holds none at all"
@@ -97,11 +103,14 @@ def fetch(record_dir: str, status, output_dir: str, metrics_file: str):
     """The trial's metrics read by its backend from where its run wrote them (Backend.fetch_output), kept in its
     record from then on; None when the backend cannot reach it."""
     from launcher.backends import registry
+
     try:
         from launcher.records import RunRecord
-        content = registry.backend(status.backend).fetch_output(RunRecord(record_dir), status,
-                                                                os.path.join(output_dir, metrics_file), MAX_BYTES)
-    except (KitError, OSError):   # an unreachable login host: no metric in the table, which still shows
+
+        content = registry.backend(status.backend).fetch_output(
+            RunRecord(record_dir), status, os.path.join(output_dir, metrics_file), MAX_BYTES
+        )
+    except (KitError, OSError):  # an unreachable login host: no metric in the table, which still shows
         return None
     if content is None:
         return None

@@ -27,14 +27,14 @@ TRIAL_ID = re.compile(r"-t\d+$")
 @dataclass(frozen=True)
 class TrialPlan:
     index: int
-    run_id: str                # `<sweep id>-t<index>`: an ordinary run
+    run_id: str  # `<sweep id>-t<index>`: an ordinary run
     params: dict[str, Any]
-    output_dir: str            # relative to the workdir; the metric is read from here
+    output_dir: str  # relative to the workdir; the metric is read from here
     plan: LaunchPlan
-    lane: int = 0              # trials of one lane run one after another (lanes.py)
-    placement: str = ""        # the lane's own GPUs or hosts, when lanes do not share them
-    cluster: Optional[ClusterSpec] = None   # the lane's cluster the plan was built on (for the run record)
-    inputs: Optional[PlanInputs] = None     # the planner's inputs: a restart's plan is built from them
+    lane: int = 0  # trials of one lane run one after another (lanes.py)
+    placement: str = ""  # the lane's own GPUs or hosts, when lanes do not share them
+    cluster: Optional[ClusterSpec] = None  # the lane's cluster the plan was built on (for the run record)
+    inputs: Optional[PlanInputs] = None  # the planner's inputs: a restart's plan is built from them
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class SweepPlan:
     # One submission for every trial (a SLURM job array: backends/slurm/array_script.py), or None: the trials
     # run lane by lane.
     array: Optional[Any] = None
-    lanes: int = 1             # how many trials run at once on local and SSH clusters (lanes.py)
+    lanes: int = 1  # how many trials run at once on local and SSH clusters (lanes.py)
     # The id an earlier kit gave this sweep (its metric was part of it), when the id is kit's, not --run-id's.
     earlier_id: Optional[str] = None
 
@@ -59,20 +59,32 @@ class SweepPlan:
 
     def to_dict(self) -> dict:
         data = {
-            "sweep_id": self.sweep_id, "job_name": self.job_name, "backend": self.backend,
+            "sweep_id": self.sweep_id,
+            "job_name": self.job_name,
+            "backend": self.backend,
             "spec": self.spec.model_dump(mode="json"),
             "lanes": self.lanes,
-            "parameter_names": list(self.spec.parameters),   # in the spec's order (JSON keys get sorted)
-            "trials": [{"index": t.index, "run_id": t.run_id, "params": t.params if self.planned(t) else None,
-                        "output_dir": t.output_dir, "lane": t.lane, "placement": t.placement} for t in self.trials],
+            "parameter_names": list(self.spec.parameters),  # in the spec's order (JSON keys get sorted)
+            "trials": [
+                {
+                    "index": t.index,
+                    "run_id": t.run_id,
+                    "params": t.params if self.planned(t) else None,
+                    "output_dir": t.output_dir,
+                    "lane": t.lane,
+                    "placement": t.placement,
+                }
+                for t in self.trials
+            ],
         }
         if self.array is not None:
             data["array"] = self.array.to_dict()
         return data
 
 
-def sweep_id_for(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: Overrides,
-                 leave_out=NOT_IDENTITY) -> str:
+def sweep_id_for(
+    job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: Overrides, leave_out=NOT_IDENTITY
+) -> str:
     """The same sweep (job, spec, cluster, overrides) always gets the same id, so running it again continues it
     (trials that already succeeded are skipped) instead of starting over under a new name."""
     # A sweep without early stopping keeps the id it had before kit had early stopping.
@@ -81,9 +93,15 @@ def sweep_id_for(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides:
         # The study's direction and what it was told (which trials were pruned) follow the metric and goal: another
         # metric or goal is another study, so another sweep.
         leave_out -= {"metric", "goal"}
-    material = json.dumps([job.model_dump(mode="json", exclude={"sweep"}),
-                           spec.model_dump(mode="json", exclude=leave_out),
-                           cluster.model_dump(mode="json"), dataclasses.asdict(overrides)], sort_keys=True)
+    material = json.dumps(
+        [
+            job.model_dump(mode="json", exclude={"sweep"}),
+            spec.model_dump(mode="json", exclude=leave_out),
+            cluster.model_dump(mode="json"),
+            dataclasses.asdict(overrides),
+        ],
+        sort_keys=True,
+    )
     return f"{job.name}-sweep-{hashlib.sha256(material.encode()).hexdigest()[:8]}"
 
 
@@ -110,14 +128,22 @@ def _check_overrides(spec: SweepSpec, overrides: Overrides) -> None:
         raise KitError(f"-- {clash[0]} fixes an argument each trial of the sweep sets; drop it after --")
 
 
-def plan_sweep(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: Overrides,
-               sweep_id: Optional[str] = None, default_python: str = "python",
-               user_deepspeed: Optional[dict] = None) -> SweepPlan:
+def plan_sweep(
+    job: JobSpec,
+    spec: SweepSpec,
+    cluster: ClusterSpec,
+    overrides: Overrides,
+    sweep_id: Optional[str] = None,
+    default_python: str = "python",
+    user_deepspeed: Optional[dict] = None,
+) -> SweepPlan:
     check_fields(job, spec)
     _check_overrides(spec, overrides)
     if sweep_id is not None and TRIAL_ID.search(sweep_id):
-        raise KitError(Option("run_id", sweep_id), ": a sweep's id may not end in -t<N>, which names trial N of "
-                       "another sweep's run records; pick another id")
+        raise KitError(
+            Option("run_id", sweep_id),
+            ": a sweep's id may not end in -t<N>, which names trial N of another sweep's run records; pick another id",
+        )
     earlier_id = None if sweep_id else earlier_sweep_id(job, spec, cluster, overrides)
     sweep_id = sweep_id or sweep_id_for(job, spec, cluster, overrides)
     # The specs are resolved once; each trial's job is the resolved job with its values (no override fixes a
@@ -131,16 +157,41 @@ def plan_sweep(job: JobSpec, spec: SweepSpec, cluster: ClusterSpec, overrides: O
     trials = []
     for trial, output_dir, tjob in zip(expanded, outputs, tjobs):
         run_id, lane = f"{sweep_id}-t{trial.index}", trial.index % lanes.count
-        plan = build_plan(tjob, lanes.clusters[lane], Overrides(), run_id,
-                          default_python=default_python, user_deepspeed=user_deepspeed)
+        plan = build_plan(
+            tjob,
+            lanes.clusters[lane],
+            Overrides(),
+            run_id,
+            default_python=default_python,
+            user_deepspeed=user_deepspeed,
+        )
         inputs = PlanInputs.of(tjob, lanes.clusters[lane], run_id, default_python, user_deepspeed)
-        trials.append(TrialPlan(trial.index, run_id, trial.params, output_dir, plan, lane, lanes.placement[lane],
-                                lanes.clusters[lane], inputs))
+        trials.append(
+            TrialPlan(
+                trial.index,
+                run_id,
+                trial.params,
+                output_dir,
+                plan,
+                lane,
+                lanes.placement[lane],
+                lanes.clusters[lane],
+                inputs,
+            )
+        )
     # A sweep that learns (TPE, early stopping) starts each trial once a lane is free, with the values the study
     # chooses then, and stops it as its values come: never one job array submitted whole.
     array = None if spec.uses_study else placement.array_plan(sweep_id, spec.parallel, trials)
-    return SweepPlan(sweep_id, job.name, resolved_cluster.backend, spec, tuple(trials), array,
-                     lanes=lanes.count, earlier_id=earlier_id)
+    return SweepPlan(
+        sweep_id,
+        job.name,
+        resolved_cluster.backend,
+        spec,
+        tuple(trials),
+        array,
+        lanes=lanes.count,
+        earlier_id=earlier_id,
+    )
 
 
 def replan(trial: TrialPlan, params: dict, job: JobSpec, spec: SweepSpec) -> TrialPlan:
@@ -151,11 +202,12 @@ def replan(trial: TrialPlan, params: dict, job: JobSpec, spec: SweepSpec) -> Tri
     python = inputs.default_python if inputs else "python"
     deepspeed = inputs.user_deepspeed if inputs else None
     cluster = trial.cluster
-    assert cluster is not None   # plan_sweep gives each trial its lane's cluster
+    assert cluster is not None  # plan_sweep gives each trial its lane's cluster
     plan = build_plan(tjob, cluster, Overrides(), trial.run_id, default_python=python, user_deepspeed=deepspeed)
     plan = dataclasses.replace(plan, sync=trial.plan.sync)
-    return dataclasses.replace(trial, params=params, plan=plan,
-                               inputs=PlanInputs.of(tjob, cluster, trial.run_id, python, deepspeed))
+    return dataclasses.replace(
+        trial, params=params, plan=plan, inputs=PlanInputs.of(tjob, cluster, trial.run_id, python, deepspeed)
+    )
 
 
 __all__ = ["SweepPlan", "replan", "TrialPlan", "Trial", "plan_sweep", "sweep_id_for"]

@@ -12,7 +12,7 @@ from launcher.states import RunState
 log = logging.getLogger(__name__)
 
 PNG = "sweep.png"
-KEY = ".sweep.png.key"   # what the plot shows, hashed: `kit sweep status` redraws it only when that changed
+KEY = ".sweep.png.key"  # what the plot shows, hashed: `kit sweep status` redraws it only when that changed
 
 
 def _number(value):
@@ -43,8 +43,14 @@ def _label(ax, xs: list, points: list) -> None:
     for (x, metric), indices in groups.items():
         if len(indices) > 1:
             ax.scatter([x], [metric], s=36 * len(indices), facecolors="none", edgecolors="tab:blue")
-        ax.annotate(",".join(f"t{i}" for i in indices), (x, metric), textcoords="offset points", xytext=(4, 4),
-                    fontsize="x-small", color="dimgray")
+        ax.annotate(
+            ",".join(f"t{i}" for i in indices),
+            (x, metric),
+            textcoords="offset points",
+            xytext=(4, 4),
+            fontsize="x-small",
+            color="dimgray",
+        )
 
 
 def _panel(ax, name: str, spec_param, points: list, best, metric: str) -> None:
@@ -58,6 +64,7 @@ def _panel(ax, name: str, spec_param, points: list, best, metric: str) -> None:
         values = sorted(set(xs))
         if len(values) <= 8:  # a grid's few values: tick exactly those, uncluttered by log minor labels
             from matplotlib.ticker import NullFormatter
+
             ax.set_xticks(values, [f"{v:g}" for v in values])
             ax.xaxis.set_minor_formatter(NullFormatter())
         if best is not None:
@@ -93,11 +100,17 @@ def _curves_panel(ax, view: dict, trail: dict) -> None:
             continue
         steps, values = [p[0] for p in points], [p[1] for p in points]
         pruned = r["state"] == RunState.PRUNED
-        line, = ax.plot(steps, values, linestyle="--" if pruned else "-", linewidth=1, alpha=0.8)
+        (line,) = ax.plot(steps, values, linestyle="--" if pruned else "-", linewidth=1, alpha=0.8)
         if pruned:
             ax.scatter([steps[-1]], [values[-1]], marker="x", color=line.get_color(), s=30)
-        ax.annotate(f"t{r['index']}", (steps[-1], values[-1]), textcoords="offset points", xytext=(3, 0),
-                    fontsize="x-small", color="dimgray")
+        ax.annotate(
+            f"t{r['index']}",
+            (steps[-1], values[-1]),
+            textcoords="offset points",
+            xytext=(3, 0),
+            fontsize="x-small",
+            color="dimgray",
+        )
     ax.plot([], [], linestyle="--", color="gray", marker="x", label=str(RunState.PRUNED))
     ax.set_xlabel("step")
     ax.set_ylabel(view["metric"])
@@ -110,13 +123,16 @@ def write_plot(record, view: dict) -> None:
     """Write the plot if any trial has a metric; a line (logged) tells where, or why not. With early stopping, a last
     panel draws every trial's learning curve, the pruned ones marked."""
     from launcher.sweeps.curves import kept
+
     scored = [r for r in view["trials"] if r["metric"] is not None]
-    trail = {r["run_id"]: kept(record.trial_dir(r["run_id"])) for r in view["trials"]} \
-        if view.get("early_stopping") else {}
+    trail = (
+        {r["run_id"]: kept(record.trial_dir(r["run_id"])) for r in view["trials"]} if view.get("early_stopping") else {}
+    )
     if not scored and not any(trail.values()):
         return
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -125,10 +141,15 @@ def write_plot(record, view: dict) -> None:
     spec = record.read()["spec"]["parameters"]
     names = view["parameters"]
     best = next((r for r in scored if r["run_id"] == view["best"]), None)
-    key = hashlib.sha256(json.dumps([[r["index"], r["params"], r["metric"]] for r in scored] +
-                                    [view["best"], view["metric"], view["goal"], names] +
-                                    ([trail, [r.get("state") for r in view["trials"]]] if trail else []),
-                                    sort_keys=True, default=str).encode()).hexdigest()
+    key = hashlib.sha256(
+        json.dumps(
+            [[r["index"], r["params"], r["metric"]] for r in scored]
+            + [view["best"], view["metric"], view["goal"], names]
+            + ([trail, [r.get("state") for r in view["trials"]]] if trail else []),
+            sort_keys=True,
+            default=str,
+        ).encode()
+    ).hexdigest()
     if _drawn(record, key):
         log.info(f"kit: plot: {record.file(PNG)} (unchanged)")
         return
@@ -138,8 +159,14 @@ def write_plot(record, view: dict) -> None:
         _curves_panel(axes[0][-1], view, trail)
     for ax, name in zip(axes[0], names):
         points = [(r["params"][name], r["metric"], r["index"]) for r in scored]
-        _panel(ax, name, spec.get(name), points, None if best is None else (best["params"][name], best["metric"]),
-               view["metric"])
+        _panel(
+            ax,
+            name,
+            spec.get(name),
+            points,
+            None if best is None else (best["params"][name], best["metric"]),
+            view["metric"],
+        )
     fig.suptitle(f"sweep {view['sweep_id']}: {view['metric']} ({view['goal']})", fontsize="medium")
     fig.tight_layout()
     try:

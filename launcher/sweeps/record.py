@@ -22,10 +22,9 @@ from launcher.states import RunState, TrialState
 log = logging.getLogger(__name__)
 
 
-
 @dataclass
 class SweepRecord:
-    path: str          # absolute directory of the sweep record
+    path: str  # absolute directory of the sweep record
 
     @property
     def sweep_id(self) -> str:
@@ -41,28 +40,40 @@ class SweepRecord:
             with open(self.file(SWEEP_FILE), encoding="utf-8") as f:
                 return checked(json.load(f))
         except (OSError, ValueError) as e:
-            raise RecordError(f"sweep record {self.path}: {SWEEP_FILE} is unreadable ({e}); "
-                              f"inspect or remove that directory", path=self.path) from None
+            raise RecordError(
+                f"sweep record {self.path}: {SWEEP_FILE} is unreadable ({e}); inspect or remove that directory",
+                path=self.path,
+            ) from None
 
     def update(self, **fields) -> dict:
         """Read, change, write back, under the record's lock (the driver, a cancel and a status may all write)."""
         from launcher import run_index
+
         with locked(self.file(LOCK)):
             data = {**self.read(), **fields}
             write_atomic(self.file(SWEEP_FILE), to_json(data))
-            if run_index.indexed(self.path):   # the index's entry follows every write (run_index.py)
+            if run_index.indexed(self.path):  # the index's entry follows every write (run_index.py)
                 run_index.note(self.index_entry(data, os.stat(self.file(SWEEP_FILE))))
         return data
 
     def index_entry(self, data: dict, st: os.stat_result) -> dict:
         """What `kit runs` shows of this sweep (run_index.py), `st` being its sweep.json's stat."""
         created = data.get("created_at")
-        return {"path": os.path.abspath(self.path), "id": self.sweep_id, "kind": "sweep", "job": "",
-                "backend": "sweep", "state": str(data.get("state") or (TrialState.ARRAY if data.get("array_job_id")
-                                                                       else "?")),
-                "exit": data.get("exit_code"), "created": created or 0, "began": created,
-                "finished": data.get("finished_at"), "job_id": data.get("array_job_id"), "owner": st.st_uid,
-                "sig": signature(st)}
+        return {
+            "path": os.path.abspath(self.path),
+            "id": self.sweep_id,
+            "kind": "sweep",
+            "job": "",
+            "backend": "sweep",
+            "state": str(data.get("state") or (TrialState.ARRAY if data.get("array_job_id") else "?")),
+            "exit": data.get("exit_code"),
+            "created": created or 0,
+            "began": created,
+            "finished": data.get("finished_at"),
+            "job_id": data.get("array_job_id"),
+            "owner": st.st_uid,
+            "sig": signature(st),
+        }
 
     def set_trial(self, index: int, **fields) -> None:
         """Change one trial's entry (what the sweep learnt as it went: its study trial, the values chosen)."""
@@ -81,16 +92,19 @@ class SweepRecord:
 def open_sweep(root: str, plan) -> SweepRecord:
     """Create the sweep record, or take up an existing one of the same sweep (a re-run continues it)."""
     record = SweepRecord(os.path.abspath(os.path.join(root, plan.sweep_id)))
-    refuse_planted([record.path], plan.sweep_id, directory=True)   # a link or a stranger's directory: never used
+    refuse_planted([record.path], plan.sweep_id, directory=True)  # a link or a stranger's directory: never used
     refuse_planted([record.file(SWEEP_FILE), record.file(LOCK)], plan.sweep_id)
     _refuse_a_namesake(plan.sweep_id, record.path)
     data = plan.to_dict()
     if os.path.exists(record.file(SWEEP_FILE)):
         old = record.read()
-        if _planned(old.get("trials"), data["trials"]) != data["trials"] \
-                or _what_runs(old.get("spec")) != _what_runs(data["spec"]):
-            raise KitError(f"sweep {plan.sweep_id} already exists at {record.path} with other trials; "
-                           "pick another ", Option("run_id"))
+        if _planned(old.get("trials"), data["trials"]) != data["trials"] or _what_runs(old.get("spec")) != _what_runs(
+            data["spec"]
+        ):
+            raise KitError(
+                f"sweep {plan.sweep_id} already exists at {record.path} with other trials; pick another ",
+                Option("run_id"),
+            )
         record.update(**{**data, "trials": _kept(old["trials"], data["trials"])})
         run_index.remember(record.path, entry=lambda: entry_under_lock(record.path))
         return record
@@ -109,24 +123,29 @@ def _planned(old: Optional[list], new: list) -> Optional[list]:
     was asked as, the values the study chose where the plan has none)."""
     if not isinstance(old, list) or len(old) != len(new):
         return old
-    return [{**{k: v for k, v in o.items() if k not in LEARNT},
-             **({"params": None} if n.get("params") is None else {})} for o, n in zip(old, new)]
+    return [
+        {**{k: v for k, v in o.items() if k not in LEARNT}, **({"params": None} if n.get("params") is None else {})}
+        for o, n in zip(old, new)
+    ]
 
 
 def _kept(old: list, new: list) -> list:
     """The plan's trials, with what the sweep learnt as it went kept (a re-run runs a chosen trial's values)."""
-    return [{**n, **{k: o[k] for k in LEARNT if k in o},
-             **({"params": o.get("params")} if n.get("params") is None else {})} for o, n in zip(old, new)]
+    return [
+        {**n, **{k: o[k] for k in LEARNT if k in o}, **({"params": o.get("params")} if n.get("params") is None else {})}
+        for o, n in zip(old, new)
+    ]
 
 
 def _what_runs(spec) -> dict:
     """A sweep spec less how trials are scored and when to stop launching (plan.NOT_IDENTITY): a record from before
     max_failures has none; a corrected metric or goal continues the sweep."""
     spec = spec or {}
-    studied = spec.get("method") == "tpe" or spec.get("early_stopping") is not None   # SweepSpec.uses_study
+    studied = spec.get("method") == "tpe" or spec.get("early_stopping") is not None  # SweepSpec.uses_study
     scoring = NOT_IDENTITY - ({"metric", "goal"} if studied else set())
-    return {k: v for k, v in spec.items()
-            if k not in scoring and not (k == "early_stopping" and v is None)}   # none: as before kit had it
+    return {
+        k: v for k, v in spec.items() if k not in scoring and not (k == "early_stopping" and v is None)
+    }  # none: as before kit had it
 
 
 def _refuse_a_namesake(sweep_id: str, path: str) -> None:
@@ -134,6 +153,7 @@ def _refuse_a_namesake(sweep_id: str, path: str) -> None:
     names one run (core/launch.py): an id the index holds for a sweep or run in another run root, in any state, is
     refused (its trials' run ids would be another's too). The same sweep run again in its own run root continues."""
     from launcher import run_index
+
     other = run_index.namesake(sweep_id, path)
     if other is None:
         return
@@ -145,8 +165,9 @@ def _refuse_a_namesake(sweep_id: str, path: str) -> None:
         state = "unreadable"
     if state == RunState.RUNNING:
         raise KitError(f"sweep id {sweep_id} is taken by a sweep still running ", run_index.taken(sweep_id, other))
-    raise KitError(f"sweep id {sweep_id} is taken by a sweep that ended ({state}) ",
-                   run_index.taken(sweep_id, other, live=False))
+    raise KitError(
+        f"sweep id {sweep_id} is taken by a sweep that ended ({state}) ", run_index.taken(sweep_id, other, live=False)
+    )
 
 
 def is_sweep(run_root: str, run_id: Optional[str]) -> bool:
@@ -164,6 +185,7 @@ def state_now(data: dict) -> str:
     state = data.get("state") or (TrialState.ARRAY if data.get("array_job_id") else "?")
     if state == RunState.RUNNING and data.get("driver_pid"):
         from launcher.supervise import tree
+
         if tree.same_process(data["driver_pid"], data.get("driver_start")) is None:
             return RunState.LOST
     return state
@@ -187,8 +209,11 @@ def list_sweeps(run_root: str) -> list[tuple[str, dict]]:
 def latest_sweep(run_root: str):
     if not os.path.isdir(run_root):
         return None
-    found = [(os.path.getmtime(os.path.join(run_root, n, SWEEP_FILE)), n) for n in os.listdir(run_root)
-             if is_sweep(run_root, n)]
+    found = [
+        (os.path.getmtime(os.path.join(run_root, n, SWEEP_FILE)), n)
+        for n in os.listdir(run_root)
+        if is_sweep(run_root, n)
+    ]
     return max(found)[1] if found else None
 
 

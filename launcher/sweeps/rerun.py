@@ -36,16 +36,20 @@ def trials_to_run(plan, record_root: str) -> list:
     for trial in plan.trials:
         path = os.path.join(record_root, trial.run_id)
         state, _ = trial_state(path)
-        if state in (RunState.SUCCEEDED, RunState.PRUNED):   # pruned: it ran as far as the sweep wanted
+        if state in (RunState.SUCCEEDED, RunState.PRUNED):  # pruned: it ran as far as the sweep wanted
             log.info(f"kit: sweep {plan.sweep_id}: trial {trial.index} {state} before ({trial.run_id}); skipped")
             continue
-        if state in NOT_OVER:   # running, or waiting in a queue (a SLURM job array): it would run twice
-            raise KitError(f"trial {trial.run_id} is still {state}; wait for it or stop it with "
-                           f"`kit cancel {plan.sweep_id}` before running the sweep again")
+        if state in NOT_OVER:  # running, or waiting in a queue (a SLURM job array): it would run twice
+            raise KitError(
+                f"trial {trial.run_id} is still {state}; wait for it or stop it with "
+                f"`kit cancel {plan.sweep_id}` before running the sweep again"
+            )
         if state:
             aside.append(path)
         todo.append(trial)
     for path in aside:  # only once nothing refused the re-run
-        log.info(f"kit: sweep {plan.sweep_id}: {os.path.basename(path)} runs again; its earlier record is now "
-                 f"{set_aside(path)}")
+        log.info(
+            f"kit: sweep {plan.sweep_id}: {os.path.basename(path)} runs again; its earlier record is now "
+            f"{set_aside(path)}"
+        )
     return todo

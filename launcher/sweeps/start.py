@@ -14,8 +14,9 @@ def at_edge(plan: SweepPlan, cluster, job=None) -> SweepPlan:
     """Each trial's plan with what only this machine can tell (an SSH cluster's sync file list) added, and checked
     here as a run's plan is, once per kind of trial (strategy, device) when the trials vary those."""
     placement = registry.placement(cluster.backend)
-    trials = tuple(dataclasses.replace(t, plan=placement.at_edge(t.plan, t.cluster or cluster, job))
-                   for t in plan.trials)
+    trials = tuple(
+        dataclasses.replace(t, plan=placement.at_edge(t.plan, t.cluster or cluster, job)) for t in plan.trials
+    )
     checked = set()
     for trial in trials if job is not None else ():
         kind = (trial.plan.world.strategy, trial.plan.world.device)
@@ -27,8 +28,15 @@ def at_edge(plan: SweepPlan, cluster, job=None) -> SweepPlan:
 
 def sweep_plan(loaded: Loaded, sweep_id) -> SweepPlan:
     """The sweep's plan from the loaded specs (`sweep_id`: None for the one its inputs name)."""
-    plan = plan_sweep(loaded.job, loaded.sweep, loaded.cluster, loaded.overrides, sweep_id=sweep_id,
-                      default_python=loaded.default_python, user_deepspeed=load_user_deepspeed(loaded.resolved_job))
+    plan = plan_sweep(
+        loaded.job,
+        loaded.sweep,
+        loaded.cluster,
+        loaded.overrides,
+        sweep_id=sweep_id,
+        default_python=loaded.default_python,
+        user_deepspeed=load_user_deepspeed(loaded.resolved_job),
+    )
     return at_edge(plan, loaded.resolved_cluster, loaded.resolved_job)
 
 

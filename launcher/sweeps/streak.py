@@ -19,7 +19,7 @@ def failure_key(status, last_line: str, run_id: str) -> str:
 class Streak:
     def __init__(self, limit: Optional[int]):
         self.limit, self.count = limit, 0
-        self.key: Optional[str] = None   # the cause of the failures in a row
+        self.key: Optional[str] = None  # the cause of the failures in a row
 
     def ended(self, state: str, key: str) -> bool:
         """Count one trial's end; True when this one makes `limit` failures in a row with one cause."""

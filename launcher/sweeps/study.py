@@ -20,6 +20,7 @@ from launcher.states import RunState
 
 def _distribution(choice):
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
     if not isinstance(choice, Range):
         return CategoricalDistribution(list(choice))
     if choice.integer:
@@ -29,6 +30,7 @@ def _distribution(choice):
 
 def _pruner(spec: SweepSpec):
     from optuna import pruners
+
     es = spec.early_stopping
     if es is None:
         return pruners.NopPruner()
@@ -50,6 +52,7 @@ class Study:
         import optuna
         from optuna.storages import JournalStorage
         from optuna.storages.journal import JournalFileBackend
+
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
         self.spec = spec
@@ -59,13 +62,19 @@ class Study:
         if spec.method == "tpe":
             sampler = optuna.samplers.TPESampler(seed=spec.seed, n_startup_trials=spec.chosen_from or 1)
         else:
-            sampler = optuna.samplers.RandomSampler(seed=spec.seed)   # never used: every trial is enqueued
+            sampler = optuna.samplers.RandomSampler(seed=spec.seed)  # never used: every trial is enqueued
         direction: Literal["maximize", "minimize"] = "maximize" if spec.goal == "max" else "minimize"
-        self.study = optuna.create_study(storage=storage, study_name=study_name, sampler=sampler,
-                                         pruner=_pruner(spec), direction=direction, load_if_exists=True)
+        self.study = optuna.create_study(
+            storage=storage,
+            study_name=study_name,
+            sampler=sampler,
+            pruner=_pruner(spec),
+            direction=direction,
+            load_if_exists=True,
+        )
         self.distributions = {name: _distribution(spec.choices(name)) for name in spec.parameters}
-        self.live: dict[int, Any] = {}        # kit trial index -> optuna Trial being run
-        self.steps: dict[int, set] = {}       # kit trial index -> the steps reported (a step is reported once)
+        self.live: dict[int, Any] = {}  # kit trial index -> optuna Trial being run
+        self.steps: dict[int, set] = {}  # kit trial index -> the steps reported (a step is reported once)
 
     def ask(self, index: int, fixed: Optional[dict]) -> tuple[int, dict]:
         """A study trial for kit trial `index`: (its number, the values to run). `fixed`: values decided already
@@ -92,6 +101,7 @@ class Study:
     def tell(self, index: int, number: Optional[int], state: str, value: Optional[float]) -> None:
         """How kit trial `index` (study trial `number`) ended: succeeded with its metric, pruned, or else failed."""
         from optuna.trial import TrialState as OT
+
         self.live.pop(index, None)
         if number is None:
             return
@@ -107,6 +117,7 @@ class Study:
         index -> (study trial number, state, metric)); one whose kit trial did not end well fails (kit runs it
         again as a new study trial); an enqueued one never asked is taken and failed (so no ask picks it up)."""
         from optuna.trial import TrialState as OT
+
         for _ in self.study.get_trials(deepcopy=False, states=(OT.WAITING,)):
             self.study.tell(self.study.ask().number, state=OT.FAIL)
         by_number = {number: (index, state, value) for index, (number, state, value) in ended.items()}

@@ -48,6 +48,7 @@ def _list_of(check):
             except BadSweep as e:
                 raise BadSweep(f"[{i}]: {e}") from None
         return v
+
     return inner
 
 
@@ -60,8 +61,16 @@ def _run_id(v):
 def _trial(v):
     if not isinstance(v, dict):
         raise BadSweep(f"expected a trial mapping, got {v!r}")
-    checks = {"index": _int, "run_id": _run_id, "params": _dict, "output_dir": _str, "lane": _int,
-              "placement": _str, "asked": _int, "pruned_at": _int}
+    checks = {
+        "index": _int,
+        "run_id": _run_id,
+        "params": _dict,
+        "output_dir": _str,
+        "lane": _int,
+        "placement": _str,
+        "asked": _int,
+        "pruned_at": _int,
+    }
     for name, check in checks.items():
         try:
             check(v.get(name))
@@ -73,11 +82,29 @@ def _trial(v):
 
 
 FIELDS = {
-    "sweep_id": _str, "job_name": _str, "backend": _str, "spec": _dict, "lanes": _int,
-    "parameter_names": _list_of(_str), "trials": _list_of(_trial), "array": _dict, "created_at": _num,
-    "state": _str, "driver_pid": _int, "driver_start": _num, "started_at": _num, "finished_at": _num,
-    "exit_code": _int, "array_job_id": _str, "array_tasks": _list_of(_int), "submitted_at": _num,
-    "errors": _dict, "workdir": _str, "login_host": _str, "login_ssh": _dict, "stopped": _str,
+    "sweep_id": _str,
+    "job_name": _str,
+    "backend": _str,
+    "spec": _dict,
+    "lanes": _int,
+    "parameter_names": _list_of(_str),
+    "trials": _list_of(_trial),
+    "array": _dict,
+    "created_at": _num,
+    "state": _str,
+    "driver_pid": _int,
+    "driver_start": _num,
+    "started_at": _num,
+    "finished_at": _num,
+    "exit_code": _int,
+    "array_job_id": _str,
+    "array_tasks": _list_of(_int),
+    "submitted_at": _num,
+    "errors": _dict,
+    "workdir": _str,
+    "login_host": _str,
+    "login_ssh": _dict,
+    "stopped": _str,
 }
 
 

@@ -38,17 +38,25 @@ def _row(trial: dict, run_root: str, data: dict, driver_alive: bool) -> dict:
         found = _found(trial, path, data, status)
         value = None if found is None else metrics.lookup(found, data["spec"]["metric"])
     curve = curves.kept(path)
-    return {"index": trial["index"], "run_id": trial["run_id"], "params": trial["params"] or {}, "state": state,
-            "last_step": curve[-1][0] if curve else None, "pruned_at": trial.get("pruned_at"),
-            "exit_code": status.exit_code if status.run_id else (2 if error else None), "metric": value,
-            "duration_s": _duration(status, state), "error": error}
+    return {
+        "index": trial["index"],
+        "run_id": trial["run_id"],
+        "params": trial["params"] or {},
+        "state": state,
+        "last_step": curve[-1][0] if curve else None,
+        "pruned_at": trial.get("pruned_at"),
+        "exit_code": status.exit_code if status.run_id else (2 if error else None),
+        "metric": value,
+        "duration_s": _duration(status, state),
+        "error": error,
+    }
 
 
 def _found(trial: dict, path: str, data: dict, status):
     """The trial's metrics file, read as JSON (None: not found, or not JSON)."""
     metrics_file = data["spec"]["metrics_file"]
     found = metrics.trial_metrics(path, data.get("workdir"), trial["output_dir"], metrics_file)
-    if found is None:   # written where this machine does not see it (a login host's workdir): ask its backend
+    if found is None:  # written where this machine does not see it (a login host's workdir): ask its backend
         found = metrics.fetch(path, status, trial["output_dir"], metrics_file)
     return found
 
@@ -65,8 +73,10 @@ def metric_problem(record, run_root: str, run_id: Optional[str] = None) -> Optio
         state, status = trial_state(path)
         if state != RunState.SUCCEEDED:
             continue
-        where = (f"trial {trial['index']}'s {data['spec']['metrics_file']} "
-                 f"({os.path.join(trial['output_dir'], data['spec']['metrics_file'])})")
+        where = (
+            f"trial {trial['index']}'s {data['spec']['metrics_file']} "
+            f"({os.path.join(trial['output_dir'], data['spec']['metrics_file'])})"
+        )
         return metrics.metric_problem(_found(trial, path, data, status), data["spec"]["metric"], where)
     return None
 
@@ -121,11 +131,21 @@ def collect(record, run_root: str) -> dict:
     counts: dict = {}
     for r in rows:
         counts[str(r["state"])] = counts.get(str(r["state"]), 0) + 1
-    return {"sweep_id": data["sweep_id"], "job": data.get("job_name"), "backend": data.get("backend"),
-            "state": state, "method": spec["method"], "counts": counts,
-            "early_stopping": spec.get("early_stopping"), "metric": spec["metric"],
-            "goal": spec["goal"], "parameters": data.get("parameter_names") or list(spec["parameters"]),
-            "best": None if best is None else best["run_id"], "trials": rows, "stopped": data.get("stopped")}
+    return {
+        "sweep_id": data["sweep_id"],
+        "job": data.get("job_name"),
+        "backend": data.get("backend"),
+        "state": state,
+        "method": spec["method"],
+        "counts": counts,
+        "early_stopping": spec.get("early_stopping"),
+        "metric": spec["metric"],
+        "goal": spec["goal"],
+        "parameters": data.get("parameter_names") or list(spec["parameters"]),
+        "best": None if best is None else best["run_id"],
+        "trials": rows,
+        "stopped": data.get("stopped"),
+    }
 
 
 def _table(header: list, rows: list) -> list:
@@ -141,21 +161,37 @@ def render_text(view: dict) -> str:
         mark = " *" if r["run_id"] == view["best"] else ""
         code = r["exit_code"]
         state = r["state"] if r["state"] != RunState.PRUNED else f"pruned@{r['pruned_at']}"
-        rows.append([f"{r['index']}{mark}", *(str(r["params"].get(n, "-")) for n in names), state,
-                     metric_text(r["metric"]), duration(r["duration_s"]), "-" if code is None else str(code)])
-    lines = [f"sweep {view['sweep_id']}  job {view['job']}  backend {view['backend']}  state {view['state']}  "
-             f"metric {view['metric']} ({view['goal']})", *_table(header, rows)]
+        rows.append(
+            [
+                f"{r['index']}{mark}",
+                *(str(r["params"].get(n, "-")) for n in names),
+                state,
+                metric_text(r["metric"]),
+                duration(r["duration_s"]),
+                "-" if code is None else str(code),
+            ]
+        )
+    lines = [
+        f"sweep {view['sweep_id']}  job {view['job']}  backend {view['backend']}  state {view['state']}  "
+        f"metric {view['metric']} ({view['goal']})",
+        *_table(header, rows),
+    ]
     best = next((r for r in view["trials"] if r["run_id"] == view["best"]), None)
     if best is not None:
         params = {n: best["params"][n] for n in names}
-        lines.append(f"* best: trial {best['index']} (run {best['run_id']}): {describe(params)}; "
-                     f"{view['metric']} {metric_text(best['metric'])}")
+        lines.append(
+            f"* best: trial {best['index']} (run {best['run_id']}): {describe(params)}; "
+            f"{view['metric']} {metric_text(best['metric'])}"
+        )
     else:
         lines.append(f"no best trial yet: no succeeded trial has {view['metric']}")
     counts = view.get("counts") or {}
     if counts.get(RunState.PRUNED):
-        lines.append("trials: " + ", ".join(f"{n} {s}" for s, n in counts.items())
-                     + " (pruned: stopped early by sweep.early_stopping, not failures)")
+        lines.append(
+            "trials: "
+            + ", ".join(f"{n} {s}" for s, n in counts.items())
+            + " (pruned: stopped early by sweep.early_stopping, not failures)"
+        )
     for r in view["trials"]:
         if r["error"] and r["state"] == RunState.FAILED:
             lines.append(f"trial {r['index']} did not start: {r['error']}")

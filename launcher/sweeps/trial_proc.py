@@ -61,8 +61,9 @@ def _watch_driver(fd: int, stop: _EarlyStop, backend) -> None:
 
 def _keep_metrics(backend, trial, record, ctx) -> None:
     try:
-        content = backend.read_output(trial.plan, ctx.base_dir, os.path.join(trial.output_dir, ctx.spec.metrics_file),
-                                      metrics.MAX_BYTES)
+        content = backend.read_output(
+            trial.plan, ctx.base_dir, os.path.join(trial.output_dir, ctx.spec.metrics_file), metrics.MAX_BYTES
+        )
         if content is not None:
             metrics.save(record.path, content)
     except (OSError, KitError) as e:
@@ -77,11 +78,16 @@ def _run(trial, ctx, driver_fd: int) -> int:
     backend = registry.backend(plan.backend)
     threading.Thread(target=_watch_driver, args=(driver_fd, stop, backend), daemon=True).start()
     job_record, cluster_record = trial_specs(ctx, trial)
-    prepared = Prepared(plan, (trial.cluster or ctx.cluster).workdir, job_record, cluster_record, ctx.binding,
-                        trial.inputs)
+    prepared = Prepared(
+        plan, (trial.cluster or ctx.cluster).workdir, job_record, cluster_record, ctx.binding, trial.inputs
+    )
     try:
-        launched = launch(prepared, ctx.base_dir, backend=backend,
-                          on_checked=lambda: setattr(stop, "record", _record_of(backend, prepared, ctx)))
+        launched = launch(
+            prepared,
+            ctx.base_dir,
+            backend=backend,
+            on_checked=lambda: setattr(stop, "record", _record_of(backend, prepared, ctx)),
+        )
     except _Cancelled:
         record = stop.record
         if record is not None:
@@ -95,12 +101,13 @@ def _run(trial, ctx, driver_fd: int) -> int:
             record.update_status(state=RunState.FAILED, exit_code=e.exit_code, finished_at=time.time())
         return e.exit_code
     _keep_metrics(backend, trial, launched.record, ctx)
-    assert launched.result is not None   # followed to its end (launch without detach)
+    assert launched.result is not None  # followed to its end (launch without detach)
     return launched.result.code
 
 
 def _record_of(backend, prepared, ctx):
     from launcher.records import RunRecord
+
     root = backend.record_root(prepared.workdir, ctx.base_dir)
     return RunRecord(os.path.join(root, prepared.plan.run_dir))
 
@@ -121,7 +128,7 @@ def start_trial(trial, ctx, console_path: str, close_fds=()) -> tuple[int, int]:
         for fd in close_fds:  # the other trials' pipes: each must see EOF only when the driver is gone
             os.close(fd)
         forked.output_to(console_path, truncate=True)
-        setup_console(child_level())   # its console file holds every line kit says, whatever -q the driver had
+        setup_console(child_level())  # its console file holds every line kit says, whatever -q the driver had
         code = _run(trial, ctx, read_fd)
     except BaseException:
         traceback.print_exc()

@@ -18,14 +18,14 @@ from launcher.spec.sweep import Range, SweepSpec
 @dataclass(frozen=True)
 class Trial:
     index: int
-    params: dict[str, Any]     # parameter name -> value, in the spec's order
+    params: dict[str, Any]  # parameter name -> value, in the spec's order
 
 
 def _draw(rng: random.Random, choice):
     if not isinstance(choice, Range):
         return rng.choice(choice)
     if choice.integer:
-        return rng.randint(int(choice.low), int(choice.high))   # both ints: choice.integer
+        return rng.randint(int(choice.low), int(choice.high))  # both ints: choice.integer
     if choice.scale == "log":
         value = math.exp(rng.uniform(math.log(choice.low), math.log(choice.high)))
     else:
@@ -40,7 +40,7 @@ def expand(spec: SweepSpec) -> list[Trial]:
         combos = itertools.product(*(spec.choices(n) for n in names))
         return [Trial(i, dict(zip(names, combo))) for i, combo in enumerate(combos)]
     rng = random.Random(spec.seed)
-    assert spec.trials is not None   # random and tpe need it (SweepSpec's validator)
+    assert spec.trials is not None  # random and tpe need it (SweepSpec's validator)
     return [Trial(i, {n: _draw(rng, spec.choices(n)) for n in names}) for i in range(spec.trials)]
 
 
@@ -92,12 +92,15 @@ def check_fields(job: JobSpec, spec: SweepSpec) -> None:
             continue
         head, _, rest = name.partition(".")
         if head not in known:
-            raise KitError(f"sweep.parameters.{name}: {head!r} is not a job field; use a training argument "
-                           f"(--{head.replace('_', '-')}) or one of: {', '.join(sorted(known))}")
+            raise KitError(
+                f"sweep.parameters.{name}: {head!r} is not a job field; use a training argument "
+                f"(--{head.replace('_', '-')}) or one of: {', '.join(sorted(known))}"
+            )
         inner = JobSpec.model_fields[head].annotation
         sub = getattr(inner, "model_fields", None)
         if rest and sub is not None and rest.split(".")[0] not in sub:
-            raise KitError(f"sweep.parameters.{name}: {head} has no field {rest.split('.')[0]!r} "
-                           f"(it has {', '.join(sorted(sub))})")
+            raise KitError(
+                f"sweep.parameters.{name}: {head} has no field {rest.split('.')[0]!r} (it has {', '.join(sorted(sub))})"
+            )
         if rest and sub is None and head != "env":
             raise KitError(f"sweep.parameters.{name}: {head} is not a section with fields")

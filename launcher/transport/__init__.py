@@ -8,7 +8,7 @@ import threading
 
 from launcher.metadata_on_use import metadata_on_use
 
-_importing = threading.Lock()   # hosts connect from many threads at once
+_importing = threading.Lock()  # hosts connect from many threads at once
 
 
 class _InvokeOnUse:
@@ -16,6 +16,7 @@ class _InvokeOnUse:
 
     def __getattr__(self, name):
         import invoke
+
         return getattr(invoke, name)
 
 
@@ -28,7 +29,7 @@ def load_paramiko():
     imported on that way either (metadata_on_use.py)."""
     with _importing:
         if "paramiko" not in sys.modules and "invoke" not in sys.modules:
-            sys.modules["invoke"] = None   # `import invoke` raises ImportError; paramiko.config records it
+            sys.modules["invoke"] = None  # `import invoke` raises ImportError; paramiko.config records it
             try:
                 with metadata_on_use():
                     import paramiko.config
@@ -47,6 +48,7 @@ def _quiet_paramiko() -> None:
     line about that host. kit says what went wrong itself: paramiko's log goes nowhere unless the program using
     kit configured logging for it."""
     import logging
+
     log = logging.getLogger("paramiko")
     if not log.handlers:
         log.addHandler(logging.NullHandler())

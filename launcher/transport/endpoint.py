@@ -11,8 +11,8 @@ USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
 # A NamedTuple, not a dataclass: it is built before the early logins' TCP connect (ssh/early.py), and importing
 # dataclasses costs 12 ms there.
 class Endpoint(NamedTuple):
-    name: str                   # the host's name in the cluster config (used in every message)
-    hostname: str               # what we connect to
+    name: str  # the host's name in the cluster config (used in every message)
+    hostname: str  # what we connect to
     port: int
     user: str
     identity_files: tuple[str, ...] = ()
@@ -20,7 +20,7 @@ class Endpoint(NamedTuple):
     timeout: float = 10.0
     known_hosts: tuple[str, ...] = ()
     accept_new: bool = False
-    extra: dict = {}   # never changed: resolve() gives each its own
+    extra: dict = {}  # never changed: resolve() gives each its own
 
     @property
     def where(self) -> str:
@@ -41,6 +41,7 @@ def _config_lookup(name: str, config_file: Optional[str]) -> dict:
     if not os.path.isfile(path):
         return {}
     from launcher.transport import load_paramiko
+
     paramiko = load_paramiko()
     return paramiko.SSHConfig.from_path(path).lookup(name)
 
@@ -49,6 +50,7 @@ def _known_hosts(settings: dict, cfg: dict) -> tuple[str, ...]:
     """The known_hosts files, the first being where an accepted new key is written: the cluster's own, then the
     OpenSSH config's UserKnownHostsFile (which, as in OpenSSH, replaces ~/.ssh/known_hosts; `none`: no file)."""
     import shlex
+
     given = cfg.get("userknownhostsfile")
     from_config = [_tokens(f) for f in shlex.split(given)] if given else []
     # `/dev/null` (or `none`) in a config usually goes with StrictHostKeyChecking no, which kit does not follow:
@@ -60,8 +62,12 @@ def _known_hosts(settings: dict, cfg: dict) -> tuple[str, ...]:
 
 def _tokens(path: str) -> str:
     """OpenSSH's tokens in a file name that kit can expand: %d (home), %u (local user), %%."""
-    return (path.replace("%%", "\0").replace("%d", os.path.expanduser("~")).replace("%u", getpass.getuser())
-            .replace("\0", "%"))
+    return (
+        path.replace("%%", "\0")
+        .replace("%d", os.path.expanduser("~"))
+        .replace("%u", getpass.getuser())
+        .replace("\0", "%")
+    )
 
 
 def resolve(name: str, address: Optional[str], settings: dict) -> Endpoint:
@@ -73,10 +79,14 @@ def resolve(name: str, address: Optional[str], settings: dict) -> Endpoint:
     port = settings.get("port") if settings.get("port_given") or "port" not in cfg else int(cfg["port"])
     identities = [settings["identity_file"]] if settings.get("identity_file") else cfg.get("identityfile", [])
     return Endpoint(
-        name=name, hostname=hostname, port=int(port or 22),
+        name=name,
+        hostname=hostname,
+        port=int(port or 22),
         user=settings.get("user") or cfg.get("user") or getpass.getuser(),
         identity_files=tuple(os.path.expanduser(p) for p in identities),
-        proxy_jump=cfg.get("proxyjump"), timeout=float(settings.get("connect_timeout") or 10.0),
-        known_hosts=_known_hosts(settings, cfg), accept_new=bool(settings.get("accept_new_host_keys")),
+        proxy_jump=cfg.get("proxyjump"),
+        timeout=float(settings.get("connect_timeout") or 10.0),
+        known_hosts=_known_hosts(settings, cfg),
+        accept_new=bool(settings.get("accept_new_host_keys")),
         extra={"config_file": settings.get("config_file")},
     )

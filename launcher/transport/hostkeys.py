@@ -12,6 +12,7 @@ log = logging.getLogger(__name__)
 
 def load_known_hosts(client, endpoint: Endpoint) -> None:
     import os
+
     for path in endpoint.known_hosts:
         if os.path.isfile(path):
             client.load_host_keys(path) if path == endpoint.known_hosts[0] else client.load_system_host_keys(path)
@@ -24,16 +25,20 @@ def key_name(endpoint: Endpoint) -> str:
 def unknown_key_message(endpoint: Endpoint) -> str:
     files = " or ".join(endpoint.known_hosts) or "~/.ssh/known_hosts"
     port = "" if endpoint.port == 22 else f"-p {endpoint.port} "
-    return (f"{endpoint.where}: host key unknown (not in {files}); refusing to connect. Verify the key's "
-            f"fingerprint with the host's admin, then add it: ssh-keyscan {port}{endpoint.hostname} >> "
-            f"{endpoint.known_hosts[0] if endpoint.known_hosts else '~/.ssh/known_hosts'} "
-            f"(or set ssh.accept_new_host_keys: true to accept and record new keys)")
+    return (
+        f"{endpoint.where}: host key unknown (not in {files}); refusing to connect. Verify the key's "
+        f"fingerprint with the host's admin, then add it: ssh-keyscan {port}{endpoint.hostname} >> "
+        f"{endpoint.known_hosts[0] if endpoint.known_hosts else '~/.ssh/known_hosts'} "
+        f"(or set ssh.accept_new_host_keys: true to accept and record new keys)"
+    )
 
 
 def changed_key_message(endpoint: Endpoint) -> str:
-    return (f"{endpoint.where}: host key CHANGED since it was recorded in known_hosts; refusing to connect "
-            f"(a reinstalled machine, or someone in between). If the change is expected, verify the new "
-            f"fingerprint, remove the old entry with `ssh-keygen -R {key_name(endpoint)}` and add the new key")
+    return (
+        f"{endpoint.where}: host key CHANGED since it was recorded in known_hosts; refusing to connect "
+        f"(a reinstalled machine, or someone in between). If the change is expected, verify the new "
+        f"fingerprint, remove the old entry with `ssh-keygen -R {key_name(endpoint)}` and add the new key"
+    )
 
 
 class Accepted:
@@ -45,6 +50,7 @@ class Accepted:
 
     def policy(self, endpoint: Endpoint):
         from launcher.transport import load_paramiko
+
         paramiko: Any = load_paramiko()
         accepted = self
 
@@ -52,10 +58,13 @@ class Accepted:
             def missing_host_key(self, client, hostname, key):
                 fingerprint = key.fingerprint  # "SHA256:..." as ssh-keygen -l prints it
                 with accepted._lock:
-                    accepted.keys.append({"host": endpoint.name, "address": hostname,
-                                          "type": key.get_name(), "fingerprint": fingerprint})
+                    accepted.keys.append(
+                        {"host": endpoint.name, "address": hostname, "type": key.get_name(), "fingerprint": fingerprint}
+                    )
                 client.get_host_keys().add(hostname, key.get_name(), key)
-                log.warning(f"kit: warning: accepted the NEW host key of {endpoint.where}: {key.get_name()} "
-                            f"{fingerprint} (ssh.accept_new_host_keys is on; recorded in the run record)")
+                log.warning(
+                    f"kit: warning: accepted the NEW host key of {endpoint.where}: {key.get_name()} "
+                    f"{fingerprint} (ssh.accept_new_host_keys is on; recorded in the run record)"
+                )
 
         return AcceptAndRecord()

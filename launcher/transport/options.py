@@ -29,8 +29,10 @@ class SshOptions(Section):
 
 # The files a cluster's `ssh:` section names on this machine, and what to do when one is not there. OpenSSH
 # ignores a missing IdentityFile of its config; one named in the cluster file is a mistake to say at once.
-SSH_FILES = {"identity_file": "give the private key's path, or leave it out to use your ssh-agent and ~/.ssh/config",
-             "config_file": "give an OpenSSH client config's path, or leave it out to read ~/.ssh/config"}
+SSH_FILES = {
+    "identity_file": "give the private key's path, or leave it out to use your ssh-agent and ~/.ssh/config",
+    "config_file": "give an OpenSSH client config's path, or leave it out to read ~/.ssh/config",
+}
 
 
 def check_key_files(options: Optional[SshOptions]) -> None:

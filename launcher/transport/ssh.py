@@ -11,7 +11,7 @@ from launcher.transport.endpoint import Endpoint
 
 log = logging.getLogger(__name__)
 
-PUT_CHUNK = 1 << 20   # bytes per write of a file streamed to a host (put with a file object)
+PUT_CHUNK = 1 << 20  # bytes per write of a file streamed to a host (put with a file object)
 # How long closing a connection waits for its sessions to end by themselves (a login's rc files, a check).
 SETTLE_SECONDS = 10.0
 
@@ -19,8 +19,8 @@ SETTLE_SECONDS = 10.0
 class Connection:
     def __init__(self, endpoint: Endpoint, client, jump=None):
         self.endpoint, self.client, self._jump = endpoint, client, jump
-        self._sftp: Any = None   # paramiko's SFTPClient, opened on first use
-        self._dirs: set[str] = set()   # directories known to exist on the host
+        self._sftp: Any = None  # paramiko's SFTPClient, opened on first use
+        self._dirs: set[str] = set()  # directories known to exist on the host
         self._ahead: dict[str, list] = {}  # command -> sessions opened ahead of their use (open_ahead)
         self._sessions: list = []  # every long session opened (gates, nodes): close() lets them end first
         self._asked: float | None = None  # when the keepalive request still waiting for its answer was sent (watch())
@@ -63,6 +63,7 @@ class Connection:
         transport.sftp.SftpUnavailable says why a host's SFTP does not start."""
         if self._sftp is None:
             from launcher.transport.sftp import start_sftp
+
             self._sftp = start_sftp(self.client.get_transport(), self.endpoint.timeout)
 
     def put(self, path: str, content, mode: int = 0o644) -> None:
@@ -72,7 +73,7 @@ class Connection:
         self._makedirs(posixpath.dirname(path))
         tmp = f"{path}.kit-tmp-{self.endpoint.name}"  # hosts sharing a filesystem may write the same file
         with self._sftp.open(tmp, "wb") as f:
-            f.set_pipelined(True)   # paramiko's writes without a round trip each: the chunks stream
+            f.set_pipelined(True)  # paramiko's writes without a round trip each: the chunks stream
             if hasattr(content, "read"):
                 for chunk in iter(lambda: content.read(PUT_CHUNK), b""):
                     f.write(chunk)
@@ -114,15 +115,16 @@ class Connection:
         if self._watching:
             return
         self._watching = True
-        threading.Thread(target=self._keepalive, args=(every,), daemon=True,
-                         name=f"kit-keepalive-{self.endpoint.name}").start()
+        threading.Thread(
+            target=self._keepalive, args=(every,), daemon=True, name=f"kit-keepalive-{self.endpoint.name}"
+        ).start()
 
     def _keepalive(self, every: float) -> None:
         transport = self.client.get_transport()
         while transport is not None and transport.is_active():
             self._asked = time.monotonic()
             try:
-                transport.global_request("keepalive@openssh.com", wait=True)   # returns on any answer
+                transport.global_request("keepalive@openssh.com", wait=True)  # returns on any answer
             except Exception:
                 return
             self._asked = None
@@ -175,12 +177,18 @@ def settle_all(conns, timeout: float = SETTLE_SECONDS) -> None:
         try:
             chan.sendall(b"\0")
             chan.shutdown_write()
-        except Exception:   # closed meanwhile
+        except Exception:  # closed meanwhile
             pass
     deadline = time.monotonic() + timeout
     while waiting and time.monotonic() < deadline:
-        waiting = [c for c in waiting if not c.closed and not c.exit_status_ready()
-                   and c.get_transport() is not None and c.get_transport().is_active()]
+        waiting = [
+            c
+            for c in waiting
+            if not c.closed
+            and not c.exit_status_ready()
+            and c.get_transport() is not None
+            and c.get_transport().is_active()
+        ]
         time.sleep(0.02)
 
 
@@ -197,10 +205,11 @@ def close_and_wait(conns, timeout: float = 5.0) -> None:
     that moment (a key exchange, a cipher) would leave OpenSSL's lock held in the child, and the child's first
     SSH handshake would hang for good, holding the interpreter lock (seen in a sweep's trials)."""
     from launcher.transport import load_paramiko
+
     close_all(conns)
     # Ours, and any other closed one still ending (an early login the plan did not use).
     transport = load_paramiko().Transport
     ending = [t for t in threading.enumerate() if isinstance(t, transport) and not t.is_active()]
     deadline = time.monotonic() + timeout
-    for t in ending:   # paramiko's read loop wakes every 0.1 s and sees the closed socket
+    for t in ending:  # paramiko's read loop wakes every 0.1 s and sees the closed socket
         t.join(max(0.0, deadline - time.monotonic()))

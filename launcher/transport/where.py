@@ -37,7 +37,8 @@ class Result:
 class _Slurm:
     """The SLURM questions both places ask the same way, through their own run() (stderr captured: a cluster
     without accounting makes sacct print an error at every poll)."""
-    where: str   # the place, as messages name it
+
+    where: str  # the place, as messages name it
     run: Callable[..., Result]
 
     def accounting_state(self, job_id: str) -> str:
@@ -53,12 +54,14 @@ class _Slurm:
         try:
             r = self.run(["scancel", job_id], timeout=20.0)
         except CommandError as e:
-            raise SchedulerError(f"scancel {job_id} on {self.where} could not run: {e}", command=f"scancel {job_id}",
-                                 said=str(e)) from None
+            raise SchedulerError(
+                f"scancel {job_id} on {self.where} could not run: {e}", command=f"scancel {job_id}", said=str(e)
+            ) from None
         if r.code != 0:
             why = (r.err.strip().splitlines() or [f"exit {r.code}"])[-1]
-            raise SchedulerError(f"scancel {job_id} on {self.where} failed: {why}", command=f"scancel {job_id}",
-                                 said=why)
+            raise SchedulerError(
+                f"scancel {job_id} on {self.where} failed: {why}", command=f"scancel {job_id}", said=why
+            )
 
 
 class Local(_Slurm):
@@ -67,8 +70,15 @@ class Local(_Slurm):
     remote = False
     where = "this machine"
 
-    def run(self, argv: list[str], *, cwd: Optional[str] = None, env: Optional[dict] = None, drop=None,
-            timeout: float = 60.0) -> Result:
+    def run(
+        self,
+        argv: list[str],
+        *,
+        cwd: Optional[str] = None,
+        env: Optional[dict] = None,
+        drop=None,
+        timeout: float = 60.0,
+    ) -> Result:
         """`env`: variables added to this process's environment, minus the names `drop` (an InheritPolicy) drops."""
         full = None
         if env is not None or drop is not None:
@@ -76,8 +86,9 @@ class Local(_Slurm):
             full.update(env or {})
         log.debug("kit: debug: runs here: %s", shlex.join(argv))
         try:
-            r = subprocess.run(argv, cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout,
-                               stdin=subprocess.DEVNULL)
+            r = subprocess.run(
+                argv, cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+            )
         except (OSError, subprocess.TimeoutExpired) as e:
             raise CommandError(str(e)) from None
         return Result(r.returncode, r.stdout, r.stderr)
@@ -121,10 +132,10 @@ class Local(_Slurm):
             f.write(content)
         os.replace(tmp, path)
 
+
 # The remote side of LoginHost.run: unset what the plan's inherit policy drops, export the variables read from
 # stdin, cd, exec. `bash --norc`: the login shell that runs this has read the user's rc files already.
-_REMOTE = ('{unset}while IFS= read -r -d "" kit_kv; do export "$kit_kv"; done; '
-           'cd "$1" || exit 1; shift; exec "$@"')
+_REMOTE = '{unset}while IFS= read -r -d "" kit_kv; do export "$kit_kv"; done; cd "$1" || exit 1; shift; exec "$@"'
 
 
 def _unset_text(drop) -> str:
@@ -135,8 +146,7 @@ def _unset_text(drop) -> str:
     patterns = [p for p in patterns if _ENV_NAME.match(p.rstrip("*"))]
     if not patterns:
         return ""
-    return (f'for kit_v in $(compgen -e); do case "$kit_v" in {"|".join(patterns)}) unset "$kit_v";; esac; '
-            "done; ")
+    return f'for kit_v in $(compgen -e); do case "$kit_v" in {"|".join(patterns)}) unset "$kit_v";; esac; done; '
 
 
 class LoginHost(_Slurm):
@@ -156,9 +166,10 @@ class LoginHost(_Slurm):
         if self._conn is None:
             from launcher.transport.hostkeys import Accepted
             from launcher.transport.connect import connect
+
             try:
                 self._conn = connect(self.endpoint, Accepted())
-            except KitError as e:   # one line naming the host and why
+            except KitError as e:  # one line naming the host and why
                 raise KitError(f"slurm.login_host: {e}") from None
             self._sftp = None
         return self._conn
@@ -177,18 +188,24 @@ class LoginHost(_Slurm):
             self._sftp = self._connection().client.open_sftp()
         return self._sftp
 
-    def run(self, argv: list[str], *, cwd: Optional[str] = None, env: Optional[dict] = None, drop=None,
-            timeout: float = 60.0) -> Result:
+    def run(
+        self,
+        argv: list[str],
+        *,
+        cwd: Optional[str] = None,
+        env: Optional[dict] = None,
+        drop=None,
+        timeout: float = 60.0,
+    ) -> Result:
         script = _REMOTE.format(unset=_unset_text(drop))
         words = ["bash", "--norc", "-c", script, "kit-slurm", cwd or ".", *argv]
         stdin = b"".join(f"{k}={v}".encode() + b"\0" for k, v in (env or {}).items() if _ENV_NAME.match(k))
         log.debug("kit: debug: runs on %s: %s", self.where, shlex.join(argv))
         try:
-            code, out, err = self._connection().run(" ".join(map(shlex.quote, words)), timeout=timeout,
-                                                    stdin=stdin)
+            code, out, err = self._connection().run(" ".join(map(shlex.quote, words)), timeout=timeout, stdin=stdin)
         except KitError:
             raise
-        except Exception as e:   # a dropped connection or a timeout on the channel
+        except Exception as e:  # a dropped connection or a timeout on the channel
             self._drop()
             raise CommandError(f"{self.where}: {e or type(e).__name__}") from None
         return Result(code, out, err)
@@ -229,6 +246,7 @@ class LoginHost(_Slurm):
             with sftp.open(path, "rb") as f:
                 f.seek(offset)
                 return f.read()
+
         return self._file_op(op, None)
 
     def mtime(self, path: str) -> Optional[float]:
@@ -243,8 +261,9 @@ class LoginHost(_Slurm):
             self._connection().put(path, content)
         except KitError:
             raise
-        except Exception as e:   # paramiko's IOError (no such directory, no permission) or a lost connection
+        except Exception as e:  # paramiko's IOError (no such directory, no permission) or a lost connection
             raise CommandError(f"{self.where}: cannot write {path}: {e or type(e).__name__}") from None
+
 
 _LOGIN_HOSTS: dict = {}
 
@@ -252,6 +271,7 @@ _LOGIN_HOSTS: dict = {}
 def _login_host(name: str, settings: dict) -> LoginHost:
     """One connection per login host in this process: preflight, sbatch and following share it."""
     from launcher.transport.endpoint import resolve
+
     endpoint = resolve(name, None, settings)
     key = (endpoint.name, endpoint.hostname, endpoint.port, endpoint.user)
     if key not in _LOGIN_HOSTS:

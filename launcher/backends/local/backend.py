@@ -30,7 +30,7 @@ from launcher.supervise.world import WorldWatch, ranks_started
 from launcher.states import AttemptEnd, RunState
 
 
-REACH_TIMEOUT = 30.0   # the node's setup lines, then a connect bounded by reach.CONNECT_SECONDS
+REACH_TIMEOUT = 30.0  # the node's setup lines, then a connect bounded by reach.CONNECT_SECONDS
 
 
 class LocalBackend(Backend):
@@ -52,18 +52,32 @@ class LocalBackend(Backend):
         envs = [node_process_env(plan, n, dict(os.environ)) for n in plan.nodes]
         with Cancel(on_hangup=console.hang_up) as cancel:
             nodes, threads = self._start(plan, envs, base_dir, console, record)
-            record.update_status(state=RunState.RUNNING, started_at=time.time(), supervisor_pid=os.getpid(),
-                                 supervisor_start=tree.started_at(os.getpid()),
-                                 teardown_grace=grace, nodes=[n.record() for n in nodes])
-            watch = WorldWatch(plan, lambda n: ranks_started(os.path.join(base_dir, n.workdir), plan.run_dir, n),
-                               lambda n: self._reach(plan, n, base_dir, envs[n.machine_rank]),
-                               launched=lambda n: launcher_running(nodes[n.machine_rank].proc.pid, n.argv))
-            hang = HangWatch(plan, watch, lambda: console.rank_output_at,
-                             lambda: self._stacks(plan, base_dir, envs[0]), record.path)
-            outcome = supervise(nodes, cancel, on_stop=lambda: console.note(
-                f"kit: stopping run {plan.run_id}: SIGTERM to every process, SIGKILL after {grace:.0f} s"
-                " (a Ctrl-C shortens the wait)"),
-                watches=[watch, hang, InsightWatch(plan, record, watch, console.warn)])
+            record.update_status(
+                state=RunState.RUNNING,
+                started_at=time.time(),
+                supervisor_pid=os.getpid(),
+                supervisor_start=tree.started_at(os.getpid()),
+                teardown_grace=grace,
+                nodes=[n.record() for n in nodes],
+            )
+            watch = WorldWatch(
+                plan,
+                lambda n: ranks_started(os.path.join(base_dir, n.workdir), plan.run_dir, n),
+                lambda n: self._reach(plan, n, base_dir, envs[n.machine_rank]),
+                launched=lambda n: launcher_running(nodes[n.machine_rank].proc.pid, n.argv),
+            )
+            hang = HangWatch(
+                plan, watch, lambda: console.rank_output_at, lambda: self._stacks(plan, base_dir, envs[0]), record.path
+            )
+            outcome = supervise(
+                nodes,
+                cancel,
+                on_stop=lambda: console.note(
+                    f"kit: stopping run {plan.run_id}: SIGTERM to every process, SIGKILL after {grace:.0f} s"
+                    " (a Ctrl-C shortens the wait)"
+                ),
+                watches=[watch, hang, InsightWatch(plan, record, watch, console.warn)],
+            )
             for t in threads:
                 t.join(timeout=10)
             leftovers = tree.live_descendants()
@@ -72,13 +86,20 @@ class LocalBackend(Backend):
         failure = outcome.failure
         if outcome.first_failed is not None:
             # A node whose ranks only died of another node's rank's error may end first (tracebacks.first_cause).
-            failure = first_cause([_node_failure(plan, base_dir, outcome, i)
-                                   for i in outcome.failed_nodes or (outcome.first_failed,)])
+            failure = first_cause(
+                [_node_failure(plan, base_dir, outcome, i) for i in outcome.failed_nodes or (outcome.first_failed,)]
+            )
             # A full disk under the run directory is the cause; what the ranks wrote last there may be cut.
             failure = with_full_disk(failure, full_disk_note(record.path))
         outcome = finalize(outcome, failure)
-        record.end_attempt(state=outcome.state, exit_code=outcome.code, finished_at=time.time(),
-                           node_exit_codes=outcome.node_codes, stopped_nodes=outcome.stopped, failure=failure)
+        record.end_attempt(
+            state=outcome.state,
+            exit_code=outcome.code,
+            finished_at=time.time(),
+            node_exit_codes=outcome.node_codes,
+            stopped_nodes=outcome.stopped,
+            failure=failure,
+        )
         return Result(outcome.code, AttemptEnd(outcome.state), failure, outcome.noticed_at, outcome.ended_at)
 
     def _reach(self, plan: LaunchPlan, node, base_dir: str, env: dict):
@@ -100,7 +121,7 @@ class LocalBackend(Backend):
     def current_state(self, record: RunRecord, status: RunStatus) -> tuple[str, str]:
         return current_state(status)
 
-    curve_read_seconds = 0.2   # a file on this machine's disk
+    curve_read_seconds = 0.2  # a file on this machine's disk
 
     def cancel(self, record: RunRecord, status: RunStatus) -> str:
         return cancel_local_run(record, status)
@@ -110,8 +131,15 @@ class LocalBackend(Backend):
         try:
             for node, env in zip(plan.nodes, envs):
                 log = os.path.join(base_dir, node.workdir, node.log)
-                handle = LocalNode.start(node.machine_rank, node.host, node.command, env=env, cwd=base_dir,
-                                         log=log, grace=plan.teardown_grace)
+                handle = LocalNode.start(
+                    node.machine_rank,
+                    node.host,
+                    node.command,
+                    env=env,
+                    cwd=base_dir,
+                    log=log,
+                    grace=plan.teardown_grace,
+                )
                 nodes.append(handle)
                 threads.append(follow_node(handle.output_fd(), node.machine_rank, console))
         except OSError as e:
@@ -124,10 +152,15 @@ class LocalBackend(Backend):
 
 def _node_failure(plan, base_dir: str, outcome, i: int):
     node = plan.nodes[i]
-    return summarize(node.machine_rank, node.host, outcome.node_codes[i],
-                     read_log(os.path.join(base_dir, node.workdir, node.log)), known_codes(node.argv),
-                     ranks_dir=os.path.join(base_dir, node.workdir, plan.run_dir, f"node{node.machine_rank}.ranks"),
-                     procs_per_node=plan.world.procs_per_node)
+    return summarize(
+        node.machine_rank,
+        node.host,
+        outcome.node_codes[i],
+        read_log(os.path.join(base_dir, node.workdir, node.log)),
+        known_codes(node.argv),
+        ranks_dir=os.path.join(base_dir, node.workdir, plan.run_dir, f"node{node.machine_rank}.ranks"),
+        procs_per_node=plan.world.procs_per_node,
+    )
 
 
 BACKEND = LocalBackend

@@ -11,11 +11,19 @@ import subprocess
 
 def run_bounded(command: str, cwd: str, env: dict, timeout: float) -> subprocess.CompletedProcess:
     """`bash -c command` with stdin /dev/null; raises subprocess.TimeoutExpired after `timeout` seconds."""
-    proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
-    except BaseException:   # the timeout, or the user's Ctrl-C: nothing of the check may outlive kit
+    except BaseException:  # the timeout, or the user's Ctrl-C: nothing of the check may outlive kit
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:

@@ -22,14 +22,17 @@ def current_state(status: RunStatus) -> tuple[str, str]:
         return state, ""
     left = live_watchdogs(status)
     if left:
-        return RunState.LOST, (f"its supervisor (kit, pid {status.supervisor_pid}) is gone; "
-                        f"{len(left)} node(s) still stopping")
-    return RunState.LOST, (f"its supervisor (kit, pid {status.supervisor_pid}) died before recording the "
-                    "outcome; its nodes stopped themselves")
+        return RunState.LOST, (
+            f"its supervisor (kit, pid {status.supervisor_pid}) is gone; {len(left)} node(s) still stopping"
+        )
+    return RunState.LOST, (
+        f"its supervisor (kit, pid {status.supervisor_pid}) died before recording the "
+        "outcome; its nodes stopped themselves"
+    )
 
 
 def cancel_local_run(record: RunRecord, status: RunStatus) -> str:
-    require_trusted(record)   # the pids it names are signalled: only a record of yours
+    require_trusted(record)  # the pids it names are signalled: only a record of yours
     run_id = status.run_id or "?"
     grace = stop_supervisor(status)
     dogs = live_watchdogs(status)

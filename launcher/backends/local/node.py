@@ -14,18 +14,23 @@ from launcher.status import NodeStatus
 from launcher.supervise import WATCHDOG
 
 
-
 class LocalNode:
     def __init__(self, rank: int, host: str, proc: subprocess.Popen):
         self.rank, self.host, self.proc = rank, host, proc
         self.code = None
 
     @classmethod
-    def start(cls, rank: int, host: str, command: str, *, env: dict, cwd: str, log: str,
-              grace: float) -> "LocalNode":
+    def start(cls, rank: int, host: str, command: str, *, env: dict, cwd: str, log: str, grace: float) -> "LocalNode":
         argv = [sys.executable, WATCHDOG, "--log", log, "--grace", str(grace), "--", "bash", "-c", command]
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         return cls(rank, host, proc)
 
     @property
@@ -33,7 +38,7 @@ class LocalNode:
         return self.proc.pid
 
     def output_fd(self) -> int:
-        assert self.proc.stdout is not None   # a pipe: start() opens the watchdog with stdout=PIPE
+        assert self.proc.stdout is not None  # a pipe: start() opens the watchdog with stdout=PIPE
         return self.proc.stdout.fileno()
 
     def record(self) -> NodeStatus:
@@ -45,7 +50,7 @@ class LocalNode:
         return NodeStatus(rank=self.rank, host=self.host, pid=self.pid, start=started)
 
     def send(self, word: str) -> None:
-        assert self.proc.stdin is not None   # a pipe: start() opens the watchdog with stdin=PIPE
+        assert self.proc.stdin is not None  # a pipe: start() opens the watchdog with stdin=PIPE
         try:
             self.proc.stdin.write(word.encode() + b"\n")
             self.proc.stdin.flush()
@@ -63,6 +68,7 @@ class LocalNode:
 def launcher_running(pid: int, argv) -> bool:
     """Whether the node's launcher (its command's last line, exec'd by the node's shell) runs under `pid`."""
     import psutil
+
     try:
         return any(tuple(p.cmdline()) == tuple(argv) for p in psutil.Process(pid).children(recursive=True))
     except psutil.Error:

@@ -24,11 +24,11 @@ class LocalPlacement(Placement):
     def at_submit(self, cluster: ClusterSpec, embedded: bool = False) -> ClusterSpec:
         """This machine's cores (its CPU affinity) and the GPUs CUDA_VISIBLE_DEVICES leaves visible."""
         from launcher.hostinfo import local_cpu_count, local_gpu_count, visible_gpu_ids
+
         visible = list(visible_gpu_ids(os.environ, local_gpu_count()))
         restricted = {"gpu_ids": visible} if "CUDA_VISIBLE_DEVICES" in os.environ else {}
         if embedded:
-            return cluster.model_copy(update={"gpus_per_node": len(visible), "cpus": local_cpu_count(),
-                                              **restricted})
+            return cluster.model_copy(update={"gpus_per_node": len(visible), "cpus": local_cpu_count(), **restricted})
         if cluster.gpu_ids is None:
             cluster = cluster.model_copy(update=restricted)
         if cluster.cpus is None:
@@ -36,16 +36,18 @@ class LocalPlacement(Placement):
         return cluster
 
     def code_here(self, plan, cluster: ClusterSpec, cwd: str) -> str:
-        return os.path.normpath(os.path.join(cwd, cluster.workdir))   # the nodes run here
+        return os.path.normpath(os.path.join(cwd, cluster.workdir))  # the nodes run here
 
     def dry_checks(self, plan, cluster: ClusterSpec, entrypoint, base_dir: str) -> None:
         """A module that is no file of the workdir, looked for by the node's own interpreter after its setup lines, as
         the run checks it (it may be installed there); the master port is the run's own, not checked."""
         from launcher.preflight.source import module_file
+
         code_dir = self.code_here(plan, cluster, base_dir)
         if entrypoint.module is None or module_file(code_dir, [code_dir], entrypoint.module, run=True):
-            return   # a script, or a module file of the workdir: preflight/here.py looked at it already
+            return  # a script, or a module file of the workdir: preflight/here.py looked at it already
         from launcher.backends.local.preflight import check_entrypoint
+
         check_entrypoint(plan, entrypoint, cluster.workdir, base_dir)
 
     def default_python(self, kit_python: str) -> str:
@@ -63,7 +65,10 @@ class LocalPlacement(Placement):
         if need > cluster.gpus_per_node:
             raise KitError(
                 f"gpus_per_node: {len(hosts)} local node(s) x {gpus} GPUs need {need} GPUs but this machine "
-                f"has {cluster.gpus_per_node}; lower ", Option("gpus"), " or ", Option("nodes")
+                f"has {cluster.gpus_per_node}; lower ",
+                Option("gpus"),
+                " or ",
+                Option("nodes"),
             )
 
     def spares(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
@@ -80,15 +85,19 @@ class LocalPlacement(Placement):
         ids = cluster.gpu_ids if cluster.gpu_ids is not None else [str(i) for i in range(cluster.gpus_per_node)]
         first, need = rank * gpus_per_node, nodes * gpus_per_node
         if need > len(ids):
-            raise KitError(f"gpu_ids: {nodes} local node(s) x {gpus_per_node} GPUs need {need} GPUs but "
-                           f"only {len(ids)} are visible ({','.join(ids) or 'none'}); lower ", Option("gpus"), " or ",
-                           Option("nodes"))
-        return ",".join(ids[first:first + gpus_per_node])
+            raise KitError(
+                f"gpu_ids: {nodes} local node(s) x {gpus_per_node} GPUs need {need} GPUs but "
+                f"only {len(ids)} are visible ({','.join(ids) or 'none'}); lower ",
+                Option("gpus"),
+                " or ",
+                Option("nodes"),
+            )
+        return ",".join(ids[first : first + gpus_per_node])
 
     def binding(self, cluster: ClusterSpec, job: JobSpec) -> dict:
         from launcher.preflight.entrypoint import EntrypointRef
-        return {"entrypoint": EntrypointRef(job.entrypoint.module, job.entrypoint.script),
-                "workdir": cluster.workdir}
+
+        return {"entrypoint": EntrypointRef(job.entrypoint.module, job.entrypoint.script), "workdir": cluster.workdir}
 
     def lanes(self, cluster: ClusterSpec, jobs: list[JobSpec], parallel: int) -> Lanes:
         """CPU trials: `parallel` lanes, each with its share of the cores; GPU trials: as many lanes as disjoint
@@ -102,9 +111,11 @@ class LocalPlacement(Placement):
         count = max(1, min(parallel, len(ids) // need, len(jobs)))
         if count == 1:
             return Lanes((cluster,), ("",))
-        slices = [ids[k * need:(k + 1) * need] for k in range(count)]
-        return Lanes(tuple(cluster.model_copy(update={"gpu_ids": s}) for s in slices),
-                     tuple("gpus " + ",".join(s) for s in slices))
+        slices = [ids[k * need : (k + 1) * need] for k in range(count)]
+        return Lanes(
+            tuple(cluster.model_copy(update={"gpu_ids": s}) for s in slices),
+            tuple("gpus " + ",".join(s) for s in slices),
+        )
 
 
 PLACEMENT = LocalPlacement()

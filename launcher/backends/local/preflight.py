@@ -11,15 +11,16 @@ from launcher.planning.model import LaunchPlan
 from launcher.preflight.entrypoint import CheckResult, entrypoint_check_command, interpret_entrypoint_check
 from launcher.preflight.port import check_master_port
 
-CHECK_TIMEOUT = 120.0   # setup lines (module load, activate) may be slow on a busy machine
+CHECK_TIMEOUT = 120.0  # setup lines (module load, activate) may be slow on a busy machine
 
 
 def _run_local(command: str, base_dir: str, env: dict) -> CheckResult:
     try:
         r = run_bounded(command, base_dir, env, CHECK_TIMEOUT)
     except subprocess.TimeoutExpired:
-        raise KitError(f"preflight: the entrypoint check did not finish within {CHECK_TIMEOUT:.0f} s "
-                       f"(a slow setup line?)") from None
+        raise KitError(
+            f"preflight: the entrypoint check did not finish within {CHECK_TIMEOUT:.0f} s (a slow setup line?)"
+        ) from None
     return CheckResult(r.returncode, r.stdout, r.stderr)
 
 

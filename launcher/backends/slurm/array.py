@@ -17,6 +17,7 @@ from launcher.transport.where import CommandError
 from launcher.trust import require_trusted
 from launcher.states import RunState
 
+
 def submit_argv(sweep, todo) -> list[str]:
     """The plan's `sbatch --parsable <script>`; a re-run that skips trials names the rest on the command line
     (which overrides the script's --array line)."""
@@ -47,12 +48,10 @@ def submit_array(backend, sweep, todo, made: dict, timeout: float) -> tuple[str,
                 where.write(os.path.join(workdir, rel), content)
         where.write(os.path.join(workdir, sweep.array.script_path), sweep.array.script)
         argv = submit_argv(sweep, todo)
-        r = where.run(argv, cwd=workdir, env=_secrets(sweep), drop=sweep.trials[0].plan.inherit,
-                      timeout=timeout)
+        r = where.run(argv, cwd=workdir, env=_secrets(sweep), drop=sweep.trials[0].plan.inherit, timeout=timeout)
     except (OSError, CommandError) as e:
         _fail_all(made)
-        raise SchedulerError(f"sbatch could not be run on {where.where}: {e}", command="sbatch", said=str(e)) \
-            from None
+        raise SchedulerError(f"sbatch could not be run on {where.where}: {e}", command="sbatch", said=str(e)) from None
     array_id = r.out.strip().split(";")[0]
     if r.code != 0 or not array_id.isdigit():
         _fail_all(made)
@@ -60,8 +59,9 @@ def submit_array(backend, sweep, todo, made: dict, timeout: float) -> tuple[str,
         raise SchedulerError(f"sbatch refused the sweep's job array: {why}", command="sbatch", said=why)
     for trial in todo:
         rec = made[trial.index]
-        rec.update_status(array_job_id=array_id,
-                          **backend.submitted_fields(trial.plan, rec, f"{array_id}_{trial.index}", workdir))
+        rec.update_status(
+            array_job_id=array_id, **backend.submitted_fields(trial.plan, rec, f"{array_id}_{trial.index}", workdir)
+        )
     return array_id, argv
 
 
@@ -83,6 +83,7 @@ def cancel_array(backend, sweep_data: dict, sweep_path: str) -> str:
     wait until SLURM reports every task ended, which brings the trials' records up to date."""
     from launcher.status import NOT_OVER
     from launcher.transport.where import where_at
+
     sweep_id = os.path.basename(sweep_path)
     array_id = sweep_data.get("array_job_id")
     if not array_id:

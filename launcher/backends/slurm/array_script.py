@@ -20,15 +20,20 @@ _PER_TRIAL = ("--job-name=", "--output=")
 
 @dataclass(frozen=True)
 class ArrayPlan:
-    script_path: str              # relative to the workdir: <run root>/<sweep id>/sweep.sbatch
-    script: str                   # the exact bytes sbatch reads
-    argv: tuple[str, ...]         # how it is submitted (once), from the workdir
+    script_path: str  # relative to the workdir: <run root>/<sweep id>/sweep.sbatch
+    script: str  # the exact bytes sbatch reads
+    argv: tuple[str, ...]  # how it is submitted (once), from the workdir
     workdir: str
-    tasks: str                    # SLURM's --array list: trial indices, e.g. 0-3
+    tasks: str  # SLURM's --array list: trial indices, e.g. 0-3
 
     def to_dict(self) -> dict:
-        return {"script_path": self.script_path, "argv": list(self.argv), "workdir": self.workdir,
-                "tasks": self.tasks, "script": self.script}
+        return {
+            "script_path": self.script_path,
+            "argv": list(self.argv),
+            "workdir": self.workdir,
+            "tasks": self.tasks,
+            "script": self.script,
+        }
 
 
 def index_ranges(indices) -> str:
@@ -57,7 +62,7 @@ def _directives(trial) -> list[str]:
 
 
 def _shared(line: str) -> bool:
-    return not line[len("#SBATCH "):].startswith(_PER_TRIAL)
+    return not line[len("#SBATCH ") :].startswith(_PER_TRIAL)
 
 
 def _common_directives(trials) -> list[str]:
@@ -67,9 +72,11 @@ def _common_directives(trials) -> list[str]:
         other = [d for d in _directives(t) if _shared(d)]
         if other != first:
             diff = sorted(set(first) ^ set(other)) or ["their order"]
-            raise KitError(f"sweep on SLURM: trials {trials[0].index} and {t.index} differ in {diff[0]!r}; a sweep "
-                           f"runs as one job array whose tasks share one shape (nodes, GPUs, time): sweep training "
-                           f"arguments or strategy settings, not the allocation")
+            raise KitError(
+                f"sweep on SLURM: trials {trials[0].index} and {t.index} differ in {diff[0]!r}; a sweep "
+                f"runs as one job array whose tasks share one shape (nodes, GPUs, time): sweep training "
+                f"arguments or strategy settings, not the allocation"
+            )
     return first
 
 
@@ -111,6 +118,10 @@ def array_plan(sweep_id: str, parallel: int, trials) -> ArrayPlan:
         # exec: the batch shell's pid stays the same, so the B:USR1 time-limit warning reaches the trial's trap.
         f'exec bash "$kit_trial/{TRIAL_SCRIPT}"',
     ]
-    return ArrayPlan(script_path=script_path, script="\n".join(lines) + "\n",
-                     argv=("sbatch", "--parsable", script_path), workdir=workdir,
-                     tasks=index_ranges(indices))
+    return ArrayPlan(
+        script_path=script_path,
+        script="\n".join(lines) + "\n",
+        argv=("sbatch", "--parsable", script_path),
+        workdir=workdir,
+        tasks=index_ranges(indices),
+    )

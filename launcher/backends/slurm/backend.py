@@ -29,7 +29,7 @@ from launcher.states import AttemptEnd, RunState
 log = logging.getLogger(__name__)
 
 SUBMIT_TIMEOUT = 60.0
-REQUEUE_DELAY = 2   # seconds before a requeued job may start again (see _requeue)
+REQUEUE_DELAY = 2  # seconds before a requeued job may start again (see _requeue)
 CANCEL_WAIT = 120.0
 
 
@@ -71,27 +71,37 @@ class SlurmBackend(Backend):
         """Secrets there, then what SLURM can tell before sbatch: login host, tools, partition, shape, workdir,
         the entrypoint script (backends/slurm/preflight.py)."""
         from launcher.backends.slurm.preflight import preflight_slurm
+
         added_env(plan)
         preflight_slurm(plan, self.where, self.binding.get("partition"), self.workdir, self.binding["entrypoint"])
 
     def submitted_fields(self, plan: LaunchPlan, record: RunRecord, job_id: str, workdir: str) -> dict:
         """What a record holds once its job is queued: the job id and where its files are (one definition for a
         single job and an array task)."""
-        return dict(state=RunState.PENDING, job_id=job_id, submitted_at=time.time(), workdir=workdir,
-                    run_dir=plan.run_dir, max_requeues=self.max_requeues, **self.login,
-                    nodes=[{"rank": n.machine_rank, "host": "?"} for n in plan.nodes])
+        return dict(
+            state=RunState.PENDING,
+            job_id=job_id,
+            submitted_at=time.time(),
+            workdir=workdir,
+            run_dir=plan.run_dir,
+            max_requeues=self.max_requeues,
+            **self.login,
+            nodes=[{"rank": n.machine_rank, "host": "?"} for n in plan.nodes],
+        )
 
     def _submit(self, plan: LaunchPlan, record: RunRecord) -> str:
         try:
             workdir = self.where.absolute(self.workdir)
             for rel, content in sorted(plan.files.items()):
                 self.where.write(os.path.join(workdir, rel), content)
-            r = self.where.run(list(plan.submission.argv), cwd=workdir, env=added_env(plan), drop=plan.inherit,
-                               timeout=SUBMIT_TIMEOUT)
+            r = self.where.run(
+                list(plan.submission.argv), cwd=workdir, env=added_env(plan), drop=plan.inherit, timeout=SUBMIT_TIMEOUT
+            )
         except (OSError, CommandError, KitError) as e:
             record.update_status(state=RunState.FAILED, exit_code=1, finished_at=time.time())
-            raise SchedulerError(f"sbatch could not be run on {self.where.where}: {e}", command="sbatch",
-                                 said=str(e)) from None
+            raise SchedulerError(
+                f"sbatch could not be run on {self.where.where}: {e}", command="sbatch", said=str(e)
+            ) from None
         job_id = r.out.strip().split(";")[0]
         if r.code != 0 or not job_id.isdigit():
             record.update_status(state=RunState.FAILED, exit_code=1, finished_at=time.time())
@@ -134,16 +144,20 @@ class SlurmBackend(Backend):
         status = record.read_status()
         try:
             requeued = self._requeue(status)
-        except KeyboardInterrupt:   # the job may be requeued already: say so, not "nothing was started"
+        except KeyboardInterrupt:  # the job may be requeued already: say so, not "nothing was started"
             if query(self.where, status.handle.job_id).finished:
                 raise KitError(f"interrupted; SLURM job {status.handle.job_id} was not requeued") from None
             record.update_status(reopen=True, state=RunState.REQUEUED)
-            log.warning(f"\nkit: stopped following; SLURM job {status.handle.job_id} is requeued and will run. "
-                        f"{_how_to(plan.run_id, record)}")
+            log.warning(
+                f"\nkit: stopped following; SLURM job {status.handle.job_id} is requeued and will run. "
+                f"{_how_to(plan.run_id, record)}"
+            )
             return Result(130, AttemptEnd.STILL_RUNNING, None)
         if not requeued:
-            raise SchedulerError(f"SLURM refused to requeue job {status.handle.job_id}",
-                                 command=f"scontrol requeue {status.handle.job_id}")
+            raise SchedulerError(
+                f"SLURM refused to requeue job {status.handle.job_id}",
+                command=f"scontrol requeue {status.handle.job_id}",
+            )
         record.keep_attempt_plan(plan)
         record.update_status(reopen=True, state=RunState.REQUEUED)
         return self._follow_result(plan, record, requeues=status.handle.restarts + 1)
@@ -165,7 +179,7 @@ class SlurmBackend(Backend):
         polls = poller(self.where)
         polls.nudge()
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:   # until SLURM says it waits again (not the attempt that ended)
+        while time.monotonic() < deadline:  # until SLURM says it waits again (not the attempt that ended)
             if not polls.info(job_id).finished:
                 return True
             time.sleep(0.5)
@@ -184,16 +198,17 @@ class SlurmBackend(Backend):
         state = status.state
         gone = status.supervisor_pid and liveness.supervisor(status) is None
         if not status.handle.job_id and state in ACTIVE and gone:
-            return RunState.LOST, (f"kit (pid {status.supervisor_pid}) ended before SLURM took the job; nothing was "
-                                   "queued")
+            return RunState.LOST, (
+                f"kit (pid {status.supervisor_pid}) ended before SLURM took the job; nothing was queued"
+            )
         if state in FINAL or not status.handle.job_id:
             return state, status.ended_by or _requeue_note(status) or status.note
         where = where_of(record, status)
-        polls = poller(where)   # a `kit status` asks once; a sweep's follower asks for all its trials at once
+        polls = poller(where)  # a `kit status` asks once; a sweep's follower asks for all its trials at once
         info = settle(where, status, polls.info(status.handle.job_id))
         if info.finished:
             polls.forget(status.handle.job_id)
-            copy_node_logs(where, status, record.path)   # the failure summary reads the record's copy
+            copy_node_logs(where, status, record.path)  # the failure summary reads the record's copy
             fields = record_end(record, final_fields(where, status, info, record.path))
             return fields["state"], fields["ended_by"] or f"{describe(info)}, exit code {fields['exit_code']}"
         if info.kit_state is None:
@@ -204,19 +219,27 @@ class SlurmBackend(Backend):
     def submit_many(self, sweep, todo: list, specs: dict, base_dir: str):
         """One job array for the trials `todo`, submitted where the SLURM commands run (here or the login host)."""
         from launcher.backends.slurm.array import create_records, submit_array
+
         made = create_records(self.record_root(self.workdir, base_dir), todo, specs)
         array_id, argv = submit_array(self, sweep, todo, made, SUBMIT_TIMEOUT)
-        poller(self.where).watch(f"{array_id}_{t.index}" for t in todo)   # followed as one: one query for all
+        poller(self.where).watch(f"{array_id}_{t.index}" for t in todo)  # followed as one: one query for all
         via = f" via {self.where.where}" if self.where.remote else ""
         skipped = len(sweep.trials) - len(todo)
-        log.info(f"kit: sweep {sweep.sweep_id}: submitted SLURM job array {array_id}{via} ({len(todo)} trial(s), at "
-                 f"most {sweep.spec.parallel} at once{f'; {skipped} succeeded before' if skipped else ''}): "
-                 f"{' '.join(argv)}")
-        return {"array_job_id": array_id, "array_tasks": [t.index for t in todo], "submitted_at": time.time(),
-                **self.login}
+        log.info(
+            f"kit: sweep {sweep.sweep_id}: submitted SLURM job array {array_id}{via} ({len(todo)} trial(s), at "
+            f"most {sweep.spec.parallel} at once{f'; {skipped} succeeded before' if skipped else ''}): "
+            f"{' '.join(argv)}"
+        )
+        return {
+            "array_job_id": array_id,
+            "array_tasks": [t.index for t in todo],
+            "submitted_at": time.time(),
+            **self.login,
+        }
 
     def cancel_many(self, sweep_data: dict, sweep_path: str):
         from launcher.backends.slurm.array import cancel_array
+
         return cancel_array(self, sweep_data, sweep_path)
 
     def read_output(self, plan: LaunchPlan, base_dir: str, path: str, limit: int):
@@ -231,6 +254,7 @@ class SlurmBackend(Backend):
 
     def doctor_rows(self, cluster, job, plan) -> list:
         from launcher.backends.slurm.preflight import doctor_rows
+
         return doctor_rows(cluster, job, plan)
 
     def cancel(self, record: RunRecord, status: RunStatus) -> str:
@@ -241,7 +265,7 @@ class SlurmBackend(Backend):
         polls.nudge()
         deadline = time.monotonic() + CANCEL_WAIT
         info = settle(where, status, polls.info(job_id))
-        while not info.finished and time.monotonic() < deadline:   # asked as the poller backs off, not each tick
+        while not info.finished and time.monotonic() < deadline:  # asked as the poller backs off, not each tick
             time.sleep(0.5)
             info = settle(where, status, polls.info(job_id))
         polls.forget(job_id)
@@ -250,7 +274,7 @@ class SlurmBackend(Backend):
             return f"kit: run {status.run_id}: scancel sent to SLURM job {job_id}; it is still {still}"
         copy_node_logs(where, status, record.path)
         fields = record_end(record, final_fields(where, status, info, record.path))
-        if fields["state"] != RunState.CANCELLED:   # kit's own watch had cancelled it already: its verdict stands
+        if fields["state"] != RunState.CANCELLED:  # kit's own watch had cancelled it already: its verdict stands
             return f"kit: run {status.run_id} {fields['state']} (SLURM job {job_id} ended: {info.slurm_state})"
         return f"kit: run {status.run_id} cancelled (SLURM job {job_id} ended: {info.slurm_state})"
 
@@ -261,11 +285,11 @@ def _requeue_note(status: RunStatus) -> str:
 
 
 def _how_to(run_id: str, record: RunRecord) -> str:
-    root = run_index.root_flag(record.path)   # "" where kit's index (or ./runs) finds the run by its id
-    return (f"Follow it with `kit logs {run_id} --follow{root}` or `kit status {run_id}{root}`; stop it with "
-            f"`kit cancel {run_id}{root}`.")
+    root = run_index.root_flag(record.path)  # "" where kit's index (or ./runs) finds the run by its id
+    return (
+        f"Follow it with `kit logs {run_id} --follow{root}` or `kit status {run_id}{root}`; stop it with "
+        f"`kit cancel {run_id}{root}`."
+    )
 
 
 BACKEND = SlurmBackend
-
-

@@ -20,7 +20,7 @@ _NODE_EXIT = re.compile(r"^node\d+\.exit$")
 # the rendered script still says it.
 TIME_LIMIT_NO_REQUEUE = "kit: time limit near, no requeue left"
 REQUEUES_EXHAUSTED = "more than slurm.max_requeues="
-ATTEMPT_STARTED = "kit: attempt {n} after "   # the batch shell's first words in a requeued attempt
+ATTEMPT_STARTED = "kit: attempt {n} after "  # the batch shell's first words in a requeued attempt
 
 
 def this_attempts_output(batch_text: str, restarts: int) -> Optional[str]:
@@ -40,12 +40,19 @@ def confine(record, status) -> None:
     """Without a login host the record is the run directory on the workdir: the paths its status names (workdir,
     run_dir), from which kit reads exit codes and copies logs, must lead back to it, never elsewhere."""
     from launcher.errors import RecordError
+
     if not status.handle.workdir or not status.handle.run_dir or not os.path.isabs(status.handle.workdir):
-        raise RecordError(f"run record {record.path}: no absolute workdir and run_dir recorded; kit will not read "
-                          f"the job's files from elsewhere", path=record.path)
+        raise RecordError(
+            f"run record {record.path}: no absolute workdir and run_dir recorded; kit will not read "
+            f"the job's files from elsewhere",
+            path=record.path,
+        )
     if os.path.realpath(run_dir_on_cluster(status)) != os.path.realpath(record.path):
-        raise RecordError(f"run record {record.path} names its run directory as {run_dir_on_cluster(status)}, "
-                          f"not itself; kit will not read or copy files from there", path=record.path)
+        raise RecordError(
+            f"run record {record.path} names its run directory as {run_dir_on_cluster(status)}, "
+            f"not itself; kit will not read or copy files from there",
+            path=record.path,
+        )
 
 
 def _exit_path(status, rank: int) -> str:
@@ -111,7 +118,7 @@ def copy_node_logs(where, status, record_path: str) -> None:
                         try:
                             f.write(data)
                         except OSError:
-                            f.truncate(start)   # never half a copy: the next call copies from here again
+                            f.truncate(start)  # never half a copy: the next call copies from here again
                             raise
                 finally:
                     fcntl.flock(f, fcntl.LOCK_UN)

@@ -27,7 +27,7 @@ from launcher.supervise.world import WorldWatch, ranks_started
 from launcher.transport.where import CommandError
 
 log = logging.getLogger(__name__)
-POLL = 1.0   # the watches' and the logs' tick; SLURM itself is asked through the poller, which backs off
+POLL = 1.0  # the watches' and the logs' tick; SLURM itself is asked through the poller, which backs off
 REACH_TIMEOUT = 60.0
 
 
@@ -48,15 +48,15 @@ def _follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: 
     polls, exits = poller(where), exits_written(where, status)
     # A requeued attempt's lines follow the last one's in the same logs: shown from where those end.
     offsets, said = (_log_ends(record.path) if requeues else {}), None
-    pending: dict = {}   # print_new_lines' partial lines, per log
-    noise: dict = {}     # its NoiseFilter per log
-    view = RanksView(plan.run_id)   # later ranks' tracebacks and repeated warnings: in the node logs only
+    pending: dict = {}  # print_new_lines' partial lines, per log
+    noise: dict = {}  # its NoiseFilter per log
+    view = RanksView(plan.run_id)  # later ranks' tracebacks and repeated warnings: in the node logs only
     watch, hang, insight, last_output = None, None, None, [time.monotonic()]
     stopped_by: Failure | None = None
     seen_running, attempt_restarts = False, requeues
     while True:
         written = exits_written(where, status)
-        if written > exits:   # a node's command ended: the job may have, with it
+        if written > exits:  # a node's command ended: the job may have, with it
             exits = written
             polls.nudge()
         info = settle(where, status, polls.info(status.handle.job_id))
@@ -71,21 +71,27 @@ def _follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: 
         copy_node_logs(where, status, record.path)
         if print_new_lines(record.path, None, offsets, pending, noise, view=view):
             last_output[0] = time.monotonic()
-        if info.restarts > attempt_restarts and not info.finished:   # the queue requeued the job: a new world
+        if info.restarts > attempt_restarts and not info.finished:  # the queue requeued the job: a new world
             attempt_restarts, watch, hang, insight = info.restarts, None, None, None
-        if info.kit_state == RunState.RUNNING and watch is None:   # the rendezvous clock starts when the job runs
+        if info.kit_state == RunState.RUNNING and watch is None:  # the rendezvous clock starts when the job runs
             watch = _world_watch(where, workdir, plan, record)
-            hang = HangWatch(plan, watch, lambda: last_output[0], lambda: _stacks(where, workdir, plan, record),
-                             record.path, named_host=lambda n: _host_of(record, n))
+            hang = HangWatch(
+                plan,
+                watch,
+                lambda: last_output[0],
+                lambda: _stacks(where, workdir, plan, record),
+                record.path,
+                named_host=lambda n: _host_of(record, n),
+            )
             insight = InsightWatch(plan, record, watch, log.warning, lambda n: _host_of(record, plan.nodes[n]))
         if watch is not None and stopped_by is None and info.kit_state == RunState.RUNNING:
-            assert hang is not None and insight is not None   # set with watch, above
+            assert hang is not None and insight is not None  # set with watch, above
             stopped_by = watch.poll() or hang.poll() or insight.poll()
             if stopped_by is not None:
                 _cancel(where, record, status, stopped_by)
         if info.finished:
             flush_held(noise, view=view)
-            status = note_info(where, record, info)   # the hosts of a job that ended before it was seen running
+            status = note_info(where, record, info)  # the hosts of a job that ended before it was seen running
             fields = final_fields(where, status, info, record.path, ran=seen_running)
             if stopped_by is not None:
                 fields.update(state=RunState.FAILED, exit_code=stopped_by.code, failure=stopped_by, ended_by="")
@@ -95,6 +101,7 @@ def _follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: 
             log.log(outcome_level(fields["state"]), f"kit: SLURM job {status.handle.job_id} {fields['state']}{why}")
             return fields
         time.sleep(POLL)
+
 
 def _cancel(where, record: RunRecord, status: RunStatus, failure) -> None:
     """Cancel the job for a watch's verdict, marked first: a `kit status` in another shell that sees the job
@@ -106,8 +113,10 @@ def _cancel(where, record: RunRecord, status: RunStatus, failure) -> None:
         where.cancel(status.handle.job_id)
         poller(where).nudge()
     except (KitError, CommandError) as e:
-        log.warning(f"kit: warning: could not cancel SLURM job {status.handle.job_id} ({e}); still following it "
-                    f"(kit cancel {status.run_id} tries again)")
+        log.warning(
+            f"kit: warning: could not cancel SLURM job {status.handle.job_id} ({e}); still following it "
+            f"(kit cancel {status.run_id} tries again)"
+        )
 
 
 def _world_watch(where, workdir: str, plan: LaunchPlan, record: RunRecord):
@@ -127,13 +136,30 @@ def _world_watch(where, workdir: str, plan: LaunchPlan, record: RunRecord):
         host = hosts[node.machine_rank] if node.machine_rank < len(hosts) else "?"
         if host == "?":
             return None
-        r = where.run(["srun", f"--jobid={status.handle.job_id}", "--overlap", "--nodes=1", "--ntasks=1",
-                            f"--nodelist={host}", "bash", "-c", reach_command(plan, node, master=hosts[0])],
-                           cwd=workdir, timeout=REACH_TIMEOUT)
+        r = where.run(
+            [
+                "srun",
+                f"--jobid={status.handle.job_id}",
+                "--overlap",
+                "--nodes=1",
+                "--ntasks=1",
+                f"--nodelist={host}",
+                "bash",
+                "-c",
+                reach_command(plan, node, master=hosts[0]),
+            ],
+            cwd=workdir,
+            timeout=REACH_TIMEOUT,
+        )
         return reach_problem(r.out + r.err, plan.world.master_addr, plan.world.master_port)
 
-    return WorldWatch(plan, lambda n: ranks_started(workdir, plan.run_dir, n, listdir=listdir), reach,
-                      named_host=lambda n: _host_of(record, n))
+    return WorldWatch(
+        plan,
+        lambda n: ranks_started(workdir, plan.run_dir, n, listdir=listdir),
+        reach,
+        named_host=lambda n: _host_of(record, n),
+    )
+
 
 def _stacks(where, workdir: str, plan: LaunchPlan, record: RunRecord) -> dict:
     """Every rank's stack, taken on each of the job's hosts in a step of its own (srun --overlap)."""
@@ -141,9 +167,21 @@ def _stacks(where, workdir: str, plan: LaunchPlan, record: RunRecord) -> dict:
     workdir = where.absolute(workdir)
     stacks = {}
     for node, host in zip(plan.nodes, [n.host for n in status.nodes]):
-        r = where.run(["srun", f"--jobid={status.handle.job_id}", "--overlap", "--nodes=1", "--ntasks=1",
-                            f"--nodelist={host}", "bash", "-c", dump_command(plan, node)], cwd=workdir,
-                           timeout=REACH_TIMEOUT)
+        r = where.run(
+            [
+                "srun",
+                f"--jobid={status.handle.job_id}",
+                "--overlap",
+                "--nodes=1",
+                "--ntasks=1",
+                f"--nodelist={host}",
+                "bash",
+                "-c",
+                dump_command(plan, node),
+            ],
+            cwd=workdir,
+            timeout=REACH_TIMEOUT,
+        )
         stacks.update(parse_dumps(r.out))
     return stacks
 
@@ -155,16 +193,16 @@ def note_info(where, record: RunRecord, info) -> RunStatus:
     # A verdict kit wrote before cancelling stays; a state SLURM has that kit does not know moves nothing.
     if not info.finished and info.kit_state is not None and status.state not in OVER:
         fields["state"] = info.kit_state
-        if info.kit_state == RunState.RUNNING and status.state != RunState.RUNNING:   # this attempt's start (as SSH)
+        if info.kit_state == RunState.RUNNING and status.state != RunState.RUNNING:  # this attempt's start (as SSH)
             fields["started_at"] = attempt_start(info, status, time.time())
-        if info.kit_state != status.state:   # the queue's moves, in the timeline kit report reads
+        if info.kit_state != status.state:  # the queue's moves, in the timeline kit report reads
             moved = [{"at": time.time(), "event": info.kit_state, "attempt": info.restarts + 1, "detail": info.reason}]
     # The allocation's hosts while it runs; a job that ended before kit saw it running still names the hosts it ran on.
     unknown = any(n.host == "?" for n in status.nodes)
     hosts = hostnames(where, info.nodes) if info.kit_state == RunState.RUNNING or (info.finished and unknown) else []
     if hosts and len(hosts) == len(status.nodes):
         fields["nodes"] = [dataclasses.replace(n, host=h) for n, h in zip(status.nodes, hosts)]
-    if info.restarts > len(status.attempts):   # requeued by the queue itself: its ended attempts are listed
+    if info.restarts > len(status.attempts):  # requeued by the queue itself: its ended attempts are listed
         batch = batch_output(where, status)
         record.amend(lambda current: requeued_attempts(current, info.restarts, batch, time.time()))
     return record.update_status(append={"timeline": moved}, **fields)
@@ -191,5 +229,6 @@ def ends_this_attempt(info, requeues: int, seen_running: bool) -> bool:
 
 def _log_ends(record_path: str) -> dict:
     """Each node log's size now: where print_new_lines starts for an attempt after the first."""
-    return {path: os.path.getsize(path) for _, path in node_logs(record_path, None)} \
-        if os.path.isdir(record_path) else {}
+    return (
+        {path: os.path.getsize(path) for _, path in node_logs(record_path, None)} if os.path.isdir(record_path) else {}
+    )

@@ -40,11 +40,13 @@ def login_fields(cluster) -> dict:
     if login is None:
         return {}
     from launcher.transport.endpoint import ssh_settings
+
     return {"login_host": login, "login_ssh": ssh_settings(cluster.ssh)}
 
 
 def where_for(cluster):
     """Where this cluster's SLURM commands run: its login host when the config names one, else here."""
     from launcher.transport.where import where_at
+
     fields = login_fields(cluster)
     return where_at(fields.get("login_host"), fields.get("login_ssh"))

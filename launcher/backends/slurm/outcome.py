@@ -8,8 +8,14 @@ import os
 import time
 from typing import Optional
 
-from launcher.backends.slurm.files import (REQUEUES_EXHAUSTED, TIME_LIMIT_NO_REQUEUE, batch_output,
-                                           exit_file_mtime, node_exit_codes, this_attempts_output)
+from launcher.backends.slurm.files import (
+    REQUEUES_EXHAUSTED,
+    TIME_LIMIT_NO_REQUEUE,
+    batch_output,
+    exit_file_mtime,
+    node_exit_codes,
+    this_attempts_output,
+)
 from launcher.backends.slurm.query import JobInfo
 from launcher.status import NOT_STARTED, Failure
 from launcher.supervise.failure import known_codes, read_log, summarize
@@ -60,10 +66,15 @@ def _first_failure(where, status, codes: list, record_path: str) -> Optional[Fai
 
     def of(rank: int) -> Failure:
         # The rank's own teed stderr names its error reliably; the node log interleaves its stdout and stderr.
-        return summarize(rank, hosts[rank] if rank < len(hosts) else "?", codes[rank],
-                         read_log(os.path.join(record_path, f"node{rank}.log")), known_codes(_node_argv(plan)),
-                         ranks_dir=os.path.join(record_path, f"node{rank}.ranks"),
-                         procs_per_node=plan.get("world", {}).get("procs_per_node", 1))
+        return summarize(
+            rank,
+            hosts[rank] if rank < len(hosts) else "?",
+            codes[rank],
+            read_log(os.path.join(record_path, f"node{rank}.log")),
+            known_codes(_node_argv(plan)),
+            ranks_dir=os.path.join(record_path, f"node{rank}.ranks"),
+            procs_per_node=plan.get("world", {}).get("procs_per_node", 1),
+        )
 
     return first_cause([of(rank) for rank in order])
 
@@ -109,8 +120,14 @@ def final_fields(where, status, info: JobInfo, record_path: str, ran: bool = Tru
         batch = batch_output(where, status)
         spent = budget_spent(batch)
         failure = _first_failure(where, status, codes, record_path)
-        if failure is None and not ran and state == RunState.FAILED and not info.forgotten and codes \
-                and all(c is None for c in codes):
+        if (
+            failure is None
+            and not ran
+            and state == RunState.FAILED
+            and not info.forgotten
+            and codes
+            and all(c is None for c in codes)
+        ):
             failure = _not_started(status, info, batch)
         code = failure.code if failure is not None else (info.exit_code or 1)
         if spent is not None:
@@ -120,11 +137,18 @@ def final_fields(where, status, info: JobInfo, record_path: str, ran: bool = Tru
             state = RunState.PREEMPTED
     if info.forgotten and not ended_by:
         missing = [str(i) for i, c in enumerate(codes) if c is None]
-        ended_by = (f"SLURM no longer knows job {info.job_id} and has no accounting; read from the nodes' exit files"
-                    + (f" (node(s) {', '.join(missing)} wrote none: killed, or never started)" if missing else ""))
-    return {"state": state, "exit_code": code, "node_exit_codes": codes, "restarts": info.restarts,
-            "slurm_state": info.slurm_state, "failure": failure,
-            "ended_by": ended_by}
+        ended_by = f"SLURM no longer knows job {info.job_id} and has no accounting; read from the nodes' exit files" + (
+            f" (node(s) {', '.join(missing)} wrote none: killed, or never started)" if missing else ""
+        )
+    return {
+        "state": state,
+        "exit_code": code,
+        "node_exit_codes": codes,
+        "restarts": info.restarts,
+        "slurm_state": info.slurm_state,
+        "failure": failure,
+        "ended_by": ended_by,
+    }
 
 
 def _not_started(status, info: JobInfo, batch: str) -> Failure:
@@ -136,19 +160,30 @@ def _not_started(status, info: JobInfo, batch: str) -> Failure:
     mine = this_attempts_output(batch, info.restarts)
     said = [ln.strip() for ln in (mine or "").splitlines() if "error:" in ln]
     out = os.path.join(status.handle.run_dir or "", f"slurm-{info.job_id}.out")
-    why = f"{said[-1]} (in {out})" if said else \
-        f"state {info.slurm_state}, reason {info.reason or 'none given'}; the controller's log says why"
+    why = (
+        f"{said[-1]} (in {out})"
+        if said
+        else f"state {info.slurm_state}, reason {info.reason or 'none given'}; the controller's log says why"
+    )
     hosts = [n.host for n in status.nodes]
-    return Failure(0, hosts[0] if hosts else "?", None, info.exit_code or 1, NOT_STARTED,
-                   f"SLURM ended job {info.job_id} before any node's command ran: {why}")
+    return Failure(
+        0,
+        hosts[0] if hosts else "?",
+        None,
+        info.exit_code or 1,
+        NOT_STARTED,
+        f"SLURM ended job {info.job_id} before any node's command ran: {why}",
+    )
 
 
 def _ended_by(state: str, status) -> str:
     limit = status.handle.max_requeues
     budget = f" (slurm.max_requeues={limit})" if limit is not None else ""
     if state == RunState.TIMEOUT:
-        return (f"the time limit came with no requeue left{budget}; the ranks got SIGTERM to checkpoint and stop. "
-                "Resubmit (the training module's --resume auto continues from the checkpoint) or raise slurm.time")
+        return (
+            f"the time limit came with no requeue left{budget}; the ranks got SIGTERM to checkpoint and stop. "
+            "Resubmit (the training module's --resume auto continues from the checkpoint) or raise slurm.time"
+        )
     return f"requeued more often than allowed{budget}; resubmit to continue from the last checkpoint"
 
 
@@ -176,5 +211,5 @@ def record_end(record, fields: dict) -> dict:
         applied.update(with_kits_verdict(current, fields))
         return {**applied, "finished_at": ended}
 
-    record.amend(change, attempt_end=True)   # held while kit's restart loop may requeue the job
+    record.amend(change, attempt_end=True)  # held while kit's restart loop may requeue the job
     return applied

@@ -16,10 +16,10 @@ class SlurmPlacement(Placement):
     sections = {"slurm": SlurmOptions, "ssh": SshOptions}
     runtime_vars = ("SLURM_NODEID", "KIT_MASTER_ADDR")
     prelude = (MASTER_ADDR_PRELUDE,)
-    lanes_own_ports = False   # every array task is an allocation of its own
+    lanes_own_ports = False  # every array task is an allocation of its own
     restarts_in_place = True  # a restart is a requeue: the same script, resolved again in a new allocation
-    task_checks = True         # each task's python has the launch's modules (check_modules.py), before the env check
-    env_check_where = "task"   # the tasks meet in the shared run directory (env_check.py) before training
+    task_checks = True  # each task's python has the launch's modules (check_modules.py), before the env check
+    env_check_where = "task"  # the tasks meet in the shared run directory (env_check.py) before training
 
     def check_cluster(self, cluster: ClusterSpec) -> None:
         if cluster.hosts:
@@ -35,6 +35,7 @@ class SlurmPlacement(Placement):
         if self.logs_in(cluster):
             return None
         import os
+
         return os.path.normpath(os.path.join(cwd, cluster.workdir))
 
     def logs_in(self, cluster: ClusterSpec) -> bool:
@@ -57,13 +58,14 @@ class SlurmPlacement(Placement):
         if not failed or s is None or not s.exclude_failed_nodes:
             return cluster, ()
         from launcher.planning.health import excluded_note
+
         names = sorted(n for n in failed if n not in s.exclude)
         slurm = s.model_copy(update={"exclude": sorted({*s.exclude, *names})})
         note = excluded_note(names, failed)
         return cluster.model_copy(update={"slurm": slurm}), (note,) if note else ()
 
     def spares(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
-        return ()   # the allocation decides; a requeue gets a new one
+        return ()  # the allocation decides; a requeue gets a new one
 
     def where(self, host: Host, cluster: ClusterSpec) -> str:
         return f"cluster '{cluster.name}'"
@@ -80,18 +82,30 @@ class SlurmPlacement(Placement):
 
     def submission(self, cluster, *, run_id, job_name, nodes, gpus, run_dir, node_command):
         script_path = f"{run_dir}/job.sbatch"
-        script = sbatch_script(cluster, run_id=run_id, job_name=job_name, nodes=nodes, gpus=gpus, run_dir=run_dir,
-                               workdir=cluster.workdir, node_command=node_command)
+        script = sbatch_script(
+            cluster,
+            run_id=run_id,
+            job_name=job_name,
+            nodes=nodes,
+            gpus=gpus,
+            run_dir=run_dir,
+            workdir=cluster.workdir,
+            node_command=node_command,
+        )
         return {script_path: script}, Submission(kind="sbatch", argv=("sbatch", "--parsable", script_path))
 
     def binding(self, cluster: ClusterSpec, job: JobSpec) -> dict:
         from launcher.preflight.entrypoint import EntrypointRef
         from launcher.render.slurm import DEFAULT_MAX_REQUEUES
+
         slurm = cluster.slurm
-        return {"login": login_fields(cluster), "workdir": cluster.workdir,
-                "max_requeues": slurm.max_requeues if slurm is not None else DEFAULT_MAX_REQUEUES,
-                "partition": slurm.partition if slurm is not None else None,
-                "entrypoint": EntrypointRef(job.entrypoint.module, job.entrypoint.script)}
+        return {
+            "login": login_fields(cluster),
+            "workdir": cluster.workdir,
+            "max_requeues": slurm.max_requeues if slurm is not None else DEFAULT_MAX_REQUEUES,
+            "partition": slurm.partition if slurm is not None else None,
+            "entrypoint": EntrypointRef(job.entrypoint.module, job.entrypoint.script),
+        }
 
     def lanes(self, cluster: ClusterSpec, jobs: list[JobSpec], parallel: int) -> Lanes:
         # The job array's `%parallel` runs trials side by side; every lane keeps the cluster as it is.
@@ -100,6 +114,7 @@ class SlurmPlacement(Placement):
 
     def array_plan(self, sweep_id: str, parallel: int, trials):
         from launcher.backends.slurm.array_script import array_plan
+
         return array_plan(sweep_id, parallel, trials)
 
 

@@ -37,9 +37,15 @@ def squeue_jobs(where, job_ids: list[str]) -> Optional[dict]:
         if len(cells) < 6 or cells[0] not in job_ids:
             continue
         job, state, restarts, reason, nodes, used = cells[:6]
-        found[job] = JobInfo(job, state.split()[0], reason=reason, nodes=nodes,
-                             restarts=int(restarts) if restarts.isdigit() else 0, from_controller=True,
-                             started_at=started_from(used, asked) if state.startswith("RUNNING") else None)
+        found[job] = JobInfo(
+            job,
+            state.split()[0],
+            reason=reason,
+            nodes=nodes,
+            restarts=int(restarts) if restarts.isdigit() else 0,
+            from_controller=True,
+            started_at=started_from(used, asked) if state.startswith("RUNNING") else None,
+        )
     return found
 
 
@@ -59,7 +65,7 @@ class Poller:
         self._infos: dict = {}
         self._interval = FAST
         self._due = 0.0
-        self.queries = 0   # batched rounds made (for tests and the bench)
+        self.queries = 0  # batched rounds made (for tests and the bench)
 
     def watch(self, job_ids: Iterable[str]) -> None:
         """Follow these too: the next round asks for them with the others (none asked for now)."""
@@ -93,7 +99,7 @@ class Poller:
             old = self._infos.get(job_id)
             row = None if rows is None else rows.get(job_id)
             if rows is None and old is not None:
-                continue   # the controller did not answer: what it said last stands, asked again later
+                continue  # the controller did not answer: what it said last stands, asked again later
             if row is None:
                 # squeue does not know it (any more): scontrol then accounting, once; a job kit saw end stays ended.
                 new = old if old is not None and old.finished else query(self.where, job_id)
@@ -107,8 +113,13 @@ class Poller:
             self._infos[job_id] = new
         self._interval = FAST if changed else min(self._interval * 2, SLOW)
         self._due = time.monotonic() + self._interval
-        log.debug("kit: debug: SLURM poll %d (%s): %s; next in %g s", self.queries, self.where.where,
-                  ", ".join(f"{j} {self._infos[j].slurm_state}" for j in ids), self._interval)
+        log.debug(
+            "kit: debug: SLURM poll %d (%s): %s; next in %g s",
+            self.queries,
+            self.where.where,
+            ", ".join(f"{j} {self._infos[j].slurm_state}" for j in ids),
+            self._interval,
+        )
 
 
 _POLLERS: dict = {}

@@ -20,18 +20,23 @@ def _scontrol(where, *args: str) -> str:
     try:
         r = where.run(["scontrol", *args], timeout=TIMEOUT)
     except CommandError as e:
-        raise SchedulerError(f"preflight: scontrol {' '.join(args)} failed: {e}", command=f"scontrol {' '.join(args)}",
-                             said=str(e)) from None
+        raise SchedulerError(
+            f"preflight: scontrol {' '.join(args)} failed: {e}", command=f"scontrol {' '.join(args)}", said=str(e)
+        ) from None
     if r.code != 0 and "not found" not in r.err + r.out:
         why = (r.err.strip().splitlines() or [f"exit {r.code}"])[-1]
-        raise SchedulerError(f"preflight: scontrol {' '.join(args)} failed: {why} (is the SLURM controller "
-                             f"reachable?)", command=f"scontrol {' '.join(args)}", said=why)
+        raise SchedulerError(
+            f"preflight: scontrol {' '.join(args)} failed: {why} (is the SLURM controller reachable?)",
+            command=f"scontrol {' '.join(args)}",
+            said=why,
+        )
     return r.out if r.code == 0 else ""
 
 
 def _partitions(where) -> list[dict]:
-    return [dict(_FIELD.findall(line)) for line in _scontrol(where, "show", "partition", "-o").splitlines()
-            if line.strip()]
+    return [
+        dict(_FIELD.findall(line)) for line in _scontrol(where, "show", "partition", "-o").splitlines() if line.strip()
+    ]
 
 
 def _partition(where, name) -> dict:
@@ -62,14 +67,22 @@ def _check_shape(where, part: dict, nodes: int, gpus: int) -> str:
     gpus_by_node = _node_gpus(where, part.get("Nodes", ""))
     have = len(gpus_by_node)
     if nodes > have:
-        raise KitError(Option("nodes", nodes), f": partition {name} has {have} node(s) ({part.get('Nodes', '')}); "
-                       f"ask for at most {have}")
+        raise KitError(
+            Option("nodes", nodes),
+            f": partition {name} has {have} node(s) ({part.get('Nodes', '')}); ask for at most {have}",
+        )
     fit = [n for n, g in gpus_by_node.items() if g >= gpus]
     what = ", ".join(f"{n}: {g}" for n, g in sorted(gpus_by_node.items()))
     if gpus and len(fit) < nodes:
-        raise KitError(Option("gpus", gpus), f": partition {name} has {len(fit)} node(s) with {gpus} or more GPUs, "
-                       f"{nodes} needed (GPUs per node: {what}); lower ", Option("gpus"), ", or ", Option("gpus", 0),
-                       " for a CPU job")
+        raise KitError(
+            Option("gpus", gpus),
+            f": partition {name} has {len(fit)} node(s) with {gpus} or more GPUs, "
+            f"{nodes} needed (GPUs per node: {what}); lower ",
+            Option("gpus"),
+            ", or ",
+            Option("gpus", 0),
+            " for a CPU job",
+        )
     return f"{nodes} node(s) x {gpus} GPU(s) fit partition {name} (GPUs per node: {what})"
 
 
@@ -80,29 +93,33 @@ def _check_tools(where) -> str:
         raise KitError(f"preflight: cannot look for {', '.join(TOOLS)} on {where.where}: {e}") from None
     missing = [t for t in TOOLS if not found[t]]
     if missing:
-        fix = ("set slurm.login_host to a machine that has them" if not where.remote
-               else "install them there or pick another slurm.login_host")
+        fix = (
+            "set slurm.login_host to a machine that has them"
+            if not where.remote
+            else "install them there or pick another slurm.login_host"
+        )
         raise KitError(f"preflight: {', '.join(missing)} not found on PATH on {where.where}; {fix}")
     return ", ".join(found[t] for t in TOOLS)
 
 
 def _check_workdir(where, workdir: str) -> str:
     if not where.is_dir(workdir):
-        raise KitError(f"workdir {workdir}: no such directory on {where.where} (the nodes' shared "
-                       "working directory)")
+        raise KitError(f"workdir {workdir}: no such directory on {where.where} (the nodes' shared working directory)")
     return where.absolute(workdir)
 
 
 def _check_script(where, entrypoint, workdir: str) -> str:
     script = entrypoint.script
     if script is not None and not where.is_file(os.path.join(workdir, script)):
-        raise KitError(f"entrypoint.script {script}: no such file in the node's workdir {workdir}; "
-                       "a relative script path is taken from the workdir")
+        raise KitError(
+            f"entrypoint.script {script}: no such file in the node's workdir {workdir}; "
+            "a relative script path is taken from the workdir"
+        )
     return script or f"module {entrypoint.module} (checked on the nodes when it starts)"
 
 
 def _check_login(where) -> str:
-    where.reach()   # connects and logs in, host key checked; one line naming the host on failure
+    where.reach()  # connects and logs in, host key checked; one line naming the host on failure
     return where.where
 
 
@@ -119,11 +136,13 @@ def checks(plan, where, partition, workdir: str, entrypoint, default_gpus: int =
         return found[0].get("PartitionName", "?")
 
     login = [("login host", lambda: _check_login(where))] if where.remote else []
-    out = [*login,
-           ("slurm tools", lambda: _check_tools(where)),
-           ("partition", partition_found),
-           ("nodes and GPUs", lambda: _check_shape(where, found[0], nodes, gpus)),
-           ("workdir", lambda: _check_workdir(where, workdir))]
+    out = [
+        *login,
+        ("slurm tools", lambda: _check_tools(where)),
+        ("partition", partition_found),
+        ("nodes and GPUs", lambda: _check_shape(where, found[0], nodes, gpus)),
+        ("workdir", lambda: _check_workdir(where, workdir)),
+    ]
     if entrypoint is not None:
         out.append(("entrypoint", lambda: _check_script(where, entrypoint, workdir)))
     return out
@@ -142,8 +161,7 @@ def doctor_rows(cluster, job, plan) -> list[tuple[str, str, str, str]]:
     rows, failed = [], set()
     partition = cluster.slurm.partition if cluster.slurm is not None else None
     entrypoint = job.entrypoint if job is not None else None
-    for name, check in checks(plan, where_for(cluster), partition, cluster.workdir, entrypoint,
-                              cluster.gpus_per_node):
+    for name, check in checks(plan, where_for(cluster), partition, cluster.workdir, entrypoint, cluster.gpus_per_node):
         if "login host" in failed:
             rows.append(("slurm", name, "SKIP", "needs the login host"))
             continue
@@ -157,5 +175,6 @@ def doctor_rows(cluster, job, plan) -> list[tuple[str, str, str, str]]:
             rows.append(("slurm", name, "FAIL", str(e)))
     if job is not None and not failed:
         from launcher.backends.slurm.env_doctor import env_rows
+
         rows += env_rows(cluster, job, plan, where_for(cluster), partition)
     return rows

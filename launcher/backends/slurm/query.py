@@ -17,10 +17,12 @@ _FIELD = re.compile(r"(\w+)=(\S*)")
 SLURM_STATES = {
     "PENDING": RunState.PENDING,
     **dict.fromkeys(("REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "PREEMPTED"), RunState.REQUEUED),
-    **dict.fromkeys(("RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "RESIZING", "SIGNALING",
-                     "STAGE_OUT"), RunState.RUNNING),
+    **dict.fromkeys(
+        ("RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "RESIZING", "SIGNALING", "STAGE_OUT"),
+        RunState.RUNNING,
+    ),
     "COMPLETED": RunState.SUCCEEDED,
-    "CANCELLED": RunState.CANCELLED,   # also "CANCELLED by <uid>"
+    "CANCELLED": RunState.CANCELLED,  # also "CANCELLED by <uid>"
     "TIMEOUT": RunState.TIMEOUT,
     **dict.fromkeys(("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"), RunState.FAILED),
 }
@@ -29,18 +31,18 @@ SLURM_STATES = {
 @dataclass(frozen=True)
 class JobInfo:
     job_id: str
-    slurm_state: str         # SLURM's word (RUNNING, PENDING, COMPLETED, ...), UNKNOWN when nobody knows
+    slurm_state: str  # SLURM's word (RUNNING, PENDING, COMPLETED, ...), UNKNOWN when nobody knows
     reason: str = ""
     nodes: str = ""
     restarts: int = 0
-    exit_code: Optional[int] = None   # the batch script's, when SLURM reported it
+    exit_code: Optional[int] = None  # the batch script's, when SLURM reported it
     # The controller says the job id is invalid (it forgot the job, which it does only once a job has ended) and
     # accounting cannot say either: the run directory's exit files decide how it ended.
     forgotten: bool = False
     # The controller's word (scontrol), not accounting's: only it counts requeues, and accounting can still show a
     # requeued job's previous end for a while.
     from_controller: bool = False
-    started_at: Optional[float] = None   # when the running job started, on kit's clock (now - its RunTime)
+    started_at: Optional[float] = None  # when the running job started, on kit's clock (now - its RunTime)
 
     @property
     def kit_state(self) -> Optional[RunState]:
@@ -92,18 +94,24 @@ def sacct_state(job_id: str) -> str:
 
 def query(where, job_id: str) -> JobInfo:
     """`where`: transport.where.Local or LoginHost, where the SLURM commands run."""
-    asked = time.time()   # before the answer: the controller's RunTime was counted at or after this
+    asked = time.time()  # before the answer: the controller's RunTime was counted at or after this
     fields, invalid = scontrol_job(where, job_id)
     # sacct lags the controller (a final row can appear before its exit code and end time) and costs more on a
     # busy login node: while the controller still knows the job, its word is used; sacct answers once the
     # controller has forgotten it (MinJobAge, 300 s by default).
     state = fields.get("JobState", "") or where.accounting_state(job_id)
     code = _exit_code(fields.get("ExitCode", "")) if fields else _exit_code(_sacct_field(where, job_id, "ExitCode"))
-    return JobInfo(job_id, state.split()[0], reason=fields.get("Reason", ""), nodes=fields.get("NodeList", ""),
-                   restarts=int(fields.get("Restarts", "0") or 0), exit_code=code,
-                   forgotten=invalid and state == "UNKNOWN", from_controller=bool(fields),
-                   started_at=started_from(fields.get("RunTime", ""), asked) if state.startswith("RUNNING")
-                   else None)
+    return JobInfo(
+        job_id,
+        state.split()[0],
+        reason=fields.get("Reason", ""),
+        nodes=fields.get("NodeList", ""),
+        restarts=int(fields.get("Restarts", "0") or 0),
+        exit_code=code,
+        forgotten=invalid and state == "UNKNOWN",
+        from_controller=bool(fields),
+        started_at=started_from(fields.get("RunTime", ""), asked) if state.startswith("RUNNING") else None,
+    )
 
 
 def started_from(run_time: str, asked: float) -> Optional[float]:

@@ -9,7 +9,7 @@ from launcher.backends.slurm.files import ATTEMPT_STARTED, this_attempts_output
 from launcher.status import RunStatus
 from launcher.states import RunState
 
-TIME_LIMIT_REQUEUE = "kit: time limit near: requeueing"   # render/slurm.py's trap says it; a test keeps them one
+TIME_LIMIT_REQUEUE = "kit: time limit near: requeueing"  # render/slurm.py's trap says it; a test keeps them one
 BY_TIME_LIMIT = "time limit near: the batch shell requeued the job"
 BY_QUEUE = "requeued by SLURM (preemption or scontrol requeue)"
 
@@ -31,8 +31,16 @@ def requeued_attempts(current: RunStatus, restarts: int, batch_text: str, now: f
         n = len(attempts) + 1
         said = _output_of(batch_text, n) or ""
         started = attempts[-1].get("finished_at") if attempts else current.started_at
-        attempts.append({"attempt": n, "started_at": started, "finished_at": now, "state": RunState.REQUEUED,
-                         "exit_code": None, "cause": BY_TIME_LIMIT if TIME_LIMIT_REQUEUE in said else BY_QUEUE})
+        attempts.append(
+            {
+                "attempt": n,
+                "started_at": started,
+                "finished_at": now,
+                "state": RunState.REQUEUED,
+                "exit_code": None,
+                "cause": BY_TIME_LIMIT if TIME_LIMIT_REQUEUE in said else BY_QUEUE,
+            }
+        )
     return {"attempts": attempts} if len(attempts) > len(current.attempts) else {}
 
 

@@ -23,7 +23,7 @@ from launcher.supervise import WATCHDOG, WATCHDOG_OUTPUT
 from launcher.backends.ssh.node import HELLO
 
 WAITING = "kit-boot:waiting"
-WATCHDOG_NAME = "kit-watchdog"   # the watchdog module's name on the host (in its tracebacks)
+WATCHDOG_NAME = "kit-watchdog"  # the watchdog module's name on the host (in its tracebacks)
 
 _BOOT = """\
 import os, sys, time

@@ -17,14 +17,14 @@ from launcher.states import RunState
 def _nodes_by_host(status: RunStatus) -> dict:
     by_host: dict[str, list[NodeStatus]] = {}
     for node in status.nodes:
-        if node.pid and node.start_ticks:   # a pid without its start time could be anyone's by now
+        if node.pid and node.start_ticks:  # a pid without its start time could be anyone's by now
             by_host.setdefault(node.host, []).append(node)
     return by_host
 
 
 def _guarded(node: NodeStatus, action: str) -> str:
     """Shell text that runs `action` only if the pid still is the watchdog recorded (same start time)."""
-    assert node.pid is not None   # _nodes_by_host keeps only the nodes with a pid
+    assert node.pid is not None  # _nodes_by_host keeps only the nodes with a pid
     pid = int(node.pid)
     ticks = shlex.quote(str(node.start_ticks or ""))
     return f'[ "$({STARTTIME.format(pid=pid)} 2>/dev/null)" = {ticks} ] && {action}'
@@ -43,6 +43,7 @@ def _on_hosts(record, status: RunStatus, action: str) -> tuple[dict, list]:
     from launcher.transport.endpoint import resolve
     from launcher.transport.hostkeys import Accepted
     from launcher.transport.connect import connect
+
     settings = record_settings(record, status)
 
     def one(item):
@@ -87,10 +88,10 @@ def current_state(record, status: RunStatus) -> tuple[str, str]:
 
 
 def cancel_ssh_run(record, status: RunStatus) -> str:
-    require_trusted(record)   # before its supervisor pid is signalled, not only before the logins
+    require_trusted(record)  # before its supervisor pid is signalled, not only before the logins
     run_id = status.run_id or "?"
     grace = stop_supervisor(status, " on every host")  # the supervisor stops every node through its channels
-    _, errors = _on_hosts(record, status, "kill -TERM {pid}")   # the watchdog stops its node, with the grace
+    _, errors = _on_hosts(record, status, "kill -TERM {pid}")  # the watchdog stops its node, with the grace
     deadline = time.monotonic() + grace + CANCEL_MARGIN
     while time.monotonic() < deadline and remote_alive(record, status)[0]:
         time.sleep(1.0)

@@ -9,11 +9,11 @@ from launcher.errors import KitError
 from launcher.backends.ssh.preflight import last_line
 from launcher.preflight.markers import after_marker
 from launcher.preflight.reach import CONNECT_SECONDS, REACH_SOURCE, reach_detail
-from launcher.render import modules   # at import: the SSH threads import nothing (test_ssh_thread_imports)
+from launcher.render import modules  # at import: the SSH threads import nothing (test_ssh_thread_imports)
 from launcher.render.shell import node_command
 
 PACKAGES = ("torch", "accelerate", "deepspeed", "transformers")
-DEFAULT_MODULES = ("accelerate", "torch")   # without --job: what an accelerate launch needs
+DEFAULT_MODULES = ("accelerate", "torch")  # without --job: what an accelerate launch needs
 MARK = "kit-doctor:"
 MIN_FREE_GB = 1.0
 # Versions come from package metadata: nothing heavy is imported.
@@ -64,6 +64,7 @@ def _said(out: str) -> list:
 
 def _facts(conn, cluster, python, entry=("", ""), needed=DEFAULT_MODULES) -> tuple[dict, str]:
     from launcher.render.envcheck import SOURCE, probe_lines
+
     # And what a run's checks take: the fingerprint, and the launch's modules found (the same find_spec check).
     program = FACTS_SOURCE + SOURCE + probe_lines(MARK, *entry) + modules.SOURCE + modules.probe_lines(MARK, needed)
     code, out, err = conn.run(_text(cluster, (python, "-c", program)), timeout=120)
@@ -73,30 +74,44 @@ def _facts(conn, cluster, python, entry=("", ""), needed=DEFAULT_MODULES) -> tup
         return {}, f"{python} not usable after the setup lines (exit {code}): {last}"
     facts = json.loads(said[0])
     facts["env"] = next((json.loads(v[4:]) for v in said[1:] if v.startswith("env ")), None)
-    facts["missing"] = next((v[len("missing "):] for v in said[1:] if v.startswith("missing ")), "")
+    facts["missing"] = next((v[len("missing ") :] for v in said[1:] if v.startswith("missing ")), "")
     return facts, ""
 
 
 def _env_rows(facts: dict) -> list:
     from launcher.insight.drift import doctor_rows as env_rows
+
     return env_rows([(host, f["env"]) for host, f in facts.items() if f.get("env") is not None])
 
 
-def _host_rows(name, conn, cluster, python, gpus_wanted, entry_check, entry=("", ""),
-               needed=DEFAULT_MODULES) -> tuple[list, dict]:
+def _host_rows(
+    name, conn, cluster, python, gpus_wanted, entry_check, entry=("", ""), needed=DEFAULT_MODULES
+) -> tuple[list, dict]:
     facts, problem = _facts(conn, cluster, python, entry, needed)
     if problem:
         return [(name, "python", "FAIL", problem)], {}
-    rows = [(name, "python", "ok", f"{facts['python']} ({facts['version']})"),
-            (name, "modules", "FAIL" if facts["missing"] else "ok",
-             facts["missing"] or f"{', '.join(needed)} found (what the launch imports first)")]
+    rows = [
+        (name, "python", "ok", f"{facts['python']} ({facts['version']})"),
+        (
+            name,
+            "modules",
+            "FAIL" if facts["missing"] else "ok",
+            facts["missing"] or f"{', '.join(needed)} found (what the launch imports first)",
+        ),
+    ]
     if gpus_wanted == 0:
         rows.append((name, "gpus", "skipped", "CPU cluster"))
     else:
         seen = facts["gpus"]
         ok = seen is not None and seen >= gpus_wanted
-        rows.append((name, "gpus", "ok" if ok else "FAIL",
-                     f"nvidia-smi -L: {'not available' if seen is None else seen}, config wants {gpus_wanted}"))
+        rows.append(
+            (
+                name,
+                "gpus",
+                "ok" if ok else "FAIL",
+                f"nvidia-smi -L: {'not available' if seen is None else seen}, config wants {gpus_wanted}",
+            )
+        )
     free = facts["free_gb"]
     rows.append((name, "disk", "ok" if free >= MIN_FREE_GB else "FAIL", f"{free} GB free in {cluster.workdir}"))
     if entry_check is not None and cluster.sync is not None:
@@ -111,6 +126,7 @@ def _host_rows(name, conn, cluster, python, gpus_wanted, entry_check, entry=("",
 def _sftp_row(name, conn) -> tuple:
     """kit uploads each node's files (its accelerate config) over SFTP: the session must start."""
     from launcher.transport.sftp import SftpUnavailable
+
     try:
         conn.open_sftp()
     except SftpUnavailable as e:
@@ -142,7 +158,7 @@ def _network_rows(conns, cluster, pythons, master, port) -> list:
         if not raw:
             break
         first = raw.decode(errors="replace").strip()
-    first = first[first.find(MARK):] if MARK in first else first
+    first = first[first.find(MARK) :] if MARK in first else first
     if not first.endswith("listening"):
         chan.close()
         return [(head, "master port", "FAIL", f"port {port} in use on the master host ({first or 'no answer'})")]
@@ -150,8 +166,9 @@ def _network_rows(conns, cluster, pythons, master, port) -> list:
 
     def dial(host):
         """The same check a run makes from a node whose world does not form (preflight/reach.py)."""
-        _, out, err = conns[host].run(_text(cluster, (pythons[host], "-c", REACH_SOURCE, master, str(port),
-                                                      f"{CONNECT_SECONDS:g}")), 60)
+        _, out, err = conns[host].run(
+            _text(cluster, (pythons[host], "-c", REACH_SOURCE, master, str(port), f"{CONNECT_SECONDS:g}")), 60
+        )
         ok, detail = reach_detail(out + err, master, port)
         return (host, "tcp to master", "ok" if ok else "FAIL", detail)
 
@@ -173,8 +190,11 @@ def doctor_rows(cluster, job=None, plan=None) -> list:
     point = job.entrypoint if job is not None else None
     entry = (("module", point.module) if point.module else ("script", point.script)) if point else ("", "")
     python = cluster.python or "python"
-    needed = (modules.required(plan.nodes[0].argv, plan.world.strategy) if plan is not None and plan.nodes
-              else DEFAULT_MODULES)
+    needed = (
+        modules.required(plan.nodes[0].argv, plan.world.strategy)
+        if plan is not None and plan.nodes
+        else DEFAULT_MODULES
+    )
     rows, conns = [], {}
 
     def one(host):
@@ -185,8 +205,13 @@ def doctor_rows(cluster, job=None, plan=None) -> list:
         wanted = host.gpus if host.gpus is not None else cluster.gpus_per_node
         check = entry_checker(plan, host.name, job) if plan is not None else None
         host_rows, facts = _host_rows(host.name, conn, cluster, python, wanted, check, entry, needed)
-        return host.name, conn, [(host.name, "ssh", "ok", "reachable, authenticated, host key known"),
-                                 _sftp_row(host.name, conn)] + host_rows, facts
+        return (
+            host.name,
+            conn,
+            [(host.name, "ssh", "ok", "reachable, authenticated, host key known"), _sftp_row(host.name, conn)]
+            + host_rows,
+            facts,
+        )
 
     with ThreadPoolExecutor(max_workers=max(1, min(64, len(cluster.hosts)))) as pool:
         results = list(pool.map(one, cluster.hosts))
@@ -200,8 +225,9 @@ def doctor_rows(cluster, job=None, plan=None) -> list:
         head = cluster.hosts[0]
         if head.name in facts and set(facts) == set(conns):
             port = plan.world.master_port if plan is not None else master_port(cluster.master_port, "doctor")
-            rows += _network_rows(conns, cluster, {h: f["python"] for h, f in facts.items()},
-                                  head.address or head.name, port)
+            rows += _network_rows(
+                conns, cluster, {h: f["python"] for h, f in facts.items()}, head.address or head.name, port
+            )
         else:
             rows.append((head.name, "master port", "skipped", "not every host answered"))
     finally:

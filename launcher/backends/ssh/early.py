@@ -16,7 +16,7 @@ import threading
 
 from launcher.backends.warmup import read_yaml
 
-_early = None   # this process's early logins, until the SSH backend claims them
+_early = None  # this process's early logins, until the SSH backend claims them
 # While the logins run: their threads mostly wait on the hosts, and when an answer comes each should not wait long
 # for the interpreter lock that kit's start-up holds (5 ms a turn by default; a handshake takes many turns).
 SWITCH_INTERVAL = 0.0005
@@ -29,11 +29,12 @@ class EarlyLogins:
         from launcher.backends.ssh.gate import GATE_COMMAND
         from launcher.transport import connect, ssh
         from launcher.transport.hostkeys import Accepted
+
         self._ssh, self._connect, self._gate_command = ssh, connect, GATE_COMMAND
         self.accepted = Accepted()
-        self.switch_interval = sys.getswitchinterval()   # restored when the backend claims the logins
+        self.switch_interval = sys.getswitchinterval()  # restored when the backend claims the logins
         sys.setswitchinterval(SWITCH_INTERVAL)
-        self._logins = {}   # host name -> (Endpoint, Connection or the line saying why none)
+        self._logins = {}  # host name -> (Endpoint, Connection or the line saying why none)
         self._threads = {e.name: threading.Thread(target=self._one, args=(e,), daemon=True) for e in endpoints}
         for t in self._threads.values():
             t.start()
@@ -41,10 +42,10 @@ class EarlyLogins:
     def _one(self, endpoint) -> None:
         ssh, connect = self._ssh, self._connect
         try:
-            sock = None if endpoint.proxy_jump else connect.tcp_connect(endpoint)   # the host's sshd starts meanwhile
+            sock = None if endpoint.proxy_jump else connect.tcp_connect(endpoint)  # the host's sshd starts meanwhile
             conn = sock if isinstance(sock, str) else connect.try_connect(endpoint, self.accepted, sock)
-        except Exception:   # a guess that fails in a way a login should not (a setting the schema refuses): no
-            conn = None     # early login, and no traceback from this thread; the normal path says what is wrong
+        except Exception:  # a guess that fails in a way a login should not (a setting the schema refuses): no
+            conn = None  # early login, and no traceback from this thread; the normal path says what is wrong
         if isinstance(conn, ssh.Connection):
             try:
                 conn.open_ahead(self._gate_command)
@@ -74,8 +75,9 @@ def _endpoints(cluster: dict, nodes: int) -> list:
     """The endpoints of the first `nodes` hosts of the cluster file's data, as the validated config would
     resolve them."""
     from launcher.transport.endpoint import resolve
+
     ssh = cluster.get("ssh") or {}
-    settings = {**ssh, "port_given": "port" in ssh}   # resolve() applies the schema's defaults
+    settings = {**ssh, "port_given": "port" in ssh}  # resolve() applies the schema's defaults
     hosts = [{"name": h} if isinstance(h, str) else h for h in cluster["hosts"]][:nodes]
     return [resolve(h["name"], h.get("address"), settings) for h in hosts]
 
@@ -93,9 +95,9 @@ def early_guess(request, cluster: dict):
         job = {} if built else read_yaml(request.job)
         ssh = cluster.get("ssh") or {}
         if cluster.get("backend") != "ssh" or ssh.get("accept_new_host_keys") or "sweep" in job:
-            return None   # accepting new keys is reported with the run: keep it where the run's record is made
+            return None  # accepting new keys is reported with the run: keep it where the run's record is made
         if not _timeouts_usable(ssh):
-            return None   # the schema refuses them, in one line, before any login
+            return None  # the schema refuses them, in one line, before any login
         nodes = request.nodes if request.nodes is not None else job.get("nodes", 1)
         return cluster, nodes if isinstance(nodes, int) else 0
     except Exception:
@@ -106,6 +108,7 @@ def _timeouts_usable(ssh: dict) -> bool:
     """The connection timeouts of the raw `ssh:` section are what a socket takes: finite positive numbers (an
     `.inf` or `.nan` would raise in the login threads, before the schema refuses it)."""
     import math
+
     for key in ("connect_timeout", "host_timeout"):
         value = ssh.get(key, 1.0)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
@@ -121,9 +124,10 @@ def log_in_early(guess) -> None:
     except Exception:  # not a config this guess understands: the normal load reports any mistake
         return
     if endpoints:
-        _early = EarlyLogins(endpoints)   # first the TCP connections, while paramiko loads
+        _early = EarlyLogins(endpoints)  # first the TCP connections, while paramiko loads
         # paramiko next, here: the logins wait for it, and nothing else should share the interpreter meanwhile.
         from launcher.transport import load_paramiko
+
         load_paramiko()
 
 

@@ -26,8 +26,7 @@ import shlex
 # directory from KIT_LOGIN_DIR (boot.py), as the node's preamble changes both. The channel moves to fd 3 and the
 # preamble's stdin is /dev/null, as a local node's is: a setup line that reads stdin gets EOF instead of the
 # program's bytes (which would leave the checks waiting); the check's python takes the channel back (CHANNEL).
-_GATE = ("IFS= read -r -d '' check || exit 0; exec 2>&1 3<&0 </dev/null; export KIT_LOGIN_DIR=\"$PWD\"; "
-         "eval \"$check\"")
+_GATE = 'IFS= read -r -d \'\' check || exit 0; exec 2>&1 3<&0 </dev/null; export KIT_LOGIN_DIR="$PWD"; eval "$check"'
 # How the check's python gets the channel back as its stdin (the gate moved it to fd 3).
 CHANNEL = "0<&3 3<&-"
 # --norc: the login shell that runs this has sourced ~/.bashrc already (its environment is inherited); a
@@ -61,13 +60,14 @@ def read_checks(chan, timeout: float, markers: tuple) -> tuple:
     whether it waits (False: it ended, and the status is its exit status)."""
     from launcher.backends.ssh.boot import WAITING
     from launcher.preflight.entrypoint import CheckResult
+
     chan.settimeout(timeout)
     lines: list[str] = []
     buf, waiting = b"", False
     while not waiting:
         try:
             chunk = chan.recv(65536)
-        except TimeoutError:   # socket.timeout: say how far the checks got
+        except TimeoutError:  # socket.timeout: say how far the checks got
             raise ChecksTimedOut(timeout, lines + [buf.decode(errors="replace")]) from None
         if not chunk:
             break
@@ -75,7 +75,7 @@ def read_checks(chan, timeout: float, markers: tuple) -> tuple:
         while b"\n" in buf and not waiting:
             raw, buf = buf.split(b"\n", 1)
             line = raw.decode(errors="replace")
-            waiting = line.endswith(WAITING)   # text the host printed without a newline may start it
+            waiting = line.endswith(WAITING)  # text the host printed without a newline may start it
             if not waiting:
                 lines.append(line)
     if not waiting:

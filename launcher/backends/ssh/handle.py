@@ -10,9 +10,9 @@ from launcher.wellformed import checked, items, mapping
 
 @dataclass(frozen=True)
 class SshHandle(Handle):
-    ssh: Optional[dict] = checked(None, mapping)                 # connection settings (no secrets), to log in again
+    ssh: Optional[dict] = checked(None, mapping)  # connection settings (no secrets), to log in again
     accepted_host_keys: Optional[list] = checked(None, items)
-    timings: Optional[dict] = checked(None, mapping)             # seconds per phase (bench/ssh_fanout.py reads them)
+    timings: Optional[dict] = checked(None, mapping)  # seconds per phase (bench/ssh_fanout.py reads them)
 
 
 HANDLE = SshHandle

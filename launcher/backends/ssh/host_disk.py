@@ -13,9 +13,10 @@ def host_disk_note(conn, host: str, workdir: str, timeout: float = 10.0) -> Opti
     if conn is None or not conn.alive():
         return None
     try:
-        code, out, _ = conn.run(f"df -Pk -- {shlex.quote(workdir)} 2>/dev/null | awk 'NR==2 {{print $4}}'",
-                                timeout=timeout)
-    except Exception:   # paramiko's errors, a timeout: nothing to add
+        code, out, _ = conn.run(
+            f"df -Pk -- {shlex.quote(workdir)} 2>/dev/null | awk 'NR==2 {{print $4}}'", timeout=timeout
+        )
+    except Exception:  # paramiko's errors, a timeout: nothing to add
         return None
     free = out.strip()
     if code != 0 or not free.isdigit() or int(free) * 1024 >= FULL_BELOW:

@@ -36,7 +36,7 @@ def glob_body(pattern: str, classes: bool = True) -> str:
         elif pattern[i] == "?":
             out, i = out + "[^/]", i + 1
         elif classes and pattern[i] == "[" and (end := pattern.find("]", i + 2)) != -1:
-            body = pattern[i + 1:end]
+            body = pattern[i + 1 : end]
             out, i = out + "[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]", end + 1
         else:
             out, i = out + re.escape(pattern[i]), i + 1
@@ -47,7 +47,7 @@ def parse_rule(line: str) -> Optional[Rule]:
     """One line of a .kitignore as a rule; None for a comment or a blank line."""
     line = line.rstrip("\n")
     kept = line.rstrip(" ")
-    if kept.endswith("\\") and len(kept) < len(line):   # `a\ `: a trailing space kept by its backslash
+    if kept.endswith("\\") and len(kept) < len(line):  # `a\ `: a trailing space kept by its backslash
         kept = kept[:-1] + " "
     line = kept
     if not line or line.startswith("#"):
@@ -100,8 +100,10 @@ def read_ignore(source: str, run_root: str) -> tuple[Ignore, bool, str]:
         pass
     except (OSError, UnicodeDecodeError) as e:
         from launcher.errors import KitError
-        raise KitError(f"sync: {path}: cannot be read ({getattr(e, 'strerror', None) or e}); fix or remove it") \
-            from None
+
+        raise KitError(
+            f"sync: {path}: cannot be read ({getattr(e, 'strerror', None) or e}); fix or remove it"
+        ) from None
     defaults = [*DEFAULTS, *([f"/{run_root}/"] if run_root and not run_root.startswith("..") else [])]
     return Ignore(defaults, source), False, f"less {', '.join(defaults)} (without a {FILE}, its defaults)"
 

@@ -39,8 +39,10 @@ class LogFile:
         """A full disk: one warning, and the node's output keeps streaming (only the log's copy is dropped)."""
         if not self.failed:
             self.failed = True
-            log.warning(f"kit: warning: node log {self.path}: {e.strerror or e}; its lines are dropped while it "
-                        f"cannot be written (the console still shows them)")
+            log.warning(
+                f"kit: warning: node log {self.path}: {e.strerror or e}; its lines are dropped while it "
+                f"cannot be written (the console still shows them)"
+            )
 
     def feed(self, data: bytes) -> None:
         *lines, self.pending = (self.pending + data).split(b"\n")
@@ -77,11 +79,11 @@ class SshNode:
     def __init__(self, rank: int, host: str, conn, chan, log: LogFile):
         self.rank, self.host, self.conn, self.chan, self.log = rank, host, conn, chan, log
         self.code = None
-        self.lost = False   # the connection dropped before the node's exit status came
+        self.lost = False  # the connection dropped before the node's exit status came
         self.lost_why = ""
-        self.host_timeout = 30.0   # a host silent this long is lost (ssh.host_timeout)
+        self.host_timeout = 30.0  # a host silent this long is lost (ssh.host_timeout)
         self.stopping_since: Optional[float] = None
-        self.pid: Optional[int] = None             # the watchdog's, once it said hello
+        self.pid: Optional[int] = None  # the watchdog's, once it said hello
         self.start_ticks: Optional[str] = None
         self.started_at: Optional[float] = None
         self._early = b""
@@ -131,8 +133,15 @@ class SshNode:
         return data
 
     def record(self) -> NodeStatus:
-        return NodeStatus(rank=self.rank, host=self.host, address=self.conn.endpoint.hostname, pid=self.pid,
-                          pgid=self.pid, start_ticks=self.start_ticks, remote_start=self.started_at)
+        return NodeStatus(
+            rank=self.rank,
+            host=self.host,
+            address=self.conn.endpoint.hostname,
+            pid=self.pid,
+            pgid=self.pid,
+            start_ticks=self.start_ticks,
+            remote_start=self.started_at,
+        )
 
     # While kit stops the run (a failure elsewhere, Ctrl-C), a host that does not answer within this is given up:
     # Ctrl-C ends kit within seconds even with a host off the network; its watchdog stops the node by itself.
@@ -154,15 +163,16 @@ class SshNode:
                 # host's network), not the node's own ending.
                 self.code, self.lost = (255, True) if rc < 0 else (rc, False)
                 if self.lost:
-                    self.lost_why = (f"the SSH session to {self.host} ended without the node's exit status (its "
-                                     f"sshd session was killed, or the host went off the network)")
+                    self.lost_why = (
+                        f"the SSH session to {self.host} ended without the node's exit status (its "
+                        f"sshd session was killed, or the host went off the network)"
+                    )
             elif not self.conn.alive():
                 self.code, self.lost = 255, True
                 self.lost_why = f"the SSH connection to {self.host} closed"
             else:
                 silent = self.conn.unanswered_for()
-                bound = self.host_timeout if self.stopping_since is None else min(self.host_timeout,
-                                                                                   self.STOP_SILENCE)
+                bound = self.host_timeout if self.stopping_since is None else min(self.host_timeout, self.STOP_SILENCE)
                 if silent > bound:
                     self.code, self.lost = 255, True
                     self.lost_why = f"no answer for {silent:.0f} s"

@@ -11,7 +11,7 @@ from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 from launcher.transport.options import SshOptions, check_key_files
 
-SYNC_LISTED = 40   # the dry-run's text lists this many synced files (its JSON every one)
+SYNC_LISTED = 40  # the dry-run's text lists this many synced files (its JSON every one)
 
 
 def uploads(plan: LaunchPlan, node: NodePlan) -> list[tuple[str, str]]:
@@ -25,7 +25,7 @@ class SshPlacement(Placement):
     name = "ssh"
     sections = {"ssh": SshOptions, "sync": SyncOptions}
     uploads_files = True
-    env_check_where = "checks"   # each host's fingerprint comes back with its checks (ssh/preflight.py)
+    env_check_where = "checks"  # each host's fingerprint comes back with its checks (ssh/preflight.py)
 
     def check_cluster(self, cluster: ClusterSpec) -> None:
         if not cluster.hosts:
@@ -45,6 +45,7 @@ class SshPlacement(Placement):
         import dataclasses
         import os
         from launcher.backends.ssh.sync_list import check_script_synced, sync_plan
+
         sync = sync_plan(cluster.sync, cluster.run_root, os.getcwd())
         if job is not None and job.entrypoint.script is not None:
             check_script_synced(sync, job.entrypoint.script, cluster.workdir)
@@ -53,18 +54,23 @@ class SshPlacement(Placement):
     def binding(self, cluster: ClusterSpec, job: JobSpec) -> dict:
         from launcher.preflight.entrypoint import EntrypointRef
         from launcher.transport.endpoint import ssh_settings
-        return {"settings": ssh_settings(cluster.ssh), "addresses": {h.name: h.address for h in cluster.hosts},
-                "entrypoint": EntrypointRef(job.entrypoint.module, job.entrypoint.script)}
+
+        return {
+            "settings": ssh_settings(cluster.ssh),
+            "addresses": {h.name: h.address for h in cluster.hosts},
+            "entrypoint": EntrypointRef(job.entrypoint.module, job.entrypoint.script),
+        }
 
     def dryrun_head(self, plan: LaunchPlan) -> list[str]:
         workdirs = ", ".join(sorted({n.workdir for n in plan.nodes}))
         return self.dryrun_sync(plan) + [
-                f"files: uploaded over SFTP into each host's workdir ({workdirs}) before any node starts, as listed "
-                f"per node. A workdir the hosts share (one filesystem, such as the directory you submit from "
-                f"mounted on every host) holds every node's accelerate.node<R>.yaml side by side and one copy of the "
-                f"others; separate disks hold one node's files each. kit's node watchdog is no file there: it "
-                f"travels with the checks over each node's SSH channel. The run record and the node logs stay in "
-                f"{plan.run_dir} under the directory you submit from."]
+            f"files: uploaded over SFTP into each host's workdir ({workdirs}) before any node starts, as listed "
+            f"per node. A workdir the hosts share (one filesystem, such as the directory you submit from "
+            f"mounted on every host) holds every node's accelerate.node<R>.yaml side by side and one copy of the "
+            f"others; separate disks hold one node's files each. kit's node watchdog is no file there: it "
+            f"travels with the checks over each node's SSH channel. The run record and the node logs stay in "
+            f"{plan.run_dir} under the directory you submit from."
+        ]
 
     def dryrun_sync(self, plan: LaunchPlan) -> list[str]:
         s = plan.sync
@@ -72,16 +78,21 @@ class SshPlacement(Placement):
             return []
         shown = s.files[:SYNC_LISTED]
         more = len(s.files) - len(shown)
-        return ([f"sync: {len(s.files)} file(s) from {s.source} ({s.chosen_by}), copied into each host's workdir "
-                 f"before the checks where they differ (size and SHA-256); a workdir that is {s.source} itself on a "
-                 f"shared filesystem is left alone"]
-                + [f"  {f}" for f in shown] + ([f"  ... and {more} more (--format json lists every one)"]
-                                               if more else []))
+        return (
+            [
+                f"sync: {len(s.files)} file(s) from {s.source} ({s.chosen_by}), copied into each host's workdir "
+                f"before the checks where they differ (size and SHA-256); a workdir that is {s.source} itself on a "
+                f"shared filesystem is left alone"
+            ]
+            + [f"  {f}" for f in shown]
+            + ([f"  ... and {more} more (--format json lists every one)"] if more else [])
+        )
 
     def dryrun_node(self, plan: LaunchPlan, node: NodePlan) -> list[str]:
         files = uploads(plan, node)
-        return (["  uploads (host:path):" if files else "  uploads: none"]
-                + [f"    {node.host}:{path}" for _, path in files])
+        return ["  uploads (host:path):" if files else "  uploads: none"] + [
+            f"    {node.host}:{path}" for _, path in files
+        ]
 
 
 PLACEMENT = SshPlacement()

@@ -8,10 +8,16 @@ import shlex
 
 from launcher.errors import Option
 from launcher.planning.model import LaunchPlan, NodePlan
-from launcher.preflight.entrypoint import (CHECK_SOURCE, MARKER, CheckResult, entrypoint_check_command,
-                                          entrypoint_target, interpret_entrypoint_check)
+from launcher.preflight.entrypoint import (
+    CHECK_SOURCE,
+    MARKER,
+    CheckResult,
+    entrypoint_check_command,
+    entrypoint_target,
+    interpret_entrypoint_check,
+)
 from launcher.preflight.markers import after_marker
-from launcher.render import modules   # at import: the SSH threads import nothing (test_ssh_thread_imports)
+from launcher.render import modules  # at import: the SSH threads import nothing (test_ssh_thread_imports)
 from launcher.render.shell import join_argv
 
 CHECK_TIMEOUT = 120.0
@@ -42,8 +48,9 @@ def _swap_launch(node: NodePlan, argv: tuple, runtime_vars) -> str:
     """The node's command (cd, setup, env) with its launch line replaced by `argv`, run as a child of the shell
     (not exec'd: the gate shell stays its parent, gate.py)."""
     from launcher.backends.ssh.gate import CHANNEL
+
     launch = "exec " + join_argv(node.argv, runtime_vars) + "\n"
-    return node.command[:-len(launch)] + join_argv(argv) + f" {CHANNEL}\nexit $?\n"
+    return node.command[: -len(launch)] + join_argv(argv) + f" {CHANNEL}\nexit $?\n"
 
 
 def check_input(plan: LaunchPlan, node: NodePlan, entrypoint, heartbeat: float = 0.0) -> bytes:
@@ -53,6 +60,7 @@ def check_input(plan: LaunchPlan, node: NodePlan, entrypoint, heartbeat: float =
     fan-out to many hosts pays many times."""
     from launcher.backends.ssh.boot import boot_source
     from launcher.backends.ssh.gate import LOADER, gate_input
+
     port = plan.world.master_port if node.machine_rank == 0 else 0
     # The launch's modules found (find_spec, nothing imported): a host without accelerate is named before the start.
     needed = modules.required(node.argv, plan.world.strategy)
@@ -61,6 +69,7 @@ def check_input(plan: LaunchPlan, node: NodePlan, entrypoint, heartbeat: float =
     if entrypoint is not None and plan.env_check != "off" and len(plan.nodes) > 1:
         # The node's fingerprint for the environment check (insight/drift.py), taken where the node will run.
         from launcher.render.envcheck import SOURCE, probe_lines
+
         source += SOURCE + probe_lines(PROBE, *entrypoint_target(entrypoint))
     if entrypoint is not None:
         kind, target = entrypoint_target(entrypoint)
@@ -77,13 +86,14 @@ def _read_probe(plan: LaunchPlan, node: NodePlan, result: CheckResult):
     where = f"host {node.host}"
     if "python" not in said:
         last = last_line(result.stderr)
-        return (f"{where}: python {node.argv[0]!r} not usable after the setup lines "
-                      f"(exit {result.returncode}): {last}")
+        return f"{where}: python {node.argv[0]!r} not usable after the setup lines (exit {result.returncode}): {last}"
     if "missing" in said:
         return f"{where}: {said['missing']}"
     if said.get("port", "free").startswith("busy"):
-        return (f"{where}: master port {plan.world.master_port} is in use on the master host; "
-                "pick another with ", Option("port"))
+        return (
+            f"{where}: master port {plan.world.master_port} is in use on the master host; pick another with ",
+            Option("port"),
+        )
     return None
 
 
@@ -114,8 +124,10 @@ def timed_out_step(e) -> str:
     said = [ln for ln in e.lines if PROBE not in ln and MARKER not in ln]
     last = f" (its last output: {said[-1].strip()[:200]})" if said else ""
     if not started:
-        return (f"the node's setup lines did not finish within {e.timeout:.0f} s{last}; one may be waiting for input "
-                f"or a slow service (setup lines get no stdin: read nothing from it)")
+        return (
+            f"the node's setup lines did not finish within {e.timeout:.0f} s{last}; one may be waiting for input "
+            f"or a slow service (setup lines get no stdin: read nothing from it)"
+        )
     return f"the checks (python, entrypoint, master port) did not finish within {e.timeout:.0f} s{last}"
 
 
@@ -126,6 +138,7 @@ def gate_host(conn, plan: LaunchPlan, entrypoint, heartbeat: float = 0.0, finger
     which starts nothing. `fingerprints`: a dict that gets each node's fingerprint, by rank."""
     from launcher.backends.ssh.gate import GATE_COMMAND, ChecksTimedOut, read_checks
     from launcher.transport.sftp import SftpUnavailable
+
     host = conn.endpoint.name
     gates, problems, opened = {}, [], []
     try:
@@ -165,7 +178,6 @@ def entry_checker(plan: LaunchPlan, host: str, job):
             return None
         text = entrypoint_check_command(node, job.entrypoint, plan.runtime_vars)
         code, out, err = conn.run("bash --norc -c " + shlex.quote(text), timeout=CHECK_TIMEOUT)
-        return interpret_entrypoint_check(job.entrypoint, node, CheckResult(code, out, err),
-                                          f"{host}:{node.workdir}")
+        return interpret_entrypoint_check(job.entrypoint, node, CheckResult(code, out, err), f"{host}:{node.workdir}")
 
     return check

@@ -12,7 +12,7 @@ from typing import Optional
 
 from launcher.planning.model import SyncPlan
 
-_PROBES = 3   # files compared (with the directory itself) to recognise the source on a shared filesystem
+_PROBES = 3  # files compared (with the directory itself) to recognise the source on a shared filesystem
 
 
 @dataclass(frozen=True)
@@ -55,11 +55,10 @@ def _stat_line(st: os.stat_result) -> str:
 def is_the_source(conn, sync: SyncPlan, workdir: str) -> bool:
     """Is the host's workdir this machine's source directory, seen through a shared filesystem?"""
     probes = list(sync.files[:_PROBES])
-    local = [_stat_line(os.stat(sync.source))] + [_stat_line(os.stat(os.path.join(sync.source, p)))
-                                                  for p in probes]
+    local = [_stat_line(os.stat(sync.source))] + [_stat_line(os.stat(os.path.join(sync.source, p))) for p in probes]
     paths = [workdir] + [posixpath.join(workdir, p) for p in probes]
     code, out, _ = conn.run("stat -L -c '%i %s %Y' -- " + " ".join(shlex.quote(p) for p in paths), timeout=30)
-    return code == 0 and out.split("\n")[:len(local)] == local
+    return code == 0 and out.split("\n")[: len(local)] == local
 
 
 def _remote_hashes(conn, workdir: str, files: list[str]) -> dict[str, str]:
@@ -70,7 +69,7 @@ def _remote_hashes(conn, workdir: str, files: list[str]) -> dict[str, str]:
     found = {}
     for line in out.split("\n"):
         digest, sep, name = line.partition("  ")
-        if sep and not digest.startswith("\\"):   # an escaped name (a newline in it): copied again, harmless
+        if sep and not digest.startswith("\\"):  # an escaped name (a newline in it): copied again, harmless
             found[name] = digest
     return found
 
@@ -83,7 +82,7 @@ def sync_host(conn, sync: SyncPlan, digests: LocalDigests, workdir: str) -> Sync
     remote = _remote_hashes(conn, workdir, list(sync.files))
     changed = [rel for rel in sync.files if remote.get(rel) != local[rel][1]]
     for rel in changed:
-        with open(os.path.join(sync.source, rel), "rb") as f:   # streamed: a big file costs no memory
+        with open(os.path.join(sync.source, rel), "rb") as f:  # streamed: a big file costs no memory
             conn.put(posixpath.join(workdir, rel), f, mode=local[rel][2])
     return Synced(conn.endpoint.name, workdir, len(changed), len(sync.files))
 
@@ -92,13 +91,14 @@ def sync_into(conn, plan, digests: LocalDigests, synced: list) -> str:
     """Copy the sync's changes into each workdir this host's nodes use (each host's Synced added to `synced`); ""
     or the one line saying why not."""
     from launcher.errors import KitError
+
     workdirs = dict.fromkeys(n.workdir for n in plan.nodes if n.host == conn.endpoint.name)
     try:
         for workdir in workdirs:
             synced.append(sync_host(conn, plan.sync, digests, workdir))
     except (OSError, KitError) as e:
         return f"{conn.endpoint.where}: could not sync {plan.sync.source} into its workdir: {e}"
-    except Exception as e:   # paramiko's SSHException and its kin: the host went away mid-copy
+    except Exception as e:  # paramiko's SSHException and its kin: the host went away mid-copy
         return f"{conn.endpoint.where}: could not sync {plan.sync.source} into its workdir: {e!r}"
     return ""
 
@@ -110,11 +110,15 @@ def summary(synced: list[Synced], source: str) -> str:
     parts = []
     if copied:
         # Per host: hosts that share one filesystem find what another has just copied unchanged.
-        parts.append(", ".join(f"{s.host}:{s.workdir} {s.copied} of {s.total} copied" for s in copied)
-                     + " (the others unchanged)")
+        parts.append(
+            ", ".join(f"{s.host}:{s.workdir} {s.copied} of {s.total} copied" for s in copied)
+            + " (the others unchanged)"
+        )
     if shared:
-        parts.append(", ".join(f"{s.host}:{s.workdir}" for s in shared) + f" is {source} itself (a shared "
-                     f"filesystem): nothing copied there")
+        parts.append(
+            ", ".join(f"{s.host}:{s.workdir}" for s in shared) + f" is {source} itself (a shared "
+            f"filesystem): nothing copied there"
+        )
     return f"kit: sync from {source}: " + "; ".join(parts)
 
 

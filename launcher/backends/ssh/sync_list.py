@@ -29,12 +29,14 @@ def glob_regex(pattern: str) -> re.Pattern:
 def _git_files(source: str) -> Optional[list[str]]:
     """The git-tracked files under source, or None when source is not in a git checkout."""
     try:
-        top = subprocess.run(["git", "-C", source, "rev-parse", "--show-prefix"], capture_output=True, text=True,
-                             timeout=30)
+        top = subprocess.run(
+            ["git", "-C", source, "rev-parse", "--show-prefix"], capture_output=True, text=True, timeout=30
+        )
         if top.returncode != 0:
             return None
-        listed = subprocess.run(["git", "-C", source, "ls-files", "-z", "--cached", "--", "."],
-                                capture_output=True, timeout=60)
+        listed = subprocess.run(
+            ["git", "-C", source, "ls-files", "-z", "--cached", "--", "."], capture_output=True, timeout=60
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if listed.returncode != 0:
@@ -58,9 +60,14 @@ def _walk(source: str, skip_root: str, ignore: Ignore) -> list[str]:
         rel_top = os.path.relpath(top, source)
         # Never a virtualenv (the hosts have their own environment), caches or kit's records; nor what .kitignore
         # leaves out (not even walked: a .venv/ holds thousands of files).
-        dirs[:] = sorted(d for d in dirs if d not in ALWAYS_SKIPPED_DIRS and not _is_virtualenv(os.path.join(top, d))
-                         and os.path.normpath(os.path.join(rel_top, d)) != skip_root
-                         and not ignore.excluded_dir(_rel(rel_top, d)))
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d not in ALWAYS_SKIPPED_DIRS
+            and not _is_virtualenv(os.path.join(top, d))
+            and os.path.normpath(os.path.join(rel_top, d)) != skip_root
+            and not ignore.excluded_dir(_rel(rel_top, d))
+        )
         for name in sorted(files):
             path = os.path.join(top, name)
             if os.path.isfile(path) and not os.path.islink(path) and not ignore.excluded(_rel(rel_top, name)):
@@ -91,13 +98,18 @@ def sync_plan(sync, run_root: str, cwd: str) -> SyncPlan:
             patterns = [glob_regex(p) for p in sync.include]
             files = [f for f in files if any(p.match(f) for p in patterns)]
     skipped = [glob_regex(p) for p in [*sync.exclude, *(f"{d}/" for d in ALWAYS_SKIPPED_DIRS)]]
-    files = sorted(f for f in files if not any(p.match(f) for p in skipped)
-                   and f != skip_root and not f.startswith(skip_root + "/"))
+    files = sorted(
+        f
+        for f in files
+        if not any(p.match(f) for p in skipped) and f != skip_root and not f.startswith(skip_root + "/")
+    )
     if sync.exclude:
         chosen_by += ", less sync.exclude"
     if len(files) > MAX_FILES:
-        raise KitError(f"sync: {len(files)} files under {source}, more than code usually is ({MAX_FILES}); "
-                       f"narrow it with sync.include / sync.exclude or a .kitignore (a data directory?)")
+        raise KitError(
+            f"sync: {len(files)} files under {source}, more than code usually is ({MAX_FILES}); "
+            f"narrow it with sync.include / sync.exclude or a .kitignore (a data directory?)"
+        )
     return SyncPlan(source=source, files=tuple(files), chosen_by=chosen_by)
 
 
@@ -107,11 +119,13 @@ def check_script_synced(sync: SyncPlan, script: str, workdir: str) -> None:
     rel = script if not os.path.isabs(script) else os.path.relpath(script, sync.source)
     rel = os.path.normpath(rel).replace(os.sep, "/")
     if rel.startswith("../") or not os.path.isfile(os.path.join(sync.source, rel)):
-        return   # not a file of the source: it is expected on the hosts already
+        return  # not a file of the source: it is expected on the hosts already
     if rel not in sync.files:
         how = "git add it" if sync.chosen_by.startswith("the git-tracked") else "list it in sync.include"
-        raise KitError(f"sync: the job's script {rel} is not among the files sync copies from {sync.source} "
-                       f"({sync.chosen_by}); {how}, or the hosts will not have it")
+        raise KitError(
+            f"sync: the job's script {rel} is not among the files sync copies from {sync.source} "
+            f"({sync.chosen_by}); {how}, or the hosts will not have it"
+        )
 
 
 __all__ = ["sync_plan", "check_script_synced", "glob_regex", "MAX_FILES"]

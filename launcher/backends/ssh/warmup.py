@@ -17,7 +17,8 @@ class SshWarmUp(WarmUp):
 
     def meanwhile(self) -> None:
         from launcher.backends.ssh.backend import load_ahead
-        load_ahead()   # the backend loads while the planner works
+
+        load_ahead()  # the backend loads while the planner works
 
     def close(self) -> None:
         close_early()

@@ -13,7 +13,7 @@ from launcher.preflight.stacks import dump_command, parse_dumps
 from launcher.records import RunRecord
 
 RANK_LOG_BYTES = 64 * 1024
-HOST_TIMEOUT = 30.0   # ssh.host_timeout's default
+HOST_TIMEOUT = 30.0  # ssh.host_timeout's default
 REACH_TIMEOUT = 30.0
 PING_EVERY = 5.0
 
@@ -35,7 +35,7 @@ def fetch_rank_stderr(conn, plan: LaunchPlan, node: NodePlan, record: RunRecord,
                     for rank in sftp.listdir(posixpath.join(remote, run, attempt))[:64]:
                         rel = (run, attempt, rank, "stderr.log")
                         target = os.path.join(local, *rel)
-                        if os.path.exists(target):   # the record and the host's workdir are one directory
+                        if os.path.exists(target):  # the record and the host's workdir are one directory
                             continue
                         with sftp.open(posixpath.join(remote, *rel), "rb") as f:
                             size = f.stat().st_size
@@ -46,7 +46,7 @@ def fetch_rank_stderr(conn, plan: LaunchPlan, node: NodePlan, record: RunRecord,
                             out.write(data)
         finally:
             sftp.close()
-    except Exception:   # IOError, paramiko's SSHException, a timeout: the summary falls back to the node log
+    except Exception:  # IOError, paramiko's SSHException, a timeout: the summary falls back to the node log
         pass
 
 
