@@ -9,7 +9,7 @@ from launcher.errors import KitError
 from launcher.planning.attempt import Attempt, attempt_port, rdzv_env, replace_lost
 from launcher.planning.env import INHERIT, node_env, secret_names
 from launcher.planning.model import LaunchPlan, Limits, NodePlan, World
-from launcher.planning.placement import Placement
+from launcher.planning.placement import Placement, spares as spare_hosts
 from launcher.planning.port import master_port
 from launcher.planning.shape import Shape, resolve_shape
 from launcher.planning.tags import WORKER_TAG_ENV, worker_tag_template
@@ -186,7 +186,7 @@ def build_plan(
     # A scheduler that requeues the job itself runs the same script again (its ranks and master resolved anew
     # in the new allocation): its attempt k is attempt 1's plan.
     changed = Attempt() if placement.restarts_in_place else attempt
-    hosts, spares = replace_lost(shape.hosts, placement.spares(job, cluster), changed.lost_hosts)
+    hosts, spares = replace_lost(shape.hosts, spare_hosts(job, cluster), changed.lost_hosts)
     run_dir = posixpath.join(cluster.run_root, run_id)
     port = attempt_port(master_port(cluster.master_port, run_id), changed.number)
     master = placement.master(hosts)

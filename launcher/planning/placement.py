@@ -88,10 +88,6 @@ class Placement:
         """For a dry-run, what this backend's own checks (Backend.check) can tell without reaching beyond this
         machine (a local node's interpreter finding the module). Nothing by default."""
 
-    def logs_in(self, cluster: ClusterSpec) -> bool:
-        """Whether a real run logs in over SSH with the cluster's `ssh:` settings."""
-        return False
-
     def check_files(self, cluster: ClusterSpec) -> None:
         """Before a real run (not a dry-run), the files of this machine its sections name (an SSH key) are there:
         a KitError naming the field otherwise. Nothing by default."""
@@ -132,11 +128,8 @@ class Placement:
         hosts, notes = away_from_failed(tuple(cluster.hosts), job.nodes, failed)
         return cluster.model_copy(update={"hosts": list(hosts)}), notes
 
-    def spares(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
-        """Hosts beyond the job's nodes, for a restart to move a lost host's node to."""
-        return tuple(cluster.hosts[job.nodes :])
-
-    def where(self, host: Host, cluster: ClusterSpec) -> str:
+    def _where(self, host: Host, cluster: ClusterSpec) -> str:
+        """How check_gpus names where a node goes."""
         return f"host {host.name}"
 
     def check_gpus(self, gpus: int, hosts: tuple[Host, ...], cluster: ClusterSpec) -> None:
@@ -144,7 +137,7 @@ class Placement:
             have = host.gpus if host.gpus is not None else cluster.gpus_per_node
             if gpus > have:
                 raise KitError(
-                    f"gpus_per_node: {gpus} GPUs per node requested but {self.where(host, cluster)} has {have}; lower ",
+                    f"gpus_per_node: {gpus} GPUs per node requested but {self._where(host, cluster)} has {have}; lower ",
                     Option("gpus"),
                     " or fix the cluster's gpus_per_node",
                 )
@@ -213,12 +206,19 @@ class Placement:
         """One submission for every trial of a sweep (a SLURM job array), or None: trials run lane by lane."""
         return None
 
-    def with_lane_ports(self, lanes: Lanes, key: str) -> Lanes:
-        """Each lane's own master port, when lanes may share a host (planning/port.py: one derivation)."""
-        if lanes.count == 1 or not self.lanes_own_ports:
-            return lanes
-        clusters = []
-        for k, c in enumerate(lanes.clusters):
-            port = lane_port(c.master_port, key, k, lanes.count)
-            clusters.append(c if port is None else c.model_copy(update={"master_port": port}))
-        return Lanes(tuple(clusters), lanes.placement)
+
+def spares(job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
+    """Hosts the cluster lists beyond the job's nodes, for a restart to move a lost host's node to (none where the
+    cluster lists no hosts: a local cluster, an allocation)."""
+    return tuple(cluster.hosts[job.nodes :])
+
+
+def with_lane_ports(placement: Placement, lanes: Lanes, key: str) -> Lanes:
+    """Each lane's own master port, when lanes may share a host (planning/port.py: one derivation)."""
+    if lanes.count == 1 or not placement.lanes_own_ports:
+        return lanes
+    clusters = []
+    for k, c in enumerate(lanes.clusters):
+        port = lane_port(c.master_port, key, k, lanes.count)
+        clusters.append(c if port is None else c.model_copy(update={"master_port": port}))
+    return Lanes(tuple(clusters), lanes.placement)

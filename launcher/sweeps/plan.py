@@ -13,6 +13,7 @@ from launcher.errors import KitError, Option
 from launcher.planning.build import build_plan
 from launcher.planning.inputs import PlanInputs
 from launcher.planning.model import LaunchPlan
+from launcher.planning.placement import with_lane_ports
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 from launcher.spec.overrides import Overrides, apply_overrides, override_pairs
@@ -153,7 +154,7 @@ def plan_sweep(
     outputs = [posixpath.join(spec.output_root, f"{sweep_id}-t{t.index}") for t in expanded]
     tjobs = [trial_job(resolved_job, spec, t, out) for t, out in zip(expanded, outputs)]
     placement = registry.placement(resolved_cluster.backend)
-    lanes = placement.with_lane_ports(placement.lanes(resolved_cluster, tjobs, spec.parallel), sweep_id)
+    lanes = with_lane_ports(placement, placement.lanes(resolved_cluster, tjobs, spec.parallel), sweep_id)
     trials = []
     for trial, output_dir, tjob in zip(expanded, outputs, tjobs):
         run_id, lane = f"{sweep_id}-t{trial.index}", trial.index % lanes.count

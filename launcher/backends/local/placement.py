@@ -71,9 +71,6 @@ class LocalPlacement(Placement):
                 Option("nodes"),
             )
 
-    def spares(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
-        return ()
-
     def cores_shared_by(self, nodes: int, procs: int) -> int:
         # The simulated nodes of a local cluster all share this one machine's cores.
         return nodes * procs

@@ -32,17 +32,17 @@ class SlurmPlacement(Placement):
 
     def code_here(self, plan, cluster: ClusterSpec, cwd: str):
         """Without a login host the SLURM commands run here, on the filesystem the nodes share: their workdir."""
-        if self.logs_in(cluster):
+        if self._logs_in(cluster):
             return None
         import os
 
         return os.path.normpath(os.path.join(cwd, cluster.workdir))
 
-    def logs_in(self, cluster: ClusterSpec) -> bool:
+    def _logs_in(self, cluster: ClusterSpec) -> bool:
         return cluster.slurm is not None and cluster.slurm.login_host is not None
 
     def check_files(self, cluster: ClusterSpec) -> None:
-        if self.logs_in(cluster):
+        if self._logs_in(cluster):
             check_key_files(cluster.ssh)
 
     def hosts(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
@@ -64,10 +64,7 @@ class SlurmPlacement(Placement):
         note = excluded_note(names, failed)
         return cluster.model_copy(update={"slurm": slurm}), (note,) if note else ()
 
-    def spares(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
-        return ()  # the allocation decides; a requeue gets a new one
-
-    def where(self, host: Host, cluster: ClusterSpec) -> str:
+    def _where(self, host: Host, cluster: ClusterSpec) -> str:
         return f"cluster '{cluster.name}'"
 
     def master(self, hosts) -> str:

@@ -32,9 +32,6 @@ class SshPlacement(Placement):
             raise ValueError("an ssh cluster needs hosts: [...]")
         super().check_cluster(cluster)
 
-    def logs_in(self, cluster: ClusterSpec) -> bool:
-        return True
-
     def check_files(self, cluster: ClusterSpec) -> None:
         check_key_files(cluster.ssh)
 
