@@ -8,7 +8,24 @@ it; kit's one launch pipeline (launcher/core/launch.py) calls it in this order:
     [-> restart_refused(record) -> execute_again(plan of attempt k, ...)]   (launcher/attempts.py)
 
 and `kit status / logs / cancel` (and the Python API's Run handle) call current_state, fetch_logs, cancel on a
-record. Planning (where the nodes go, what each node runs) is the backend's Placement (planning/placement.py)."""
+record. Planning (where the nodes go, what each node runs) is the backend's Placement (planning/placement.py).
+
+What a backend is (a package named by a `kit.backends` entry point, backends/registry.py):
+
+* must implement, 4 abstract methods: `check` (refuse before anything starts), `execute` (deliver the plan's node
+  commands as planned, follow them to the end, write the outcome with record.update_status / end_attempt, return a
+  Result), `current_state` (a record's state now: "lost" when its follower died), `cancel` (nothing of the run
+  left when it returns).
+* may override: `detach` (default: a supervisor process of kit's runs execute), `execute_again`,
+  `restart_refused`, `use`, `release`, `fetch_logs`, `read_output`, `fetch_output`, `doctor_rows`, `submit_many` /
+  `cancel_many` (a job array), and the attributes `record_stays_here`, `outlives_supervisor`, `curve_read_seconds`.
+* its Placement (planning/placement.py): a subclass of `Placement` whose defaults fit nodes on the hosts the
+  cluster config lists; a backend overrides only what differs (22 public methods, every one called by the planner).
+* its typed handle (optional): a frozen `Handle` dataclass (backends/handle.py) of the facts only it keeps about a
+  run (a SLURM job id, SSH connection settings), each field checked when read; kept in status.json under "handle".
+
+tests/plugins/kit_subprocess_backend is a backend written on this contract alone (Backend and Placement, nothing of
+kit's own backends), and tests/backends/test_contract.py runs the same tests on it, local, SSH and SLURM."""
 
 import abc
 import os

@@ -137,7 +137,8 @@ class Placement:
             have = host.gpus if host.gpus is not None else cluster.gpus_per_node
             if gpus > have:
                 raise KitError(
-                    f"gpus_per_node: {gpus} GPUs per node requested but {self._where(host, cluster)} has {have}; lower ",
+                    f"gpus_per_node: {gpus} GPUs per node requested but {self._where(host, cluster)} has {have}; "
+                    "lower ",
                     Option("gpus"),
                     " or fix the cluster's gpus_per_node",
                 )
