@@ -68,7 +68,7 @@ class RunState(Word):
 
 
 class AttemptEnd(Word):
-    """How kit's following of one attempt ended (backends/result.Result.state): the run's states that end it, and
+    """How kit's following of one attempt ended (backends/attempts.Result.state): the run's states that end it, and
     STILL_RUNNING: kit stopped following (Ctrl-C) while the scheduler keeps the job going."""
 
     SUCCEEDED = "succeeded"

@@ -465,7 +465,7 @@ def _follow(where, workdir: str, plan: LaunchPlan, record: RunRecord, requeues: 
 
 def _cancel(where, record: RunRecord, status: RunStatus, failure) -> None:
     """Cancel the job for a watch's verdict, marked first: a `kit status` in another shell that sees the job
-    CANCELLED then records this verdict, not `cancelled` (outcome.with_kits_verdict). A scancel that fails leaves
+    CANCELLED then records this verdict, not `cancelled` (with_kits_verdict). A scancel that fails leaves
     the job running and the run not over: said, and followed on (`kit cancel RUN` tries again)."""
     log.warning(f"kit: {cause(failure)}: cancelling SLURM job {status.handle.job_id}")
     record.update_status(stopping=failure)
