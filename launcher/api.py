@@ -19,17 +19,17 @@ from typing import Optional, Sequence
 
 from launcher import records
 from launcher.backends import registry
-from launcher.core.cancel import cancel_run
 from launcher.core.hosts import hosts  # noqa: F401  (kit.hosts(clear=None): the hosts' health, as kit hosts --json)
 from launcher.core.launch import launch
 from launcher.core.listing import find_record
 from launcher.core.lookup import state_now
 from launcher.core.prepare import dry_checks, load, plan_for, prepare
 from launcher.core.request import Request
+from launcher.core.waiting import cancel_run
 from launcher.errors import KitError, Option
+from launcher.states import RunState
 from launcher.status import RunStatus
 from launcher.supervise.failure import cause
-from launcher.states import RunState
 
 POLL = 0.5
 
@@ -140,6 +140,7 @@ def _path(p) -> Optional[str]:
 
 def _set_item(key, value) -> str:
     import yaml
+
     from launcher.spec.overrides import set_item
 
     if not isinstance(key, str):

@@ -215,13 +215,13 @@ def _sweep_args(sub) -> None:
 
 
 def _insight_args(sub) -> None:
-    from launcher.commands import hosts, report
+    from launcher.commands import hosts, runs
 
     def record_args(p) -> None:
         p.add_argument("--run-root", help=RUN_ROOT_HELP)
         _trust_arg(p)
 
-    report.add_args(sub, record_args)
+    runs.add_report_args(sub, record_args)
     _trust_arg(hosts.add_args(sub))  # whose records count besides yours
 
 
@@ -379,6 +379,7 @@ def parse(argv=None):
 def _console(verbosity) -> None:
     """kit's lines on stderr (launcher/logs.py): INFO; -v adds the debug lines, -q keeps warnings and errors."""
     import logging
+
     from launcher.logs import setup_console
 
     setup_console({"verbose": logging.DEBUG, "quiet": logging.WARNING}.get(verbosity, logging.INFO))
@@ -397,7 +398,7 @@ def main(argv=None) -> int:
 
             return submit(args)
         if args.command == "sweep":
-            from launcher.commands.sweep import sweep_status
+            from launcher.commands.submit import sweep_status
 
             return sweep_status(args)
         if args.command == "doctor":
@@ -413,9 +414,9 @@ def main(argv=None) -> int:
 
             return wait(args)
         if args.command in ("report", "hosts"):
-            from launcher.commands import hosts, report
+            from launcher.commands import hosts, runs
 
-            return {"report": report.report, "hosts": hosts.hosts}[args.command](args)
+            return {"report": runs.report, "hosts": hosts.hosts}[args.command](args)
         from launcher.commands import runs
 
         return {"runs": runs.runs_cmd, "status": runs.status, "cancel": runs.cancel}[args.command](args)

@@ -1,7 +1,7 @@
 """kit's states, one vocabulary: a run's (status.json's `state`), an attempt's end (what a backend's following of
 one attempt gives the restart loop), a failure's meaning, and every transition of a run in one table
 (records.RunRecord.update_status applies it under the record's lock). No other module spells a state: each
-backend maps its scheduler's words through one table of its own (SLURM: backends/slurm/query.SLURM_STATES).
+backend maps its scheduler's words through one table of its own (SLURM: backends/slurm/queue.SLURM_STATES).
 
 A run is not over while starting or running (kit or the nodes run) or pending and requeued (a scheduler's job
 waits). It is over with a verdict (succeeded, failed, cancelled, timeout, preempted) or lost (its supervisor died
@@ -68,7 +68,7 @@ class RunState(Word):
 
 
 class AttemptEnd(Word):
-    """How kit's following of one attempt ended (backends/result.Result.state): the run's states that end it, and
+    """How kit's following of one attempt ended (backends/attempts.Result.state): the run's states that end it, and
     STILL_RUNNING: kit stopped following (Ctrl-C) while the scheduler keeps the job going."""
 
     SUCCEEDED = "succeeded"

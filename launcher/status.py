@@ -114,7 +114,7 @@ def _history(v) -> dict:
 
 
 def _mark(v) -> dict:
-    """A timeline entry kit wrote (insight/timeline.py): when, what, which attempt, a word more."""
+    """A timeline entry kit wrote (insight/watch.py): when, what, which attempt, a word more."""
     if not isinstance(v, dict):
         raise BadStatus(f"expected a timeline mapping, got {v!r}")
     return {
@@ -215,7 +215,7 @@ class RunStatus:
     stopped_nodes: tuple = checked((), _codes)  # nodes kit stopped: their exit codes are kit's doing
     failure: Optional[Failure] = checked(None, _failure)
     # A watch's verdict on a SLURM job kit is cancelling (hang, world not formed), written before the scancel:
-    # the run's verdict once the job ends cancelled, whoever reads that end first (slurm/outcome.with_kits_verdict).
+    # the run's verdict once the job ends cancelled, whoever reads that end first (slurm/follow.with_kits_verdict).
     stopping: Optional[Failure] = checked(None, _failure)
     nodes: tuple = checked((), _nodes)  # NodeStatus per node
     supervisor_pid: Optional[int] = checked(None, pid)  # the kit process that follows the run (local, SSH)
@@ -229,7 +229,7 @@ class RunStatus:
     note: str = checked("", lambda v: text(v) or "")
     # Writes the record refused: a verdict another writer disagreed with once the run had ended (records.py).
     history: tuple = checked((), lambda v: tuple(_history(h) for h in (items(v) or [])))
-    # What kit saw happen, beside attempts' starts and ends (insight/timeline.py): world formed, queued, ...
+    # What kit saw happen, beside attempts' starts and ends (insight/watch.py): world formed, queued, ...
     timeline: tuple = checked((), lambda v: tuple(_mark(m) for m in (items(v) or [])))
     # The rank kit named as the one that paces the world (insight/stragglers.py), once.
     straggler: Optional[dict] = checked(None, _straggler)

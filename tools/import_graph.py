@@ -33,7 +33,6 @@ LAYERS = [
             "launcher.logs",
             "launcher.states",
             "launcher.secrets",
-            "launcher.hostinfo",
             "launcher.metadata_on_use",
             "launcher.backends.registry",
             "launcher.backends.warmup",

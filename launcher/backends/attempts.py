@@ -2,22 +2,44 @@
 signal, a lost host, a world that never formed, a hang: supervise/failure.restartable) the run starts again, up to
 the job's `restarts`, each attempt a plan the planner builds from the run's inputs (planning/attempt.py: a fresh
 port, spares for lost hosts), delivered by the backend (its execute_again: checks then start, or a SLURM requeue).
-Every way a run is started (kit submit, a detached supervisor, a sweep's trial, the API) goes through here."""
+Every way a run is started (kit submit, a detached supervisor, a sweep's trial, the API) goes through here.
+Each attempt the backend followed ends in a Result, the backend contract's return (backends/base.py)."""
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Callable, Optional
 
-from launcher.backends.result import Result
 from launcher.errors import KitError
 from launcher.planning.attempt import Attempt
 from launcher.planning.model import LaunchPlan
 from launcher.records import RunRecord
-from launcher.states import OVER, RestartPath, State
-from launcher.status import LOST
+from launcher.states import OVER, AttemptEnd, RestartPath, State
+from launcher.status import LOST, Failure
 from launcher.supervise.failure import cause, restartable
 
 log = logging.getLogger(__name__)
+
+
+# How a run the backend followed ended.
+
+
+@dataclass(frozen=True)
+class Result:
+    """kit's exit code, how the attempt kit followed ended (a run state that ends it, or still running), the first
+    failure if any; where kit followed the nodes itself, when it saw the failure and when every node had ended
+    (wall clock; the restart loop records them for kit report)."""
+
+    code: int
+    state: AttemptEnd
+    failure: Optional[Failure] = None
+    noticed_at: Optional[float] = None
+    ended_at: Optional[float] = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "state", AttemptEnd(self.state))
+
+
 Replan = Callable[[Attempt], LaunchPlan]
 
 

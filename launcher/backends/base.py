@@ -31,12 +31,12 @@ import abc
 import os
 from typing import Any, Optional
 
-from launcher.backends.result import Result
-from launcher.planning.model import LaunchPlan
+from launcher.backends.attempts import Result
 from launcher.filestore import write_atomic
+from launcher.planning.model import LaunchPlan
 from launcher.records import RunRecord
-from launcher.status import RunStatus
 from launcher.states import RunState
+from launcher.status import RunStatus
 
 
 class Backend(abc.ABC):

@@ -8,10 +8,10 @@ holding the backend's parts, each a module loaded only when asked for:
 
 * `placement` (required): PLACEMENT, a `Placement` (planning/placement.py), pure and light: how the planner places
   the job's nodes, the cluster config's sections the backend owns, what the dry-run adds. Loaded while planning.
+  Optionally HANDLE, the `Handle` class (backends/handle.py) of the facts the backend keeps in a run's record (what
+  its placement binds); none: the record keeps none. Loaded too when a record is read.
 * `backend` (required): BACKEND, a `Backend` class (backends/base.py): checks, delivery, state, cancel, logs,
   doctor rows. Loaded only for a real run or a record's state.
-* `handle` (optional): HANDLE, the `Handle` class (backends/handle.py) of the facts the backend keeps in a run's
-  record; none: the record keeps none.
 * `warmup` (optional): WARM_UP, a `WarmUp` class (backends/warmup.py): work begun while kit plans a real run.
 * the package itself: HELP, the phrase the CLI's help says of it, and DOCTOR, what `kit doctor` checks on such a
   cluster (None: kit doctor has nothing to check there).
@@ -135,7 +135,7 @@ def backend(name: str):
 
 def handle_class(name: str):
     """The backend's Handle class, or None when its records keep no facts of their own."""
-    return _part(name, "handle", "HANDLE", optional=True)
+    return _part(name, "placement", "HANDLE", optional=True)
 
 
 def warm_up(name: str):

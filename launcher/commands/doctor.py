@@ -1,12 +1,12 @@
 """`kit doctor --cluster C [--job J | -m MODULE]`: can this cluster run jobs? One verdict per check and host; exit 1
-on any FAIL. What is checked is the cluster's backend's (core/doctor.py)."""
+on any FAIL. What is checked is the cluster's backend's (core/hosts.py)."""
 
 import json
 import sys
 
 
 def doctor(args) -> int:
-    from launcher.core.doctor import doctor_rows
+    from launcher.core.hosts import doctor_rows
     from launcher.core.request import Request
 
     if args.job and args.module:

@@ -1,4 +1,4 @@
-"""`kit runs / status / cancel`: read and act on run records (`kit logs` lives in logs.py). Runs are found
+"""`kit runs / status / cancel / report`: read and act on run records (`kit logs` lives in logs.py). Runs are found
 through kit's index of this user's runs (run_index.py) or under --run-root."""
 
 import json
@@ -6,18 +6,17 @@ import re
 import sys
 import time
 
-from launcher.commands.status_text import status_text, when as _when
+from launcher.commands.status_text import status_text
+from launcher.commands.status_text import when as _when
+from launcher.core.listing import PAGE, find_record, listing
+from launcher.core.lookup import resolve_id, root_of, state_now
+from launcher.core.waiting import status_code
 from launcher.errors import KitError
 from launcher.render.text import duration
-from launcher.core.listing import PAGE, listing
-from launcher.sweeps import record as _sweep_record  # noqa: F401  (registers the sweep's reader with the index)
-from launcher.core.listing import find_record
-from launcher.core.lookup import resolve_id, root_of, state_now
-from launcher.status import FINAL, NOT_OVER
-from launcher.sweeps.record import find_sweep, is_sweep
-from launcher.core.waiting import status_code
 from launcher.states import RunState, TrialState
-
+from launcher.status import FINAL, NOT_OVER
+from launcher.sweeps import record as _sweep_record  # noqa: F401  (registers the sweep's reader with the index)
+from launcher.sweeps.record import find_sweep, is_sweep
 
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -88,7 +87,7 @@ def status(args) -> int:
     run_id = resolve_id(args.run_root, args.run_id)
     root = root_of(args.run_root, run_id)
     if is_sweep(root, run_id):
-        from launcher.sweeps.status import print_status
+        from launcher.sweeps.table import print_status
 
         return print_status(root, run_id, "json" if getattr(args, "json", False) else "text")
     from launcher.core.describe import describe  # here, not at the top: `kit runs` needs none of it
@@ -114,7 +113,37 @@ def cancel(args) -> int:
 
         print(cancel_sweep(find_sweep(root, args.run_id)))
         return 0
-    from launcher.core.cancel import cancel_run
+    from launcher.core.waiting import cancel_run
 
     print(cancel_run(find_record(args.run_root, args.run_id)))
     return 0
+
+
+# `kit report RUN [--json] [--png FILE]`: where a run's time went: goodput, the badput breakdown, each attempt and
+# what a failure cost, from its record (core/report.py).
+
+
+def report(args) -> int:
+    from launcher.core.listing import find_record
+    from launcher.core.report import draw_png, report_run
+    from launcher.insight.report_text import report_text
+
+    data = report_run(find_record(args.run_root, args.run_id))
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        sys.stdout.write(report_text(data))
+    sys.stdout.flush()
+    if args.png:  # after the report: a path that cannot be written costs the drawing only (one line, exit 2)
+        draw_png(data, args.png)
+        if not args.json:
+            print(f"timeline drawn in {args.png}")
+    return 0
+
+
+def add_report_args(sub, record_args) -> None:
+    p = sub.add_parser("report", help="where a run's time went: goodput, badput by cause, attempts, stragglers")
+    p.add_argument("run_id", nargs="?", help="run id (default: the latest run); its first characters will do")
+    p.add_argument("--json", action="store_true", help="the same as data, with the whole timeline")
+    p.add_argument("--png", metavar="FILE", help="draw the timeline into FILE (a PNG)")
+    record_args(p)

@@ -1,11 +1,13 @@
 """`kit submit`: load -> plan -> launch, or print the plan with --dry-run. An SSH run takes the start-up fast path
-(fastpath.py), which yields the same prepared launch."""
+(fastpath.py), which yields the same prepared launch. A job with a sweep (or `--sweep FILE`) is submitted as a
+sweep; `kit sweep status` is here too."""
 
 import os
 import sys
 
 from launcher.commands.fastpath import FastStart
 from launcher.errors import KitError
+
 # The rest of kit (schemas, plan, backends) is imported later, once the early logins have started.
 
 
@@ -41,7 +43,6 @@ def submit(args) -> int:
             if loaded.sweep is not None:
                 if getattr(args, "node", None) is not None:
                     raise KitError(f"--node {args.node} prints one node of a run's plan, not of a sweep; drop it")
-                from launcher.commands.sweep import submit_sweep
 
                 return submit_sweep(args, loaded)
             plan = plan_for(loaded, args.run_id, args.attempt or 1)
@@ -89,3 +90,30 @@ def _built_job_text(job) -> str:
 
     body = "".join(f"  {line}\n" for line in built_job_yaml(job).splitlines())
     return f"job built from the command line (as a job file you could save and submit):\n{body}\n"
+
+
+# `kit submit` of a job with a sweep (or `--sweep FILE`), and `kit sweep status`.
+
+
+def submit_sweep(args, loaded) -> int:
+    from launcher.sweeps.start import start_sweep, sweep_plan
+
+    plan = sweep_plan(loaded, args.run_id)
+    if args.dry_run:
+        from launcher.core.prepare import dry_checks
+        from launcher.render.sweep import render_sweep_json, render_sweep_text
+
+        dry_checks(loaded, plan.trials[0].plan)
+        sys.stdout.write(render_sweep_json(plan) if args.format == "json" else render_sweep_text(plan))
+        return 0
+    ran = start_sweep(loaded, plan, args.detach)
+    return 0 if args.detach else ran
+
+
+def sweep_status(args) -> int:
+    from launcher.core.lookup import root_of
+    from launcher.sweeps.record import latest_sweep_root
+    from launcher.sweeps.table import print_status
+
+    root = root_of(args.run_root, args.sweep_id) if args.sweep_id else latest_sweep_root(args.run_root)
+    return print_status(root, args.sweep_id, args.format)

@@ -1,15 +1,36 @@
-"""A run's end as an exit code, and waiting for that end: `kit wait / status / logs --follow` and the Python API's
-Run.wait share these, for runs of every backend (the state is asked of the run's backend, as `kit status` asks)."""
+"""A run's end: cancelling a run (`kit cancel RUN`, the API's Run.cancel, asked of its own backend, which returns once
+no process of the run is left), its end as an exit code, and waiting for that end: `kit wait / status / logs
+--follow` and the Python API's Run.wait share these, for runs of every backend (the state is asked of the run's
+backend, as `kit status` asks)."""
 
 import math
+import os
 import threading
 import time
 from typing import Optional
 
+from launcher.backends import registry
 from launcher.core.lookup import UNTRUSTED, state_now
 from launcher.records import RunRecord
-from launcher.status import NOT_OVER, RunStatus
 from launcher.states import RunState
+from launcher.status import NOT_OVER, RunStatus
+
+# Cancelling one run, for both faces (`kit cancel RUN`, the API's Run.cancel): asked of its own backend, which stops
+# every process of the run wherever it is and returns once none is left.
+
+
+def cancel_run(record: RunRecord) -> str:
+    """The line to print: what the backend did, or that the run had ended already (nothing is stopped then)."""
+    status = record.read_status(strict=True)
+    run_id = status.run_id or os.path.basename(record.path)
+    backend = registry.backend(status.backend)
+    state, _ = backend.current_state(record, status)
+    if state not in NOT_OVER + (RunState.LOST,):
+        code = status.exit_code
+        ended = state if code is None else f"{state}, exit code {code}"
+        return f"run {run_id}: already finished ({ended}); nothing to cancel"
+    return backend.cancel(record, status)
+
 
 LOST_CODE = 255  # a run whose end nobody recorded (its supervisor died): ssh's code for a lost connection
 TIMEOUT_CODE = 254  # `kit wait --timeout S` ran out with the run still going (the run is left alone)

@@ -1,16 +1,33 @@
 """kit's watch over a running attempt (polled with the world and hang watches, supervise/supervisor.py): it marks
 in the record when the world formed, and reads the training module's section reports from the node logs as they
 grow, naming a straggler once (insight/stragglers.py): one line on the console, and in the record for kit status.
-It never stops a run."""
+It never stops a run. What it sees goes into the record's timeline (mark, below), as a SLURM job's queue
+states do."""
 
 import os
 import time
 from typing import Callable, Optional
 
-from launcher.insight import timeline
 from launcher.insight.events import read_log_events
 from launcher.insight.stragglers import Stragglers, below, line, record_fields
+from launcher.states import RunState
 from launcher.status import Failure
+
+# The record's timeline: what kit sees happen to a run besides its attempts' starts and ends (status.json keeps
+# those): the world formed, a SLURM job's queue states. One entry per event, appended under the record's lock.
+
+WORLD_FORMED = "world formed"
+QUEUED = (RunState.PENDING, RunState.REQUEUED)
+
+
+def mark(record, event: str, attempt: Optional[int] = None, detail: str = "", at: Optional[float] = None) -> None:
+    """Best effort: a record that cannot be written costs the entry, never the run."""
+    entry = {"at": time.time() if at is None else at, "event": event, "attempt": attempt, "detail": detail}
+    try:
+        record.update_status(append={"timeline": [entry]})
+    except Exception:
+        pass
+
 
 POLL = 1.0
 
@@ -39,7 +56,7 @@ class InsightWatch:
         if not self._formed and self.world is not None and self.world.formed:
             self._formed = True
             ago = max(0.0, now - (self.world.formed_at or now))
-            timeline.mark(self.record, timeline.WORLD_FORMED, self.plan.attempt, at=time.time() - ago)
+            mark(self.record, WORLD_FORMED, self.plan.attempt, at=time.time() - ago)
         if self.stragglers.named is None:
             self._read()
         return None
@@ -73,4 +90,4 @@ def _size(path: str) -> int:
         return 0
 
 
-__all__ = ["InsightWatch"]
+__all__ = ["InsightWatch", "mark", "WORLD_FORMED", "QUEUED"]

@@ -9,19 +9,20 @@ from launcher.errors import KitError
 from launcher.planning.attempt import Attempt, attempt_port, rdzv_env, replace_lost
 from launcher.planning.env import INHERIT, node_env, secret_names
 from launcher.planning.model import LaunchPlan, Limits, NodePlan, World
-from launcher.planning.placement import Placement, spares as spare_hosts
-from launcher.planning.port import master_port
+from launcher.planning.placement import Placement, master_port
+from launcher.planning.placement import spares as spare_hosts
 from launcher.planning.shape import Shape, resolve_shape
 from launcher.planning.tags import WORKER_TAG_ENV, worker_tag_template
-from launcher.render.accelerate import LaunchSettings, accelerate_config, distributed_type, launch_argv
+from launcher.render import modules as module_check
+from launcher.render.accelerate import LaunchSettings, accelerate_config, distributed_type, fsdp_config, launch_argv
 from launcher.render.deepspeed import deepspeed_config
 from launcher.render.direct import direct_argv, direct_env, is_direct
-from launcher.render.envcheck import file_name as env_check_file, program as env_check_program, task_line
-from launcher.render.fsdp import fsdp_config
+from launcher.render.envcheck import file_name as env_check_file
+from launcher.render.envcheck import program as env_check_program
+from launcher.render.envcheck import task_line
 from launcher.render.shell import interface_lines, node_command, threads_lines
-from launcher.render import modules as module_check
-from launcher.render.torchrun import torchrun_argv, torchrun_env
 from launcher.render.text import to_json, to_yaml
+from launcher.render.torchrun import torchrun_argv, torchrun_env
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.job import JobSpec
 from launcher.spec.overrides import Overrides, apply_overrides

@@ -1,16 +1,42 @@
 """What the planner asks a backend: where the nodes go and what each node's launch looks like there. Every backend
 has one `Placement` (backends/<name>/placement.py), found through backends/registry.py; build_plan and the sweep
 planner call only these methods, so no planning code names a backend. Pure: no I/O, no environment reads
-(`at_submit` is the one exception, called at the edge by the spec loader)."""
+(`at_submit` is the one exception, called at the edge by the spec loader). Also the rendezvous port, derived
+here for every backend: from the run id, and per sweep lane."""
 
+import zlib
 from dataclasses import dataclass
 from typing import Optional
 
 from launcher.errors import KitError, Option
 from launcher.planning.model import Submission
-from launcher.planning.port import lane_port
-from launcher.spec.cluster import ClusterSpec, Host
+from launcher.spec.cluster import ClusterSpec, Host, PortPolicy
 from launcher.spec.job import JobSpec
+
+# The rendezvous port, derived in one place: from the run id, so two runs on one host do not both take 29500, and
+# per sweep lane, so trials of one sweep running side by side never draw the same port.
+
+
+def _spread(policy: PortPolicy, key: str, offset: int = 0) -> int:
+    return policy.base + (zlib.crc32(key.encode()) + offset) % policy.span
+
+
+def master_port(policy, run_id: str) -> int:
+    """A fixed port, or base + crc32(run id) % span."""
+    if isinstance(policy, int):
+        return policy
+    assert isinstance(policy, PortPolicy)
+    return _spread(policy, run_id)
+
+
+def lane_port(policy, sweep_id: str, lane: int, lanes: int) -> Optional[int]:
+    """Lane `lane`'s fixed port: a fixed port + lane, or base + (crc32(sweep id) + lane) % span (per-run-id ports
+    would clash once in `span` pairs); None (the run id decides) when the span is narrower than the lanes."""
+    if isinstance(policy, int):
+        return policy + lane
+    if policy.span < lanes:
+        return None
+    return _spread(policy, sweep_id, lane)
 
 
 @dataclass(frozen=True)
@@ -215,7 +241,7 @@ def spares(job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
 
 
 def with_lane_ports(placement: Placement, lanes: Lanes, key: str) -> Lanes:
-    """Each lane's own master port, when lanes may share a host (planning/port.py: one derivation)."""
+    """Each lane's own master port, when lanes may share a host (lane_port above: one derivation)."""
     if lanes.count == 1 or not placement.lanes_own_ports:
         return lanes
     clusters = []

@@ -1,13 +1,23 @@
 """Is the entrypoint there, as the node will see it? One check command (shell text) and one function that reads
-its result, so the local backend runs it here and a remote backend can run the same text on each host."""
+its result, so the local backend runs it here and a remote backend can run the same text on each host; and how
+kit reads the marked lines its check programs print (`kit-probe:python ...`)."""
 
 import shlex
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
 
 from launcher.planning.model import NodePlan
-from launcher.preflight.markers import after_marker
 from launcher.render.shell import join_argv
+
+# Reading the marked lines that kit's check programs print on a host (`kit-probe:python ...`).
+
+
+def after_marker(text: str, marker: str) -> list[str]:
+    """What follows `marker` on each line of `text` that holds it. The marker is looked for anywhere in a line:
+    a host may print text without a newline before the program's first line (an rc file of the login shell, a
+    setup line), which then starts that line."""
+    return [line[line.index(marker) + len(marker) :] for line in text.splitlines() if marker in line]
+
 
 MARKER = "kit-preflight:"
 # The reference job's module (jobs/bert_cls.yaml): the repository's train/, found from the nodes' workdir only.

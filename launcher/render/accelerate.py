@@ -1,11 +1,14 @@
-"""The Accelerate config YAML and the `accelerate launch` argv for one node.
+"""The Accelerate config YAML (its fsdp_config section from the job's fsdp options included) and the `accelerate
+launch` argv for one node.
 
 `accelerate launch --config_file` fills only flags whose argparse default is None from the YAML: settings such as
 `rdzv_backend` and `same_network` in the YAML are silently ignored. So every multi-node setting is also passed
 on the command line."""
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
+
+from launcher.spec.job import FsdpOptions
 
 _DIST_FLAGS = {"MULTI_GPU": "--multi_gpu", "DEEPSPEED": "--use_deepspeed", "FSDP": "--use_fsdp", "NO": None}
 
@@ -108,3 +111,30 @@ def launch_argv(s: LaunchSettings) -> tuple[str, ...]:
         argv += ["--tee", "3", "--log_dir", s.rank_log_dir]
     argv += s.entry()
     return tuple(argv) + s.args
+
+
+# accelerate's fsdp_config section from a job's fsdp options.
+
+
+def fsdp_config(opts: FsdpOptions) -> dict:
+    cfg: dict[str, Any] = {
+        "fsdp_version": opts.version,
+        "fsdp_auto_wrap_policy": opts.auto_wrap_policy,
+        "fsdp_state_dict_type": opts.state_dict_type,
+        "fsdp_offload_params": opts.cpu_offload,
+        "fsdp_activation_checkpointing": opts.activation_checkpointing,
+        "fsdp_cpu_ram_efficient_loading": False,
+    }
+    if opts.version == 2:
+        cfg["fsdp_reshard_after_forward"] = opts.reshard_after_forward
+    else:
+        cfg["fsdp_reshard_after_forward"] = opts.sharding
+        cfg["fsdp_backward_prefetch"] = "BACKWARD_PRE"
+        cfg["fsdp_sync_module_states"] = True
+        # Parameter groups (no weight decay on bias/LayerNorm) need original parameters under FSDP1.
+        cfg["fsdp_use_orig_params"] = True
+    if opts.transformer_layer_cls is not None:
+        cfg["fsdp_transformer_layer_cls_to_wrap"] = opts.transformer_layer_cls
+    if opts.min_num_params is not None:
+        cfg["fsdp_min_num_params"] = opts.min_num_params
+    return cfg

@@ -2,7 +2,7 @@
 running trial (trial_proc.py), prints a line as each trial starts and ends, and the table at the end.
 
 A failed trial does not stop the others, unless `sweep.max_failures` trials in a row failed the same way: then no
-more start (streak.py); nor once the first trial that succeeds has no number at sweep.metric (those running
+more start (Streak, below); nor once the first trial that succeeds has no number at sweep.metric (those running
 finish: they are kept, and scored once the metric is fixed; exit 2). Ctrl-C or SIGTERM (`kit cancel <sweep>`)
 stops starting trials and forwards the request to every running trial's supervisor, which tears its run down as
 for a single run (a second Ctrl-C shortens the grace period, a third kills); the driver returns once every trial
@@ -19,17 +19,46 @@ from typing import TYPE_CHECKING, Any, Optional
 from launcher import records
 from launcher.errors import KitError, render
 from launcher.render.text import duration
+from launcher.states import RunState
 from launcher.supervise import tree
 from launcher.supervise.supervisor import Cancel
 from launcher.sweeps import curves, metrics
 from launcher.sweeps.cancel import cancel_when_submitted
 from launcher.sweeps.plan import replan
 from launcher.sweeps.rerun import trial_state
-from launcher.sweeps.streak import Streak, failure_key
 from launcher.sweeps.table import collect, metric_problem, metric_text, render_text, trial_row
 from launcher.sweeps.trial_proc import start_trial
 from launcher.sweeps.trials import describe
-from launcher.states import RunState
+
+# When a sweep stops launching trials: `sweep.max_failures` trials in a row (in the order they end) that failed the
+# same way. The same way: the same exit code, meaning and last words of the first failing rank, wherever it ran (a
+# rank, host or node number differs between trials that fail alike); a trial that never started, the same error
+# line. A success, or another cause, starts the count again.
+
+
+def failure_key(status, last_line: str, run_id: str) -> str:
+    """What two trials that failed alike share: their failure without where it happened, else kit's last line with
+    the trial's own run id left out."""
+    f = status.failure
+    if f is not None:
+        return f"{f.meaning}|{f.code}|{f.last_line}"
+    return (last_line or f"exit code {status.exit_code}").replace(run_id, "<trial>")
+
+
+class Streak:
+    def __init__(self, limit: Optional[int]):
+        self.limit, self.count = limit, 0
+        self.key: Optional[str] = None  # the cause of the failures in a row
+
+    def ended(self, state: str, key: str) -> bool:
+        """Count one trial's end; True when this one makes `limit` failures in a row with one cause."""
+        if state in (RunState.SUCCEEDED, RunState.CANCELLED, RunState.PRUNED):
+            self.key, self.count = None, 0
+            return False
+        self.count = self.count + 1 if key == self.key else 1
+        self.key = key
+        return self.limit is not None and self.count >= self.limit
+
 
 if TYPE_CHECKING:
     from launcher.sweeps.study import Study  # imported when a sweep opens one (it loads Optuna)

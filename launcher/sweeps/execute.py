@@ -10,18 +10,17 @@ import traceback
 from typing import Optional
 
 from launcher.backends import registry
-from launcher.errors import KitError, Option
 from launcher.environment import dropped_warning
+from launcher.errors import KitError, Option
+from launcher.states import RunState
 from launcher.supervise import spawned, tree
 from launcher.supervise.console import Console
-from launcher.sweeps import forked
 from launcher.sweeps.driver import Driver
 from launcher.sweeps.follow import follow_trials, how_to
 from launcher.sweeps.record import is_sweep, open_sweep
 from launcher.sweeps.rerun import trials_to_run
 from launcher.sweeps.table import metric_problem
-from launcher.sweeps.context import SweepContext, trial_specs
-from launcher.states import RunState
+from launcher.sweeps.trial_proc import SweepContext, leave, trial_specs
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +95,7 @@ def driver_main() -> None:
     except BaseException:
         traceback.print_exc()
     finally:
-        forked.leave(code)
+        leave(code)
 
 
 def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: Optional[str] = None):
@@ -147,7 +146,7 @@ def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: Opti
         record.update(state=RunState.SUCCEEDED, exit_code=0, finished_at=time.time())
         if detach:
             return record
-        from launcher.sweeps.status import print_status
+        from launcher.sweeps.table import print_status
 
         return print_status(run_root, plan.sweep_id)
     specs = {t.index: trial_specs(ctx, t) for t in todo}

@@ -9,10 +9,10 @@ import time
 
 from launcher import records
 from launcher.core.lookup import state_now
+from launcher.states import RunState
 from launcher.status import NOT_OVER
 from launcher.supervise.failure import outcome_level, outcome_line
 from launcher.sweeps import metrics
-from launcher.states import RunState
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def follow_trials(record, run_ids: list[str]) -> int:
             first_bad = status.exit_code or 1
     code = 0 if first_bad is None else first_bad
     record.update(state=RunState.SUCCEEDED if code == 0 else RunState.FAILED, exit_code=code, finished_at=time.time())
-    from launcher.sweeps.status import print_status  # the same table as `kit sweep status`
+    from launcher.sweeps.table import print_status  # the same table as `kit sweep status`
 
     sys.stdout.flush()
     print_status(os.path.dirname(record.path), record.sweep_id)

@@ -20,7 +20,6 @@ from launcher.spec.overrides import Overrides, apply_overrides, override_pairs
 from launcher.spec.sweep import NOT_IDENTITY, SweepSpec
 from launcher.sweeps.trials import Trial, check_fields, expand, trial_job
 
-
 # Trial N of sweep S is the run `S-tN`: a sweep id shaped so would share its record directory with one.
 TRIAL_ID = re.compile(r"-t\d+$")
 
@@ -45,7 +44,7 @@ class SweepPlan:
     backend: str
     spec: SweepSpec
     trials: tuple[TrialPlan, ...]
-    # One submission for every trial (a SLURM job array: backends/slurm/array_script.py), or None: the trials
+    # One submission for every trial (a SLURM job array: backends/slurm/arrays.py), or None: the trials
     # run lane by lane.
     array: Optional[Any] = None
     lanes: int = 1  # how many trials run at once on local and SSH clusters (lanes.py)

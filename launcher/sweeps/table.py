@@ -1,17 +1,22 @@
 """A sweep's trials as one table: parameters, state, metric, duration, the best trial marked. Each trial's state
-comes from its own run record, read through its backend (`kit status <trial>` reads it the same way)."""
+comes from its own run record, read through its backend (`kit status <trial>` reads it the same way). Printed
+by `kit sweep status [S]` (and `kit status S`) as text or JSON, with sweep.png."""
 
 import os
+import sys
 import time
 from typing import Optional
 
+from launcher.errors import KitError
 from launcher.render.text import duration, to_json
-from launcher.supervise import tree
+from launcher.states import RunState, TrialState
 from launcher.status import NOT_OVER
+from launcher.supervise import tree
 from launcher.sweeps import curves, metrics
+from launcher.sweeps.plot import write_plot
+from launcher.sweeps.record import find_sweep, latest_sweep
 from launcher.sweeps.rerun import trial_state
 from launcher.sweeps.trials import describe
-from launcher.states import RunState, TrialState
 
 # A trial that ran as far as the sweep wanted: to its end, or until its pruner stopped it (sweep.early_stopping).
 DONE = (RunState.SUCCEEDED, RunState.PRUNED)
@@ -202,3 +207,18 @@ def render_text(view: dict) -> str:
 
 def render_json(view: dict) -> str:
     return to_json(view)
+
+
+# `kit sweep status [S]` (and `kit status S`): the table of a sweep's trials, or JSON, and sweep.png.
+
+
+def print_status(run_root: str, sweep_id, fmt: str = "text") -> int:
+    sweep_id = sweep_id or latest_sweep(run_root)
+    if sweep_id is None:
+        raise KitError(f"no sweeps under {run_root}/ yet; start one with `kit submit JOB --sweep FILE`")
+    record = find_sweep(run_root, sweep_id)
+    view = collect(record, os.path.dirname(record.path))
+    sys.stdout.write(render_json(view) if fmt == "json" else render_text(view))
+    sys.stdout.flush()
+    write_plot(record, view)
+    return 0

@@ -1,4 +1,8 @@
-"""One trial of a sweep run lane by lane, in a forked child of the sweep driver: exactly what `kit submit` does
+"""What every trial of a sweep shares (SweepContext: the resolved specs, where records go, the backend's binding),
+the specs a trial's record keeps, and the two ends of a forked child (the detached sweep driver, a trial's
+supervisor: output to a file, never back into the parent's code path).
+
+One trial of a sweep run lane by lane, in a forked child of the sweep driver: exactly what `kit submit` does
 for one plan (core/launch.py: checks, run record, the backend's supervised execution), on the trial's plan as the
 dry-run shows it; then a copy of its metrics file into its record.
 
@@ -15,15 +19,60 @@ import sys
 import threading
 import time
 import traceback
+from dataclasses import dataclass
+from typing import NoReturn
 
 from launcher.backends import registry
+from launcher.core.launch import Prepared, launch
 from launcher.errors import KitError, render
 from launcher.logs import child_level, setup_console
-from launcher.core.launch import Prepared, launch
-from launcher.sweeps import forked, metrics
-from launcher.sweeps.cancel import cancel_when_submitted
-from launcher.sweeps.context import trial_specs
+from launcher.records import spec_record
+from launcher.spec.cluster import ClusterSpec
+from launcher.spec.job import JobSpec
+from launcher.spec.sweep import SweepSpec
 from launcher.states import RunState
+from launcher.sweeps import metrics
+from launcher.sweeps.cancel import cancel_when_submitted
+from launcher.sweeps.trials import Trial, trial_job
+
+# The two ends of a forked child (the detached sweep driver, a trial's supervisor): its output goes to a file, and
+# it never returns into the parent's code path.
+
+
+def output_to(path: str, truncate: bool = False) -> None:
+    """stdin from /dev/null; stdout and stderr to `path`."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if truncate else os.O_APPEND)
+    console = os.open(path, flags, 0o644)
+    null = os.open(os.devnull, os.O_RDONLY)
+    for fd, target in ((null, 0), (console, 1), (console, 2)):
+        os.dup2(fd, target)
+
+
+def leave(code: int) -> NoReturn:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+# What every trial of a sweep shares (the resolved specs, where records go, the backend's binding), and the specs a
+# trial's run record keeps.
+
+
+@dataclass(frozen=True)
+class SweepContext:
+    job: JobSpec  # the resolved job (overrides applied); each trial applies its values on top
+    cluster: ClusterSpec  # the resolved cluster
+    spec: SweepSpec  # the sweep spec
+    base_dir: str  # where `kit submit` ran
+    run_root: str  # absolute: the sweep's and the trials' records
+    binding: object  # the backend's settings (Placement.binding)
+
+
+def trial_specs(ctx: SweepContext, trial) -> tuple[dict, dict]:
+    """(job record, cluster record) of one trial's run record: the trial's own job, its lane's cluster."""
+    tjob = trial_job(ctx.job, ctx.spec, Trial(trial.index, trial.params), trial.output_dir)
+    return spec_record(tjob, trial.plan), spec_record(trial.cluster or ctx.cluster, trial.plan)
+
 
 log = logging.getLogger(__name__)
 
@@ -127,10 +176,10 @@ def start_trial(trial, ctx, console_path: str, close_fds=()) -> tuple[int, int]:
         os.close(write_fd)
         for fd in close_fds:  # the other trials' pipes: each must see EOF only when the driver is gone
             os.close(fd)
-        forked.output_to(console_path, truncate=True)
+        output_to(console_path, truncate=True)
         setup_console(child_level())  # its console file holds every line kit says, whatever -q the driver had
         code = _run(trial, ctx, read_fd)
     except BaseException:
         traceback.print_exc()
     finally:
-        forked.leave(code)
+        leave(code)

@@ -30,7 +30,7 @@ def threads(p) -> list:
 @pytest.fixture
 def cores(monkeypatch):
     def set_cores(n):
-        monkeypatch.setattr("launcher.hostinfo.os.sched_getaffinity", lambda pid: set(range(n)))
+        monkeypatch.setattr("launcher.backends.local.placement.os.sched_getaffinity", lambda pid: set(range(n)))
     return set_cores
 
 

@@ -5,7 +5,7 @@ for SLURM's commands; the race itself on the test cluster: test_slurm_records.py
 import json
 
 from launcher.backends.slurm import follow
-from launcher.backends.slurm.outcome import record_end, with_kits_verdict
+from launcher.backends.slurm.follow import record_end, with_kits_verdict
 from launcher.records import RunRecord
 from launcher.status import Failure, RunStatus
 from launcher.transport.where import CommandError

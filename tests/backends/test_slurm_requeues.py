@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from launcher.backends.attempts import run_attempts
 from launcher.backends.base import Result
-from launcher.backends.slurm.requeues import BY_QUEUE, BY_TIME_LIMIT, requeued_attempts
+from launcher.backends.slurm.follow import BY_QUEUE, BY_TIME_LIMIT, requeued_attempts
 from launcher.records import RunRecord
 from launcher.render.slurm import _requeue_lines
 from launcher.status import Failure, RunStatus

@@ -4,7 +4,7 @@ import glob
 import json
 import os
 
-from launcher.backends.slurm.query import sacct_state
+from launcher.backends.slurm.queue import sacct_state
 from tests.backends.slurmrun import cluster_file, kit, status_of, wait_for, workdir, write_job
 from tests.launcher.localrun import reports
 

@@ -5,15 +5,20 @@ import json
 
 import pytest
 
-from launcher.backends.slurm.follow import attempt_start, ends_this_attempt
-from launcher.backends.slurm.files import REQUEUES_EXHAUSTED, TIME_LIMIT_NO_REQUEUE
-from launcher.backends.slurm.outcome import describe, final_fields
-from launcher.backends.slurm.query import JobInfo, _exit_code, started_from
-from launcher.transport.where import Local
+from launcher.backends.slurm.follow import (
+    REQUEUES_EXHAUSTED,
+    TIME_LIMIT_NO_REQUEUE,
+    attempt_start,
+    describe,
+    ends_this_attempt,
+    final_fields,
+)
+from launcher.backends.slurm.queue import JobInfo, _exit_code, started_from
 from launcher.render.slurm import sbatch_script
 from launcher.spec.cluster import ClusterSpec
 from launcher.status import RunStatus
 from launcher.supervise.failure import cause, restartable
+from launcher.transport.where import Local
 
 
 @pytest.mark.parametrize("slurm,restarts,kit", [

@@ -1,7 +1,7 @@
 """A host whose logins print text without a newline (an rc file's `printf` of a banner or a terminal title):
 kit's checks read their marked lines wherever a line starts, so `kit submit` runs and `kit doctor` passes there,
 with no setup line of kit's config to absorb the text. The text comes from a second sshd on n1 that sets
-BASH_ENV, which every non-interactive bash of the login reads (launcher/preflight/markers.py)."""
+BASH_ENV, which every non-interactive bash of the login reads (launcher/preflight/entrypoint.py)."""
 
 import json
 

@@ -4,9 +4,9 @@ never, and a list too long to be code refused in one line."""
 import pytest
 
 from launcher.backends.ssh import sync_list
+from launcher.backends.ssh.placement import SyncOptions
 from launcher.backends.ssh.sync_list import glob_regex, sync_plan
 from launcher.errors import KitError
-from launcher.backends.ssh.options import SyncOptions
 
 
 @pytest.mark.parametrize("pattern, path, matches", [

@@ -73,7 +73,7 @@ def test_a_slurm_jobs_wait_in_the_queue_is_queue_time():
 
 
 def test_a_job_slurm_requeued_itself_is_two_windows_with_its_wait_as_queue():
-    """The follower lists the queue's own requeue as an attempt (slurm/requeues.py): attempt 1 ends when it is
+    """The follower lists the queue's own requeue as an attempt (slurm/follow.py): attempt 1 ends when it is
     seen requeued, attempt 2 starts when it is seen running again; the wait between is queue time."""
     marks = [{"at": 5.0, "event": "running", "attempt": 1, "detail": ""},
              {"at": 40.0, "event": "requeued", "attempt": 2, "detail": "BeginTime"},

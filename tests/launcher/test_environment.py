@@ -7,7 +7,7 @@ import pytest
 from launcher.environment import dropped_vars, dropped_warning, node_process_env
 from launcher.cli import main
 from launcher.errors import KitError
-from launcher.hostinfo import visible_gpu_ids
+from launcher.backends.local.placement import visible_gpu_ids
 from launcher.planning.model import InheritPolicy, from_dict
 from launcher.render.dryrun import render_json, render_text
 from launcher.spec import load_cluster
@@ -104,7 +104,7 @@ def fake_driver(tmp_path, monkeypatch, gpus: int, visible=None):
     root = tmp_path / "nvidia"
     for i in range(gpus):
         (root / f"0000:{i:02x}:00.0").mkdir(parents=True)
-    monkeypatch.setattr("launcher.hostinfo.NVIDIA_GPUS", str(root))
+    monkeypatch.setattr("launcher.backends.local.placement.NVIDIA_GPUS", str(root))
     if visible is None:
         monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     else:

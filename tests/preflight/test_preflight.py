@@ -8,11 +8,10 @@ import sys
 
 import pytest
 
+from launcher.backends.local.preflight import port_is_free, preflight
 from launcher.errors import KitError
 from launcher.planning.build import build_plan
-from launcher.backends.local.preflight import preflight
 from launcher.preflight.entrypoint import CheckResult, entrypoint_check_command, interpret_entrypoint_check
-from launcher.preflight.port import port_is_free
 from launcher.render.shell import node_command
 from launcher.spec import ClusterSpec, JobSpec, Overrides
 from tests.launcher.localrun import REPO, kit
@@ -193,7 +192,7 @@ def test_arguments_with_newlines_do_not_confuse_the_check(tmp_path):
 
 
 def test_marked_lines_are_read_wherever_the_marker_starts():
-    from launcher.preflight.markers import after_marker
+    from launcher.preflight.entrypoint import after_marker
     text = "Welcome to n1 kit-probe:python /usr/bin/python3\nnoise\nkit-probe:port free\n"
     assert after_marker(text, "kit-probe:") == ["python /usr/bin/python3", "port free"]
     assert after_marker("nothing marked\n", "kit-probe:") == []

@@ -44,10 +44,10 @@ def test_no_cluster_file_means_this_machine(monkeypatch, tmp_path):
     gpus = tmp_path / "gpus"
     for i in range(4):
         (gpus / f"0000:0{i}:00.0").mkdir(parents=True)
-    monkeypatch.setattr("launcher.hostinfo.NVIDIA_GPUS", str(gpus))
-    monkeypatch.setattr("launcher.hostinfo.os.sched_getaffinity", lambda pid: {0, 1, 2})
+    monkeypatch.setattr("launcher.backends.local.placement.NVIDIA_GPUS", str(gpus))
+    monkeypatch.setattr("launcher.backends.local.placement.os.sched_getaffinity", lambda pid: {0, 1, 2})
     assert load_cluster(None) == DEFAULT_CLUSTER.model_copy(update={"gpus_per_node": 4, "cpus": 3})
-    monkeypatch.setattr("launcher.hostinfo.NVIDIA_GPUS", str(tmp_path / "absent"))
+    monkeypatch.setattr("launcher.backends.local.placement.NVIDIA_GPUS", str(tmp_path / "absent"))
     assert load_cluster(None).gpus_per_node == 0
 
 

@@ -9,9 +9,18 @@ import signal
 
 import yaml
 
-from launcher.backends.slurm.query import sacct_state
-from tests.backends.slurmrun import (cluster_file, kit, kit_background, probe_processes, status_of, wait_for,
-                                     wait_state, workdir, write_job)
+from launcher.backends.slurm.queue import sacct_state
+from tests.backends.slurmrun import (
+    cluster_file,
+    kit,
+    kit_background,
+    probe_processes,
+    status_of,
+    wait_for,
+    wait_state,
+    workdir,
+    write_job,
+)
 from tests.sweeps.sweeprun import probe_job, status_json
 from tests.train.support import synthetic_rows, tiny_args, write_csv
 

@@ -3,14 +3,14 @@ dry-run that shows it."""
 
 import pytest
 
+from launcher.backends.slurm.arrays import array_option, index_ranges
 from launcher.errors import KitError
 from launcher.render.sweep import render_sweep_text
 from launcher.spec import Overrides, load_job
 from launcher.spec.cluster import ClusterSpec
 from launcher.spec.load import validate
-from launcher.sweeps.plan import plan_sweep
-from launcher.backends.slurm.array_script import array_option, index_ranges
 from launcher.spec.sweep import SweepSpec
+from launcher.sweeps.plan import plan_sweep
 
 JOB = "jobs/bert_cls.yaml"
 CLUSTER = validate(ClusterSpec, {

@@ -1,7 +1,7 @@
-"""When a sweep stops launching trials (launcher/sweeps/streak.py): max_failures in a row with one cause."""
+"""When a sweep stops launching trials (launcher/sweeps/driver.py): max_failures in a row with one cause."""
 
 from launcher.status import Failure, RunStatus
-from launcher.sweeps.streak import Streak, failure_key
+from launcher.sweeps.driver import Streak, failure_key
 
 
 def _failed(rank: int, host: str, words: str = "ValueError: boom", code: int = 1) -> str:

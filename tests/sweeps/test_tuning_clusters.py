@@ -9,7 +9,7 @@ import os
 
 import yaml
 
-from launcher.backends.slurm.query import sacct_state
+from launcher.backends.slurm.queue import sacct_state
 from tests.backends.slurmrun import cluster_file, kit, probe_processes, status_of, wait_for, workdir
 from tests.sweeps.sweeprun import status_json
 from tests.sweeps.test_tuning import CURVE

@@ -6,10 +6,9 @@ import sys
 import time
 
 from launcher.backends.base import Backend, Result
-from launcher.backends.local.bounded import run_bounded
 from launcher.backends.local.cancel import cancel_local_run, current_state
 from launcher.backends.local.node import LocalNode, launcher_running
-from launcher.backends.local.preflight import preflight
+from launcher.backends.local.preflight import preflight, run_bounded
 from launcher.environment import node_process_env
 from launcher.errors import KitError
 from launcher.insight.watch import InsightWatch
@@ -17,6 +16,7 @@ from launcher.planning.model import LaunchPlan
 from launcher.preflight.reach import reach_command, reach_problem
 from launcher.preflight.stacks import dump_command, parse_dumps
 from launcher.records import RunRecord
+from launcher.states import AttemptEnd, RunState
 from launcher.status import RunStatus
 from launcher.supervise import tree
 from launcher.supervise.console import Console, follow_node
@@ -27,8 +27,6 @@ from launcher.supervise.supervisor import Cancel, finalize, supervise
 from launcher.supervise.tracebacks import first_cause
 from launcher.supervise.watchdog import become_subreaper
 from launcher.supervise.world import WorldWatch, ranks_started
-from launcher.states import AttemptEnd, RunState
-
 
 REACH_TIMEOUT = 30.0  # the node's setup lines, then a connect bounded by reach.CONNECT_SECONDS
 

@@ -1,15 +1,80 @@
 """Before a local run writes or starts anything: the node's setup lines succeed, the entrypoint exists as the node
-will see it, and the master port is free. One-line KitError (exit 2) on the first problem."""
+will see it, and the master port is free (a bind test). One-line KitError (exit 2) on the first problem. The
+checks run in a bounded shell (run_bounded), which the backend also uses to look at the master from here."""
 
+from __future__ import annotations
+
+import errno
 import os
+import signal
+import socket
 import subprocess
+from typing import Optional
 
-from launcher.backends.local.bounded import run_bounded
 from launcher.environment import node_process_env
-from launcher.errors import KitError
+from launcher.errors import KitError, Option
 from launcher.planning.model import LaunchPlan
 from launcher.preflight.entrypoint import CheckResult, entrypoint_check_command, interpret_entrypoint_check
-from launcher.preflight.port import check_master_port
+
+# A short local shell (the checks before a run, a look at the master from this machine) that leaves nothing behind:
+# it runs in its own process group, and a timeout or a Ctrl-C kills the whole group (a setup line's `sleep`, a
+# `module load` it started), not only bash.
+
+
+def run_bounded(command: str, cwd: str, env: dict, timeout: float) -> subprocess.CompletedProcess:
+    """`bash -c command` with stdin /dev/null; raises subprocess.TimeoutExpired after `timeout` seconds."""
+    proc = subprocess.Popen(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:  # the timeout, or the user's Ctrl-C: nothing of the check may outlive kit
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+# Is the master port free on this machine? A bind test, as the rendezvous store will bind it.
+
+SEARCH = 200  # ports tried after a busy one, to suggest a free --port
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # Like the store: a port in TIME_WAIT after an earlier run is free; one that something listens on is not.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("", port))
+        except OSError as e:
+            if e.errno in (errno.EADDRINUSE, errno.EACCES):
+                return False
+            raise
+    return True
+
+
+def free_port_after(port: int) -> Optional[int]:
+    return next((p for p in range(port + 1, min(port + SEARCH, 65535) + 1) if port_is_free(p)), None)
+
+
+def check_master_port(port: int) -> None:
+    """Raise a one-line KitError when `port` is taken. Not a reservation: it only catches a clash before start."""
+    if port_is_free(port):
+        return
+    free = free_port_after(port)
+    hint = ("pass a free one, e.g. ", Option("port", free)) if free else ("pass a free one with ", Option("port"))
+    raise KitError(f"master port {port} is already in use on this machine (another run or service); ", hint)
+
 
 CHECK_TIMEOUT = 120.0  # setup lines (module load, activate) may be slow on a busy machine
 

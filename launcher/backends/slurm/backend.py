@@ -9,22 +9,30 @@ import logging
 import os
 import time
 
+from launcher import run_index
 from launcher.backends.base import Backend, Result
-from launcher.backends.slurm.follow import follow, note_info
-from launcher.backends.slurm.files import clear_node_exit_codes, confine, copy_node_logs
-from launcher.backends.slurm.outcome import describe, failure_of, final_fields, record_end, settle
-from launcher.backends.slurm.poller import poller
-from launcher.backends.slurm.query import query
+from launcher.backends.slurm.follow import (
+    clear_node_exit_codes,
+    confine,
+    copy_node_logs,
+    describe,
+    failure_of,
+    final_fields,
+    follow,
+    note_info,
+    record_end,
+    settle,
+)
+from launcher.backends.slurm.queue import poller, query
 from launcher.environment import process_env
 from launcher.errors import KitError, SchedulerError
 from launcher.planning.model import LaunchPlan
-from launcher import run_index
 from launcher.records import RunRecord
-from launcher.trust import require_trusted
+from launcher.states import AttemptEnd, RunState
 from launcher.status import ACTIVE, FINAL, RunStatus
 from launcher.supervise import liveness
 from launcher.transport.where import CommandError, where_at
-from launcher.states import AttemptEnd, RunState
+from launcher.trust import require_trusted
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +226,7 @@ class SlurmBackend(Backend):
 
     def submit_many(self, sweep, todo: list, specs: dict, base_dir: str):
         """One job array for the trials `todo`, submitted where the SLURM commands run (here or the login host)."""
-        from launcher.backends.slurm.array import create_records, submit_array
+        from launcher.backends.slurm.arrays import create_records, submit_array
 
         made = create_records(self.record_root(self.workdir, base_dir), todo, specs)
         array_id, argv = submit_array(self, sweep, todo, made, SUBMIT_TIMEOUT)
@@ -238,7 +246,7 @@ class SlurmBackend(Backend):
         }
 
     def cancel_many(self, sweep_data: dict, sweep_path: str):
-        from launcher.backends.slurm.array import cancel_array
+        from launcher.backends.slurm.arrays import cancel_array
 
         return cancel_array(self, sweep_data, sweep_path)
 

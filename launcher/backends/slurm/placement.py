@@ -1,14 +1,94 @@
 """How the planner places a SLURM run: the allocation picks the hosts, so each task resolves its rank and the head
-node's address itself; the nodes are submitted as one sbatch script (and a sweep as one job array)."""
+node's address itself; the nodes are submitted as one sbatch script (and a sweep as one job array). Also what the
+placement owns: the cluster config's `slurm:` section, where the cluster's SLURM commands run, and the run
+record's handle (HANDLE)."""
 
-from launcher.backends.slurm.options import SlurmOptions, login_fields
+import re
+from dataclasses import dataclass
+from typing import Annotated, Optional
+
+from pydantic import Field, StringConstraints
+
+from launcher.backends.handle import Handle
 from launcher.planning.model import Submission
 from launcher.planning.placement import Lanes, Placement
 from launcher.render.shell import runtime_ref
 from launcher.render.slurm import MASTER_ADDR_PRELUDE, sbatch_script
-from launcher.spec.cluster import ClusterSpec, Host
-from launcher.spec.job import JobSpec
+from launcher.spec.base import OneLine
+from launcher.spec.cluster import ClusterSpec, Host, HostName, Section
+from launcher.spec.job import JobSpec, PositiveInt
 from launcher.transport.options import SshOptions, check_key_files
+from launcher.wellformed import HOST_NAME, ONE_LINE, checked, integer, mapping, text
+
+# The SLURM backend's own section of a cluster config, `slurm:`, and where a cluster's SLURM commands run (here, or
+# its login host reached with its `ssh:` section).
+
+
+class SlurmOptions(Section):
+    partition: Optional[OneLine] = None
+    account: Optional[OneLine] = None
+    qos: Optional[OneLine] = None
+    time: Optional[Annotated[str, StringConstraints(pattern=r"^(\d+-)?\d+(:\d{2}){0,2}$")]] = None
+    constraint: Optional[OneLine] = None
+    cpus_per_task: Optional[PositiveInt] = None
+    mem: Optional[Annotated[str, StringConstraints(pattern=r"^\d+[KMGT]?$")]] = None
+    # Seconds before the time limit that SLURM warns the batch shell (B:USR1), which then requeues the job so the
+    # ranks checkpoint on SIGTERM and resume; must be well above the checkpoint time plus SLURM's event resolution.
+    signal_before: Annotated[int, Field(ge=10, le=65535)] = 180
+    # Requeues (warning signal or preemption) before kit lets the job end instead of requeueing it again.
+    max_requeues: Annotated[int, Field(ge=0, le=1000)] = 3
+    # Verbatim `#SBATCH` options, the escape hatch for anything not modelled: ["--exclusive", "--reservation=x"].
+    extra_sbatch: list[Annotated[OneLine, StringConstraints(pattern=r"^--?[A-Za-z]")]] = []
+    # Submit from elsewhere: run sbatch/squeue/sacct/scontrol/scancel on this host over SSH (the cluster's `ssh:`
+    # section says how to log in) and reach its workdir over SFTP; unset = the SLURM commands run on this machine.
+    login_host: Optional[HostName] = None
+    # Nodes never to run on (`#SBATCH --exclude`); with exclude_failed_nodes, also those that caused a failure in
+    # one of their last two runs (kit hosts lists them; kit hosts --clear NODE forgives one).
+    exclude: list[HostName] = []
+    exclude_failed_nodes: bool = False
+
+
+def login_fields(cluster) -> dict:
+    """What a run record keeps so that status, logs and cancel reach the same place later (no secrets)."""
+    login = cluster.slurm.login_host if cluster.slurm is not None else None
+    if login is None:
+        return {}
+    from launcher.transport.endpoint import ssh_settings
+
+    return {"login_host": login, "login_ssh": ssh_settings(cluster.ssh)}
+
+
+def where_for(cluster):
+    """Where this cluster's SLURM commands run: its login host when the config names one, else here."""
+    from launcher.transport.where import where_at
+
+    fields = login_fields(cluster)
+    return where_at(fields.get("login_host"), fields.get("login_ssh"))
+
+
+# What a SLURM run's record keeps of its own (its handle): the job id, where its files are as the SLURM commands see
+# them, the login host (if any) and how to reach it, the requeue budget and count, SLURM's last word.
+
+JOB_ID = re.compile(r"^\d+(_\d+)?$")  # a SLURM job id, or <array id>_<task>
+
+
+@dataclass(frozen=True)
+class SlurmHandle(Handle):
+    job_id: Optional[str] = checked(None, lambda v: text(v, JOB_ID))
+    array_job_id: Optional[str] = checked(None, lambda v: text(v, JOB_ID))
+    workdir: Optional[str] = checked(None, text)  # the cluster's workdir, as SLURM sees it
+    run_dir: Optional[str] = checked(None, lambda v: text(v, ONE_LINE))  # relative to workdir
+    max_requeues: Optional[int] = checked(None, integer)
+    login_host: Optional[str] = checked(None, lambda v: text(v, HOST_NAME))
+    login_ssh: Optional[dict] = checked(None, mapping)  # connection settings, no secrets
+    restarts: int = checked(0, lambda v: integer(v) or 0)  # SLURM's requeue count
+    slurm_state: Optional[str] = checked(None, text)
+
+    def scheduler_job_id(self) -> Optional[str]:
+        return self.job_id
+
+
+HANDLE = SlurmHandle
 
 
 class SlurmPlacement(Placement):
@@ -110,7 +190,7 @@ class SlurmPlacement(Placement):
         return Lanes((cluster,) * count, ("",) * count)
 
     def array_plan(self, sweep_id: str, parallel: int, trials):
-        from launcher.backends.slurm.array_script import array_plan
+        from launcher.backends.slurm.arrays import array_plan
 
         return array_plan(sweep_id, parallel, trials)
 

@@ -9,22 +9,21 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from launcher.backends.base import Backend, Result
+from launcher.backends.ssh.failure import host_disk_note, run_failure
 from launcher.backends.ssh.watch import HOST_TIMEOUT, fetch_rank_stderr, keep_in_touch, reach, stacks
 from launcher.environment import process_env
 from launcher.errors import KitError, per_line
 from launcher.insight.watch import InsightWatch
 from launcher.planning.model import LaunchPlan, NodePlan
 from launcher.records import RunRecord
+from launcher.states import AttemptEnd, RunState
 from launcher.status import RunStatus
 from launcher.supervise import tree
 from launcher.supervise.console import Console, follow_node
-from launcher.supervise.supervisor import Cancel, finalize, supervise
-from launcher.backends.ssh.failure import run_failure
-from launcher.backends.ssh.host_disk import host_disk_note
 from launcher.supervise.disk import with_full_disk
 from launcher.supervise.hang import HangWatch
+from launcher.supervise.supervisor import Cancel, finalize, supervise
 from launcher.supervise.world import WorldWatch, ranks_started
-from launcher.states import AttemptEnd, RunState
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +43,8 @@ def load_ahead() -> None:
     from launcher.backends.ssh.preflight import gate_host  # noqa: F401
     from launcher.preflight.entrypoint import CheckResult  # noqa: F401
     from launcher.render.envcheck import probe_lines  # noqa: F401
-    from launcher.transport.sftp import SftpUnavailable  # noqa: F401
     from launcher.transport.connect import connect_each  # noqa: F401
+    from launcher.transport.sftp import SftpUnavailable  # noqa: F401
 
     boot_source()
 
@@ -317,8 +316,8 @@ class SshBackend(Backend):
     def read_output(self, plan: LaunchPlan, base_dir: str, path: str, limit: int):
         """Node 0's file over SFTP (`path` relative to its workdir, itself relative to the login's home, like the
         node's `cd`)."""
-        from launcher.transport.endpoint import resolve
         from launcher.transport.connect import connect
+        from launcher.transport.endpoint import resolve
 
         node = plan.nodes[0]
         conn = connect(resolve(node.host, self.addresses.get(node.host), self.settings), self.accepted)

@@ -5,9 +5,9 @@ import json
 import shlex
 from concurrent.futures import ThreadPoolExecutor
 
-from launcher.errors import KitError
 from launcher.backends.ssh.preflight import last_line
-from launcher.preflight.markers import after_marker
+from launcher.errors import KitError
+from launcher.preflight.entrypoint import after_marker
 from launcher.preflight.reach import CONNECT_SECONDS, REACH_SOURCE, reach_detail
 from launcher.render import modules  # at import: the SSH threads import nothing (test_ssh_thread_imports)
 from launcher.render.shell import node_command
@@ -181,10 +181,10 @@ def _network_rows(conns, cluster, pythons, master, port) -> list:
 
 def doctor_rows(cluster, job=None, plan=None) -> list:
     from launcher.backends.ssh.preflight import entry_checker
-    from launcher.planning.port import master_port
+    from launcher.planning.placement import master_port
+    from launcher.transport.connect import connect
     from launcher.transport.endpoint import resolve, ssh_settings
     from launcher.transport.hostkeys import Accepted
-    from launcher.transport.connect import connect
 
     settings = ssh_settings(cluster.ssh)
     point = job.entrypoint if job is not None else None

@@ -1,15 +1,48 @@
 """How the planner places an SSH run: node i on the cluster's host i; the run's files are uploaded into each
-host's workdir (the hosts may have disks of their own); the run record stays where kit runs."""
+host's workdir (the hosts may have disks of their own); the run record stays where kit runs. Also what the
+placement owns: the cluster config's `sync:` section and the run record's handle (HANDLE)."""
 
 import posixpath
+from dataclasses import dataclass
 from typing import Optional
 
-from launcher.backends.ssh.options import SyncOptions
+from launcher.backends.handle import Handle
 from launcher.planning.model import LaunchPlan, NodePlan
 from launcher.planning.placement import Placement
-from launcher.spec.cluster import ClusterSpec
+from launcher.spec.base import OneLine
+from launcher.spec.cluster import ClusterSpec, Section
 from launcher.spec.job import JobSpec
 from launcher.transport.options import SshOptions, check_key_files
+from launcher.wellformed import checked, items, mapping
+
+# The SSH backend's own section of a cluster config, `sync:` (its `ssh:` section is transport/options.py).
+
+
+class SyncOptions(Section):
+    """Code sync for hosts with disks of their own: what changed under `source` is copied into each host's workdir
+    over SFTP before the run starts."""
+
+    # A local directory (default: the directory kit runs in).
+    source: Optional[OneLine] = None
+    # Globs relative to source (`**` spans directories). Default: the git-tracked files where source is a git
+    # checkout, every file otherwise.
+    include: list[OneLine] = []
+    exclude: list[OneLine] = []
+
+
+# What an SSH run's record keeps of its own (its handle): the connection settings to log in again (no secrets), the
+# host keys accepted for it, and how long each phase of its start took.
+
+
+@dataclass(frozen=True)
+class SshHandle(Handle):
+    ssh: Optional[dict] = checked(None, mapping)  # connection settings (no secrets), to log in again
+    accepted_host_keys: Optional[list] = checked(None, items)
+    timings: Optional[dict] = checked(None, mapping)  # seconds per phase (bench/ssh_fanout.py reads them)
+
+
+HANDLE = SshHandle
+
 
 SYNC_LISTED = 40  # the dry-run's text lists this many synced files (its JSON every one)
 
@@ -41,6 +74,7 @@ class SshPlacement(Placement):
             return plan
         import dataclasses
         import os
+
         from launcher.backends.ssh.sync_list import check_script_synced, sync_plan
 
         sync = sync_plan(cluster.sync, cluster.run_root, os.getcwd())

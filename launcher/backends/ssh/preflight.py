@@ -12,11 +12,11 @@ from launcher.preflight.entrypoint import (
     CHECK_SOURCE,
     MARKER,
     CheckResult,
+    after_marker,
     entrypoint_check_command,
     entrypoint_target,
     interpret_entrypoint_check,
 )
-from launcher.preflight.markers import after_marker
 from launcher.render import modules  # at import: the SSH threads import nothing (test_ssh_thread_imports)
 from launcher.render.shell import join_argv
 

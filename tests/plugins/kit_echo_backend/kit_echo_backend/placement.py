@@ -1,7 +1,12 @@
 """The echo backend's planning: a local cluster's, with its own config section and dry-run line."""
 
+from dataclasses import dataclass
+from typing import Optional
+
+from launcher.backends.handle import Handle
 from launcher.backends.local.placement import LocalPlacement
 from launcher.spec.cluster import Section
+from launcher.wellformed import checked, text
 
 
 class EchoOptions(Section):
@@ -21,3 +26,14 @@ class EchoPlacement(LocalPlacement):
 
 
 PLACEMENT = EchoPlacement()
+
+
+# What an echo run's record keeps of its own: the greeting it said.
+
+
+@dataclass(frozen=True)
+class EchoHandle(Handle):
+    greeting: Optional[str] = checked(None, text)
+
+
+HANDLE = EchoHandle

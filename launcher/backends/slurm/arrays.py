@@ -1,0 +1,249 @@
+"""A sweep on SLURM is one job array: its script (pure, below) and its submission, like a single job's (backend.py):
+through `where` (this machine or the login host), every trial's files into the cluster's workdir, one `sbatch` of
+the array script. Each trial's record then holds its array task's job id (`<array id>_<index>`), so `kit
+status/logs/cancel <trial>` go through the SLURM backend as for any single run. The sweep (launcher/sweeps) decides
+which trials run and writes their records' specs; this module only scripts and submits."""
+
+import os
+import posixpath
+import shlex
+import time
+from dataclasses import dataclass
+
+from launcher import records
+from launcher.backends.slurm.queue import poller
+from launcher.environment import process_env
+from launcher.errors import KitError, SchedulerError
+from launcher.secrets import is_secret
+from launcher.states import RunState
+from launcher.transport.where import CommandError
+from launcher.trust import require_trusted
+
+# A sweep on SLURM is one job array: one `sbatch` of one script, one array task per trial (pure).  Array task N runs
+# trial N's own planned script, `<run root>/<sweep id>-tN/job.sbatch`, with bash. There its `#SBATCH` lines are
+# comments; the array script carries the same directives for every task (nodes, GPUs, partition, time, signal,
+# requeue, append), so every task is a full multi-node job, and each task runs exactly the bytes that trial's dry-
+# run shows. Each task's batch output goes to its trial's run directory as `slurm-<array id>_<task>.out`, the job id
+# the trial's record holds, so the SLURM backend finds it there.
+
+ARRAY_SCRIPT = "sweep.sbatch"
+TRIAL_SCRIPT = "job.sbatch"
+# Directives that name one trial; every other directive must be the same for all trials.
+_PER_TRIAL = ("--job-name=", "--output=")
+
+
+@dataclass(frozen=True)
+class ArrayPlan:
+    script_path: str  # relative to the workdir: <run root>/<sweep id>/sweep.sbatch
+    script: str  # the exact bytes sbatch reads
+    argv: tuple[str, ...]  # how it is submitted (once), from the workdir
+    workdir: str
+    tasks: str  # SLURM's --array list: trial indices, e.g. 0-3
+
+    def to_dict(self) -> dict:
+        return {
+            "script_path": self.script_path,
+            "argv": list(self.argv),
+            "workdir": self.workdir,
+            "tasks": self.tasks,
+            "script": self.script,
+        }
+
+
+def index_ranges(indices) -> str:
+    """[0, 1, 2, 5, 7, 8] -> "0-2,5,7-8": SLURM's --array list syntax."""
+    out: list[str] = []
+    run: list[int] = []
+    for i in sorted(indices):
+        if run and i == run[-1] + 1:
+            run.append(i)
+            continue
+        if run:
+            out.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
+        run = [i]
+    if run:
+        out.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
+    return ",".join(out)
+
+
+def array_option(indices, parallel: int) -> str:
+    return f"--array={index_ranges(indices)}%{parallel}"
+
+
+def _directives(trial) -> list[str]:
+    script = trial.plan.files[posixpath.join(trial.plan.run_dir, TRIAL_SCRIPT)]
+    return [line for line in script.splitlines() if line.startswith("#SBATCH ")]
+
+
+def _shared(line: str) -> bool:
+    return not line[len("#SBATCH ") :].startswith(_PER_TRIAL)
+
+
+def _common_directives(trials) -> list[str]:
+    """The first trial's directives, after checking every trial asks SLURM for the same: one array, one shape."""
+    first = [d for d in _directives(trials[0]) if _shared(d)]
+    for t in trials[1:]:
+        other = [d for d in _directives(t) if _shared(d)]
+        if other != first:
+            diff = sorted(set(first) ^ set(other)) or ["their order"]
+            raise KitError(
+                f"sweep on SLURM: trials {trials[0].index} and {t.index} differ in {diff[0]!r}; a sweep "
+                f"runs as one job array whose tasks share one shape (nodes, GPUs, time): sweep training "
+                f"arguments or strategy settings, not the allocation"
+            )
+    return first
+
+
+def _one_place(trials, what: str, get) -> str:
+    values = {get(t) for t in trials}
+    if len(values) != 1:
+        raise KitError(f"sweep on SLURM: the trials do not share one {what} ({', '.join(sorted(values))})")
+    return values.pop()
+
+
+def array_plan(sweep_id: str, parallel: int, trials) -> ArrayPlan:
+    workdir = _one_place(trials, "workdir", lambda t: t.plan.nodes[0].workdir)
+    run_root = _one_place(trials, "run root", lambda t: posixpath.dirname(t.plan.run_dir))
+    script_path = posixpath.join(run_root, sweep_id, ARRAY_SCRIPT)
+    indices = [t.index for t in trials]
+    # The trial's run id is <sweep id>-t<index>: the task id names the trial's directory.
+    trial_dir = shlex.quote(posixpath.join(run_root, f"{sweep_id}-t")) + '"${SLURM_ARRAY_TASK_ID}"'
+    shared = _common_directives(trials)
+    lines = [
+        "#!/bin/bash",
+        f"# Generated by kit for sweep {sweep_id}: one job array, task N = trial N ({len(trials)} trials, "
+        f"at most {parallel} at once).",
+        f"# Each task runs its trial's own planned script, {run_root}/{sweep_id}-tN/{TRIAL_SCRIPT}, with bash; "
+        "these directives hold for every task.",
+        f"#SBATCH {array_option(indices, parallel)}",
+        f"#SBATCH --job-name={shlex.quote(f'kit-{sweep_id}')}",
+        f"#SBATCH --output={shlex.quote(posixpath.join(run_root, f'{sweep_id}-t%a', 'slurm-%A_%a.out'))}",
+        *shared,
+        "set -u",
+        f"cd {shlex.quote(workdir)} || exit 1",
+        f"kit_trial={trial_dir}",
+        f'if [ ! -f "$kit_trial/{TRIAL_SCRIPT}" ]; then',
+        f'  echo "kit: array task $SLURM_ARRAY_TASK_ID: no trial script $kit_trial/{TRIAL_SCRIPT} (see the '
+        f'record of sweep {sweep_id})" >&2',
+        "  exit 1",
+        "fi",
+        f'echo "kit: array task $SLURM_ARRAY_TASK_ID of sweep {sweep_id} runs trial ${{kit_trial##*/}} '
+        f'(SLURM job $SLURM_JOB_ID)" >&2',
+        # exec: the batch shell's pid stays the same, so the B:USR1 time-limit warning reaches the trial's trap.
+        f'exec bash "$kit_trial/{TRIAL_SCRIPT}"',
+    ]
+    return ArrayPlan(
+        script_path=script_path,
+        script="\n".join(lines) + "\n",
+        argv=("sbatch", "--parsable", script_path),
+        workdir=workdir,
+        tasks=index_ranges(indices),
+    )
+
+
+def submit_argv(sweep, todo) -> list[str]:
+    """The plan's `sbatch --parsable <script>`; a re-run that skips trials names the rest on the command line
+    (which overrides the script's --array line)."""
+    argv = list(sweep.array.argv)
+    if len(todo) != len(sweep.trials):
+        argv.insert(-1, array_option([t.index for t in todo], sweep.spec.parallel))
+    return argv
+
+
+def _secrets(sweep) -> dict:
+    """The secret values sbatch's environment carries (SLURM exports it to every task); never in a script. The
+    trials' other variables are in their own scripts."""
+    first = sweep.trials[0].plan
+    node = first.nodes[0]
+    added = process_env(first, node, os.environ, inherit=False)
+    return {k: v for k, v in added.items() if is_secret(k, node.secret_env)}
+
+
+def submit_array(backend, sweep, todo, made: dict, timeout: float) -> tuple[str, list[str]]:
+    """Write every trial's files and the array script where the nodes read them, sbatch the array (as a single
+    job's sbatch: `timeout`, the backend's), mark each trial's record submitted. `made`: trial index -> its
+    RunRecord (already created). (array id, argv)."""
+    where = backend.where
+    try:
+        workdir = where.absolute(backend.workdir)
+        for trial in todo:
+            for rel, content in sorted(trial.plan.files.items()):
+                where.write(os.path.join(workdir, rel), content)
+        where.write(os.path.join(workdir, sweep.array.script_path), sweep.array.script)
+        argv = submit_argv(sweep, todo)
+        r = where.run(argv, cwd=workdir, env=_secrets(sweep), drop=sweep.trials[0].plan.inherit, timeout=timeout)
+    except (OSError, CommandError) as e:
+        _fail_all(made)
+        raise SchedulerError(f"sbatch could not be run on {where.where}: {e}", command="sbatch", said=str(e)) from None
+    array_id = r.out.strip().split(";")[0]
+    if r.code != 0 or not array_id.isdigit():
+        _fail_all(made)
+        why = (r.err.strip().splitlines() or ["no job id printed"])[-1]
+        raise SchedulerError(f"sbatch refused the sweep's job array: {why}", command="sbatch", said=why)
+    for trial in todo:
+        rec = made[trial.index]
+        rec.update_status(
+            array_job_id=array_id, **backend.submitted_fields(trial.plan, rec, f"{array_id}_{trial.index}", workdir)
+        )
+    return array_id, argv
+
+
+def _fail_all(made: dict) -> None:
+    for record in made.values():
+        record.update_status(state=RunState.FAILED, exit_code=1, finished_at=time.time())
+
+
+def create_records(root: str, todo, specs: dict) -> dict:
+    """Each trial's record under `root` (its specs from `specs`: index -> (job record, cluster record))."""
+    return {t.index: records.create(root, t.plan, *specs[t.index]) for t in todo}
+
+
+CANCEL_WAIT = 120.0
+
+
+def cancel_array(backend, sweep_data: dict, sweep_path: str) -> str:
+    """scancel of the sweep's array job (every task, running or still waiting), where it was submitted; then
+    wait until SLURM reports every task ended, which brings the trials' records up to date."""
+    from launcher.status import NOT_OVER
+    from launcher.transport.where import where_at
+
+    sweep_id = os.path.basename(sweep_path)
+    array_id = sweep_data.get("array_job_id")
+    if not array_id:
+        raise KitError(f"sweep {sweep_id}: no SLURM job array was submitted for it; nothing to cancel")
+    login = sweep_data.get("login_host")
+    if login:
+        require_trusted(records.RunRecord(sweep_path), "sweep.json")
+    where = where_at(login, {**(sweep_data.get("login_ssh") or {}), "accept_new_host_keys": False})
+    where.cancel(str(array_id))
+    trials = [records.RunRecord(os.path.join(os.path.dirname(sweep_path), t["run_id"])) for t in sweep_data["trials"]]
+    # Every task asked in one query per round, backing off (current_state asks the same poller), not each every tick.
+    polls = poller(where)
+    polls.watch(s.handle.job_id for s in (t.read_status() for t in trials if t.exists()) if s.handle.job_id)
+    polls.nudge()
+
+    def states() -> dict:
+        out = {}
+        for trial in trials:
+            status = trial.read_status()
+            if not trial.exists():
+                out[os.path.basename(trial.path)] = "not started"
+            elif not status.handle.job_id:
+                out[status.run_id] = "not submitted" if status.state in NOT_OVER else status.state
+            else:
+                out[status.run_id] = backend.current_state(trial, status)[0]
+        return out
+
+    deadline = time.monotonic() + CANCEL_WAIT
+    now = states()
+    while any(s in NOT_OVER for s in now.values()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = states()
+    left = sorted(r for r, s in now.items() if s in NOT_OVER)
+    if left:
+        return f"kit: sweep {sweep_id}: scancel sent to SLURM job array {array_id}; still ending: {', '.join(left)}"
+    counts: dict[str, int] = {}
+    for s in now.values():
+        counts[s] = counts.get(s, 0) + 1
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    return f"kit: sweep {sweep_id} cancelled (SLURM job array {array_id} ended: {summary})"
