@@ -7,8 +7,7 @@ import signal
 import subprocess
 import time
 
-from launcher.backends.base import Backend
-from launcher.backends.result import Result
+from launcher.backends.base import Backend, Result
 from launcher.errors import KitError
 from launcher.states import AttemptEnd, RunState
 from launcher.status import NodeStatus
