@@ -12,6 +12,7 @@ started; a scheduler's refusal is its subclass SchedulerError, a record kit cann
 Relative paths (job and cluster files, the cluster's workdir, run records) are taken from the current directory,
 as the CLI takes them."""
 
+import functools
 import json
 import os
 import time
@@ -45,16 +46,22 @@ def keyword(option: Option) -> str:
     return option.name if option.value is None else f"{option.name}={option.value}"
 
 
-def in_api_words(fn):
-    """A public function of the API: the core's one-line errors said with its keyword arguments, not flags."""
+def in_api_words(fn, renamed: Optional[dict] = None):
+    """A public function of the API: the core's one-line errors said with its keyword arguments, not flags
+    (`renamed`: the core's option name -> this function's keyword, e.g. run_id -> sweep_id for kit.sweep)."""
     import functools
+
+    renamed = renamed or {}
+
+    def say(option: Option) -> str:
+        return keyword(Option(renamed[option.name], option.value) if option.name in renamed else option)
 
     @functools.wraps(fn)
     def wrapper(*a, **kw):
         try:
             return fn(*a, **kw)
         except KitError as e:
-            raise e.in_terms(keyword) from None
+            raise e.in_terms(say) from None
 
     return wrapper
 
@@ -323,7 +330,7 @@ class Run:
         return f"<kit.Run {self.id} {self.status.state}>"
 
 
-@in_api_words
+@functools.partial(in_api_words, renamed={"run_id": "sweep_id"})
 def sweep(
     job,
     *,

@@ -168,7 +168,8 @@ def _wait_args(sub) -> None:
         help="block until a run ends; exit with its exit code (a signal N as 128+N)",
         epilog="exit codes: the run's (its failing rank's own code, a signal N as 128+N, 0 when it "
         "succeeded); 255 when it was lost (its supervising kit died); 254 when --timeout ran "
-        "out; 2 with a kit: error line for kit's own errors",
+        "out; 2 with a kit: error line for a mistake in what was asked, 74 for a record kit cannot read, 69 when "
+        "the scheduler refused or did not answer",
     )
     p.add_argument("run_id", nargs="?", help=f"run id (default: the latest run); {PREFIX_HELP}")
     p.add_argument(

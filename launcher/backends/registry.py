@@ -135,7 +135,8 @@ def backend(name: str):
 
 def handle_class(name: str):
     """The backend's Handle class, or None when its records keep no facts of their own."""
-    return _part(name, "placement", "HANDLE", optional=True)
+    # The placement module holds it; a backend written to the earlier contract has it in a `handle` module.
+    return _part(name, "placement", "HANDLE", optional=True) or _part(name, "handle", "HANDLE", optional=True)
 
 
 def warm_up(name: str):

@@ -8,6 +8,7 @@ stops starting trials and forwards the request to every running trial's supervis
 for a single run (a second Ctrl-C shortens the grace period, a third kills); the driver returns once every trial
 has ended."""
 
+import logging
 import os
 import signal
 import threading
@@ -105,9 +106,9 @@ class Driver:
         self.backend: Any = None  # reads the running trials' metrics.jsonl where they write it
         self.read_at = 0.0
 
-    def _note(self, text: str) -> None:
+    def _note(self, text: str, level: int = logging.INFO) -> None:
         self.notes += 1
-        self.console.note(text)
+        self.console.note(text, level)
 
     def _ask(self, trial):
         """The trial with the values the study gives it (the plan's, a re-run's recorded ones, or TPE's choice),
@@ -123,7 +124,10 @@ class Driver:
             self.study.tell(trial.index, number, RunState.FAILED, None)
             line = f"kit: error: {render(e)}"
             self.record.update(errors={**(data.get("errors") or {}), trial.run_id: line})
-            self._note(f"kit: sweep {self.plan.sweep_id}: trial {trial.index} ({describe(params)}) failed: {line}")
+            self._note(
+                f"kit: sweep {self.plan.sweep_id}: trial {trial.index} ({describe(params)}) failed: {line}",
+                logging.WARNING,
+            )
             return None
         self.record.set_trial(trial.index, params=params, asked=number, pruned_at=None)
         return trial
@@ -181,9 +185,12 @@ class Driver:
             detail = f"stopped at step {step} ({self.plan.spec.metric} {metric_text(at)}): sweep.early_stopping"
         else:
             detail = last or f"exit code {'?' if status.exit_code is None else status.exit_code}"
+        # A trial that failed is still said with -q (its line is the only word of why).
+        bad = state not in (RunState.SUCCEEDED, RunState.PRUNED)
         self._note(
             f"kit: sweep {self.plan.sweep_id}: trial {trial.index} ({describe(trial.params)}) {state} "
-            f"after {took}: {detail}"
+            f"after {took}: {detail}",
+            logging.WARNING if bad else logging.INFO,
         )
         if self.study is not None:
             self.study.tell(trial.index, self.record.read()["trials"][trial.index].get("asked"), state, value)
@@ -214,7 +221,7 @@ class Driver:
             f"cause and run the same command again to run them"
         )
         self.record.update(stopped=line.removeprefix("kit: "))
-        self._note(line)
+        self._note(line, logging.WARNING)
 
     def _stop_blind(self, problem: str) -> None:
         """The first trial that succeeded has no number at sweep.metric: no trial could be scored, so none more
@@ -229,7 +236,7 @@ class Driver:
         )
         self.bad_metric = line
         self.record.update(stopped=line.removeprefix("kit: "))
-        self._note(line)
+        self._note(line, logging.ERROR)
         self.said_blind = self.notes
 
     def _forward(self, cancel: Cancel, sent: int) -> int:
@@ -347,7 +354,7 @@ class Driver:
             # No table of unscored trials: the one line again, last, if trials that ran on said more after it.
             self.record.update(state=RunState.FAILED, exit_code=2, finished_at=time.time())
             if self.notes != self.said_blind:
-                self._note(self.bad_metric)
+                self._note(self.bad_metric, logging.ERROR)
             return 2
         elif all(r["state"] in (RunState.SUCCEEDED, RunState.PRUNED) for r in view["trials"]):
             state, code = RunState.SUCCEEDED, 0

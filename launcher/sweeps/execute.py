@@ -153,8 +153,8 @@ def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: Opti
     submitted = None if plan.spec.uses_study else backend.submit_many(plan, todo, specs, base_dir)
     if submitted is not None:
         record.update(state=RunState.RUNNING, finished_at=None, exit_code=None, **submitted)
-        if detach:
-            log.info(how_to(plan.sweep_id, record))
+        if detach:  # the sweep's id is the command's answer: said with -q too, as a detached run's
+            log.warning(how_to(plan.sweep_id, record))
             return record
         return follow_trials(record, [t.run_id for t in todo])
     log.info(
@@ -163,6 +163,6 @@ def run_sweep(plan, resolved_job, resolved_cluster, detach: bool, base_dir: Opti
     if detach:
         _detach(plan, record, ctx, todo)
         root_arg = "" if os.path.relpath(run_root) == "runs" else f" --run-root {run_root}"
-        log.info(_how_to(record, root_arg))
+        log.warning(_how_to(record, root_arg))
         return record
     return Driver(plan, record, ctx, todo, Console(sys.stdout)).run()

@@ -103,8 +103,11 @@ def _watch_driver(fd: int, stop: _EarlyStop, backend) -> None:
         except OSError:
             break
     if getattr(backend, "outlives_supervisor", False) and stop.record is not None:
-        # The supervisor keeps following the job to its cancelled end and records it.
-        threading.Thread(target=cancel_when_submitted, args=(stop.record,), daemon=True).start()
+        # The job is cancelled in the queue once its id is known (no signal here: one while sbatch is under way
+        # would abort the submission and leave a job nobody cancels); the supervisor keeps following it to its
+        # cancelled end and records it.
+        cancel_when_submitted(stop.record)
+        return
     os.kill(os.getpid(), signal.SIGTERM)
 
 

@@ -112,3 +112,15 @@ def test_a_run_outlives_the_program_that_submitted_it(tmp_path):
     assert later["final"] == "succeeded", later
     assert later["failure"].startswith("set: a mapping"), later
     assert len(reports(out)) == 2
+
+
+def test_a_sweeps_error_names_its_sweep_id_keyword(tmp_path):
+    """kit.sweep's id is `sweep_id=`: an error about it says so, not the run's `run_id=` the core names."""
+    job = probe_job(tmp_path, {"parameters": {"--x": [1]}})
+    seen = run_api(f"""
+        try:
+            kit.sweep({job!r}, cluster={LOCAL_CLUSTER!r}, sweep_id="abc-t3")
+        except kit.KitError as e:
+            seen["error"] = str(e)
+    """, cwd=tmp_path)
+    assert "sweep_id=abc-t3" in seen["error"] and "run_id" not in seen["error"], seen

@@ -120,3 +120,20 @@ def test_a_detached_supervisor_writes_every_line_to_its_console_file_whatever_q(
     console = (tmp_path / "runs" / "quiet-detached" / "console.log").read_text()
     assert console.endswith("\nkit: run quiet-detached failed: node 0 (localhost) exited 3: one process done after "
                             "0 s, exit 3\n"), console
+
+
+def test_quiet_still_says_why_a_sweep_stopped_and_how_to_follow_a_detached_one(tmp_path):
+    """-q keeps warnings and errors: a sweep's bad metric (exit 2, no table) and a trial's failure are said; a
+    detached sweep's how-to-follow line (its id) is the command's answer and is said too."""
+    from tests.sweeps.sweeprun import probe_job
+
+    job = probe_job(tmp_path, {"metric": "nosuch", "parameters": {"--x": [1]}})
+    r = kit("-q", "submit", job, "--run-id", "quietbad", cwd=tmp_path, timeout=300)
+    assert r.returncode == 2 and "sweep.metric" in r.stderr and "nosuch" in r.stderr, (r.stdout, r.stderr)
+    failing = probe_job(tmp_path, {"parameters": {"--fail": [3]}}, name="failing")
+    r = kit("-q", "submit", failing, "--run-id", "quietfail", cwd=tmp_path, timeout=300)
+    assert r.returncode == 1 and "trial 0 (--fail=3) failed" in r.stderr, (r.stdout, r.stderr)
+    ok = probe_job(tmp_path, {"parameters": {"--x": [1]}}, name="ok")
+    r = kit("-q", "submit", ok, "--run-id", "quietdetach", "--detach", cwd=tmp_path, timeout=300)
+    assert r.returncode == 0 and "quietdetach" in r.stderr, (r.stdout, r.stderr)
+    kit("wait", "quietdetach", cwd=tmp_path, timeout=300)

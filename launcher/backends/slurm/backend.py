@@ -124,7 +124,7 @@ class SlurmBackend(Backend):
         """The queue keeps the job: submitting is all (no supervisor process, so kit restarts nothing; the batch
         shell's own requeues still happen)."""
         self._submit(plan, record)
-        log.info(_how_to(plan.run_id, record))
+        log.warning(_how_to(plan.run_id, record))  # the run's id and job: the answer, said with -q too
 
     def execute(self, plan: LaunchPlan, record: RunRecord, base_dir: str, console=None) -> Result:
         self._submit(plan, record)
