@@ -11,8 +11,8 @@ import tomllib
 
 from tests.launcher.localrun import REPO
 
-OWN = {"launcher", "train", "tests", "bench", "kit", "kit_echo_backend", "watchdog_output", "helper_builds_accelerator",
-       "ngram_baseline", "ssh_fanout", "scale"}  # bench/ modules imported by their neighbours from bench/ on sys.path
+OWN = {"launcher", "train", "tests", "bench", "kit", "kit_echo_backend", "kit_subprocess_backend", "watchdog_output",
+       "helper_builds_accelerator", "ngram_baseline", "ssh_fanout", "scale"}  # bench/ modules imported by their neighbours from bench/ on sys.path
 
 
 def _name(requirement: str) -> str:
