@@ -14,6 +14,12 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    # A test suite started in the background by a non-interactive shell (`bash .ci/run &`, nohup) inherits SIGINT
+    # ignored, and so would every kit it starts: the Ctrl-C tests would test nothing. Caught here, SIGINT is reset
+    # to its default in the processes the tests start (as from a terminal).
+    import signal
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     # kit indexes every run it starts under $KIT_HOME (default ~/.kit): the tests' runs go to a directory of the
     # session's own, never into the user's index. Subprocesses (kit, the harness's hosts) inherit it.
     import tempfile
