@@ -12,6 +12,7 @@ import pytest
 
 from launcher.insight.restarts import FROM_TRAINING, PHASES
 from tests.launcher.localrun import LOCAL_CLUSTER, kit, kit_background, rank_pids, wait_for
+from tests.train.launch import link_reference_module
 from tests.train.support import resumable_args, synthetic_rows, write_csv
 
 
@@ -22,6 +23,7 @@ def test_a_killed_ranks_restart_is_reported_phase_by_phase(tmp_path):
     out = tmp_path / "out"
     args = resumable_args(data, out, tmp_path / "cache", "--max-steps", "60", "--save-every", "10",
                           "--no-save-model", "--log-every", "10")
+    link_reference_module(tmp_path)   # the nodes' workdir (kit runs from tmp_path) holds the reference module
     job = tmp_path / "job.yaml"
     job.write_text(yaml.safe_dump({"name": "phases", "entrypoint": {"module": "train"}, "args": args, "nodes": 2,
                                    "procs_per_node": 1, "restarts": 1}))

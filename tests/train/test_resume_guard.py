@@ -2,6 +2,7 @@
 
 import re
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -77,9 +78,10 @@ def test_a_rank_killed_after_the_run_finished_ends_the_run_succeeded(tmp_path):
     attempt 2, which finds this run's outputs complete and ends with success instead of `resume refused` (exit 5)."""
     data = write_csv(tmp_path / "d.csv", synthetic_rows(120))
     out, cache = tmp_path / "out", tmp_path / "cache"
-    script = Path(__file__).with_name("finish_then_die.py")
+    # The script sits in the nodes' workdir beside the reference module, as in a user's project (it imports train).
+    shutil.copy(Path(__file__).with_name("finish_then_die.py"), tmp_path / "finish_then_die.py")
     r = run_job(tmp_path, "ddp", resumable_args(data, out, cache, "--max-steps", "3", "--save-every", "2"),
-                job_fields={"entrypoint": {"script": str(script)}, "restarts": 1})
+                job_fields={"entrypoint": {"script": "finish_then_die.py"}, "restarts": 1})
     assert r.returncode == 0, r.stdout[-4000:]
     assert "attempt 2/2 after:" in r.stdout and "SIGKILL" in r.stdout, r.stdout[-4000:]
     assert "the run was finished by an earlier attempt (step 3)" in r.stdout, r.stdout[-4000:]
