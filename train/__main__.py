@@ -6,10 +6,15 @@ import train  # noqa: F401  (sets HF_HUB_OFFLINE before transformers is imported
 
 
 def main(argv=None) -> int:
+    from train import pipeline_run
     from train.args import parse_args
     from train.run import run
 
-    return run(parse_args(argv))
+    args = parse_args(argv)
+    stages = pipeline_run.stages_from_env()
+    if stages > 1:  # kit's job `pipeline_stages`: the model's stages across the world's processes (opt-in loop)
+        return pipeline_run.run(args, stages)
+    return run(args)
 
 
 if __name__ == "__main__":

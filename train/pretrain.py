@@ -163,7 +163,9 @@ class _TiedHead(logging.Filter):
         return not ("Removed shared tensor" in record.getMessage() and "mlm.cls.predictions" in record.getMessage())
 
 
-def build(args, accelerator, classifier_config, encoded: dict, tokenizer, current: dict) -> PretrainTrainer:
+def build(
+    args, accelerator, classifier_config, encoded: dict, tokenizer, current: dict, preemption=None
+) -> PretrainTrainer:
     logging.getLogger("accelerate.utils.other").addFilter(_TiedHead())
     pargs = phase_args(args)
     net = mlm.MaskedLM(classifier_config)
@@ -178,11 +180,18 @@ def build(args, accelerator, classifier_config, encoded: dict, tokenizer, curren
     warmup = int(round(pargs.warmup * total)) if pargs.warmup < 1 else int(pargs.warmup)
     scheduler = model_lib.build_scheduler(optimizer, warmup, total)
     net, optimizer, train_dl, val_dl, scheduler = accelerator.prepare(net, optimizer, train_dl, val_dl, scheduler)
-    trainer = PretrainTrainer(
-        pargs, accelerator, net, optimizer, scheduler, {"train": train_dl, "validation": val_dl}, sampler, []
+    return PretrainTrainer(
+        pargs,
+        accelerator,
+        net,
+        optimizer,
+        scheduler,
+        {"train": train_dl, "validation": val_dl},
+        sampler,
+        [],
+        fingerprint=phase_fingerprint(current),
+        preemption=preemption,
     )
-    trainer.fingerprint = phase_fingerprint(current)
-    return trainer
 
 
 def encoder_state(accelerator, trainer) -> dict:
@@ -253,8 +262,37 @@ def clear(output_dir, owner: bool) -> None:
         shutil.rmtree(directory(output_dir), ignore_errors=True)
 
 
+def before_fine_tuning(
+    args,
+    accelerator,
+    live,
+    classifier,
+    encoded: dict,
+    tokenizer,
+    current: dict,
+    owner: bool,
+    shared: bool,
+    resuming: bool,
+) -> tuple[dict | None, Trainer | None]:
+    """Collective, called by train/run.py before fine-tuning: (what the phase did for metrics.json, the phase's
+    trainer when preemption stopped it (every rank saved), else None). A fine-tuning checkpoint being resumed holds
+    the whole model already (its pretraining is only recorded); a run without the phase clears an earlier run's."""
+    out = args.output_dir
+    if not enabled(args):
+        if not resuming:
+            clear(out, owner)  # an earlier run's pretraining is no part of this one
+        return None, None
+    if resuming:
+        return recorded(out), None
+    summary = run(args, accelerator, live, classifier, encoded, tokenizer, current, owner, shared)
+    if summary is None:
+        return None, live.trainer
+    torch.manual_seed(args.seed)  # fine-tuning draws the same dropout whether it pretrained now or earlier
+    return summary, None
+
+
 def run(
-    args, accelerator, ctx, classifier, encoded: dict, tokenizer, current: dict, owner: bool, shared: bool
+    args, accelerator, live, classifier, encoded: dict, tokenizer, current: dict, owner: bool, shared: bool
 ) -> dict | None:
     """Collective: pretrain (continue, or reuse a finished phase), then load the encoder into `classifier`.
     Returns what the phase did, for metrics.json; None when preempted (every rank saved a checkpoint)."""
@@ -273,10 +311,9 @@ def run(
     if owner:
         directory(out).mkdir(parents=True, exist_ok=True)
     accelerator.wait_for_everyone()
-    trainer = ctx["trainer"] = build(args, accelerator, classifier.config, encoded, tokenizer, current)
+    trainer = live.trainer = build(args, accelerator, classifier.config, encoded, tokenizer, current, live.preemption)
     world_check.check(accelerator, model=trainer.model)
     precision.require(accelerator, trainer, encoded["validation"])
-    trainer.preemption = ctx["preemption"]
     trainer.set_owner(owner)
     if path is not None:
         trainer.resume(path)

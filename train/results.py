@@ -54,9 +54,9 @@ def dump_params(accelerator, model, directory: str) -> None:
     torch.save(params, Path(directory) / f"rank{accelerator.process_index}.pt")
 
 
-def resource_report(trainer) -> dict:
+def resource_report(trainer, pretrained: dict | None = None) -> dict:
     """What was measured and, per rank over the run (pretraining too), peak memory, mean utilisation, samples/s."""
-    before = (trainer.pretrain or {}).get("train_log") or []
+    before = (pretrained or {}).get("train_log") or []
     return {**trainer.resources.describe(), "per_rank": resources.summary(before + trainer.state.train_log)}
 
 
@@ -87,7 +87,7 @@ def _efficiency(accelerator, trainer, tokens_per_s: float | None) -> dict:
     }
 
 
-def _metrics(args, accelerator, trainer, test: dict, report: dict) -> dict:
+def _metrics(args, accelerator, trainer, test: dict, report: dict, pretrained: dict | None) -> dict:
     s = trainer.state
     tokens_per_s = s.tokens / s.train_time if s.train_time else None
     return {
@@ -112,20 +112,21 @@ def _metrics(args, accelerator, trainer, test: dict, report: dict) -> dict:
         "labels": trainer.labels,
         "resources": report,
         "gpu": _gpu_rows(report),
-        "pretrain": trainer.pretrain,
+        "pretrain": pretrained,
         "run_id": os.environ.get("KIT_RUN_ID"),
         "args": dict(vars(args)),
     }
 
 
-def finish(args, accelerator, trainer, tokenizer, out: Path) -> dict:
-    """Collective.  A SIGTERM stops the test at once, but lets the final write complete before it stops."""
+def finish(args, accelerator, trainer, tokenizer, out: Path, pretrained: dict | None = None) -> dict:
+    """Collective.  A SIGTERM stops the test at once, but lets the final write complete before it stops.
+    `pretrained`: what the pretrain phase did (train/pretrain.py), if the run has one."""
     preempt.enter_phase(accelerator, "test", f"{len(trainer.loaders['test'].dataset)} examples")
     mix = None
     if model_lib.has_head(accelerator.unwrap_model(trainer.model)) and args.ngram_mix == "fit":
         mix = ngram_mix.calibrate(trainer)  # before the test: the test split has no say in it
     test = trainer.test()
-    metrics = _metrics(args, accelerator, trainer, test, resource_report(trainer))
+    metrics = _metrics(args, accelerator, trainer, test, resource_report(trainer, pretrained), pretrained)
     metrics["ngram_mix"] = mix
     if os.environ.get(DUMP_ENV):
         dump_params(accelerator, trainer.model, os.environ[DUMP_ENV])
@@ -144,7 +145,7 @@ def _write(args, accelerator, trainer, tokenizer, out: Path, test: dict, metrics
     (out / "classification_report.txt").write_text(text)
     outputs.write_json(out / "metrics.json", metrics)
     outputs.plot_curves(
-        out / "curves.png", trainer.state.train_log, trainer.state.evals, metrics["resources"], trainer.pretrain
+        out / "curves.png", trainer.state.train_log, trainer.state.evals, metrics["resources"], metrics["pretrain"]
     )
     if args.save_model:
         unwrapped = accelerator.unwrap_model(trainer.model)
@@ -162,6 +163,6 @@ def _write(args, accelerator, trainer, tokenizer, out: Path, test: dict, metrics
             f"({metrics['model_flops_per_token'] / 1e6:.1f} MFLOPs per token)",
             flush=True,
         )
-    span = " (pretraining and fine-tuning)" if (trainer.pretrain or {}).get("train_log") else ""
+    span = " (pretraining and fine-tuning)" if (metrics["pretrain"] or {}).get("train_log") else ""
     for line in resources.lines(metrics["resources"], metrics["resources"]["per_rank"], span):
         print(line, flush=True)

@@ -1,11 +1,13 @@
-"""Wiring: accelerator, world check, data, tokenizer, data check, model, resume, pretrain, prepare, train, test,
-outputs."""
+"""The reference job's `run`: accelerator, world check, data, tokenizer, data check, model, resume, (pretrain),
+prepare, train, test, outputs, in that order, in one function; the pieces it calls are above it."""
 
 from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -100,7 +102,10 @@ def build_classifier(args, accelerator, splits, tokenizer):
     return net, run_fingerprint
 
 
-def build_trainer(args, accelerator, splits, tokenizer, encoded, net=None, run_fingerprint=None) -> Trainer:
+def build_trainer(
+    args, accelerator, splits, tokenizer, encoded, net=None, run_fingerprint=None, preemption=None
+) -> Trainer:
+    """The prepared model, optimizer, schedule and loaders in a Trainer (checked: the strategy engaged)."""
     if args.grad_accum is None:  # a caller that made its own accelerator (bench/)
         args.grad_accum = accumulation.resolve(None, accelerator)
     if net is None:
@@ -123,30 +128,98 @@ def build_trainer(args, accelerator, splits, tokenizer, encoded, net=None, run_f
     )
     world_check.check(accelerator, model=net)  # the strategy must have engaged on the prepared model
     loaders = {"train": train_dl, "validation": val_dl, "test": test_dl}
-    trainer = Trainer(args, accelerator, net, optimizer, scheduler, loaders, sampler, splits.labels)
-    trainer.fingerprint, trainer.chars = run_fingerprint, chars
+    trainer = Trainer(
+        args,
+        accelerator,
+        net,
+        optimizer,
+        scheduler,
+        loaders,
+        sampler,
+        splits.labels,
+        fingerprint=run_fingerprint,
+        chars=chars,
+        preemption=preemption,
+    )
     assert trainer.total_steps == total, (trainer.total_steps, total)
     return trainer
 
 
-def run(args) -> int:
-    from train import pipeline_run
+@dataclass
+class Live:
+    """What the preemption handler needs of the run in progress: its accelerator and its current loop (the
+    pretrain phase's, then the fine-tuning's), once they exist."""
 
-    stages = pipeline_run.stages_from_env()
-    if stages > 1:  # kit's job `pipeline_stages`: the stages of the model across the world's processes
-        return pipeline_run.run(args, stages)
+    preemption: preempt.Preemption
+    accelerator: Any = None
+    trainer: Trainer | None = None
+
+
+def run(args) -> int:
+    """The reference job, top to bottom and the same on every rank: form the world, load and check the data, build
+    the classifier, decide what to resume, (pretrain), train, test, write the outputs. Every known failure ends
+    here with its one line and exit code (train/__init__.py); the step itself is in Trainer.train."""
     insight.timeline_start()  # for kit's goodput report: when this process started, its imports done
     torch.manual_seed(args.seed)  # same initial weights on every rank, before any model is built
     quiet_library_bars()
-    ctx = {"preemption": preempt.Preemption(), "accelerator": None, "trainer": None}
-    ctx["preemption"].install()  # from the first moment: SIGTERM while loading data stops the run too
+    live = Live(preempt.Preemption())
+    live.preemption.install()  # from the first moment: SIGTERM while loading data stops the run too
     try:
-        return _run(args, ctx)
+        accelerator = live.accelerator = make_accelerator(args)
+        insight.world_formed(accelerator)
+        world_check.check(accelerator)
+        args.grad_accum = accumulation.resolve(args.grad_accum, accelerator)
+        out = Path(args.output_dir)
+        if accelerator.is_local_main_process:
+            out.mkdir(parents=True, exist_ok=True)
+        splits, tokenizer, encoded = load_data(args, accelerator)
+        problem = same_pipeline(args, accelerator, splits, tokenizer, encoded)
+        if problem:
+            return _fail(EXIT_WORLD_CHECK, problem, accelerator)
+        net, run_fingerprint = build_classifier(args, accelerator, splits, tokenizer)
+        owner, shared, path = _decide_resume(args, accelerator, out, run_fingerprint)
+        _set_ds_micro_batch(accelerator, args.batch_size)
+        pretrained, stopped = pretrain.before_fine_tuning(
+            args, accelerator, live, net, encoded, tokenizer, run_fingerprint, owner, shared, resuming=path is not None
+        )
+        if stopped is not None:
+            return _stopped(accelerator, stopped, out)
+        trainer = live.trainer = build_trainer(
+            args, accelerator, splits, tokenizer, encoded, net, run_fingerprint, live.preemption
+        )
+        precision.require(accelerator, trainer, encoded["validation"])
+        _start(accelerator, trainer, out, owner, path)
+        if not trainer.train():
+            return _stopped(accelerator, trainer, out)
+        trainer.preemption.raise_if_terminated()  # a SIGTERM in the last moments of the loop
+        results.finish(args, accelerator, trainer, tokenizer, out, pretrained)
+        if accelerator.is_main_process:
+            resume.finish(out, trainer.state.step, trainer.fingerprint)
+        # Every rank destroys the process group together: a rank that tore down its gloo pairs while the main
+        # process still wrote its outputs died in C++ ("terminate called without an active exception", SIGABRT)
+        # after a finished run, seen once in CI.
+        accelerator.wait_for_everyone()
+        accelerator.end_training()
+        return 0
+    except world_check.WorldCheckError as exc:  # said by this rank, no collective: the world may not be whole
+        print(exc, file=sys.stderr, flush=True)
+        return EXIT_WORLD_CHECK
+    except data.DataError as exc:  # every rank read the same files and fails alike
+        print(f"bad data: {exc}", file=sys.stderr, flush=True)
+        return EXIT_BAD_DATA
+    except accumulation.AccumulationError as exc:
+        return _fail(EXIT_CONFIG, f"config error: {exc}", live.accelerator)
+    except precision.PrecisionError as exc:
+        return _fail(EXIT_WORLD_CHECK, str(exc), live.accelerator)
+    except resume.ResumeRefused as exc:
+        return _fail(EXIT_RESUME_REFUSED, str(exc), live.accelerator)
+    except resume.AlreadyFinished as exc:
+        return _finished_earlier(live.accelerator, exc)
     except preempt.Preempted as exc:
-        return _preempted(args, ctx, exc.signal_name)
+        return _preempted(args, live, exc.signal_name)
     except Exception:
-        if ctx["preemption"].terminate:  # a collective failed because the other ranks had already stopped
-            return _preempted(args, ctx, "SIGTERM")
+        if live.preemption.terminate:  # a collective failed because the other ranks had already stopped
+            return _preempted(args, live, "SIGTERM")
         raise
 
 
@@ -160,57 +233,6 @@ def _fail(code: int, message: str, accelerator=None) -> int:
         # still held them died with SIGABRT instead of `code` (seen in CI after a failed data check).
         accelerator.end_training()
     return code
-
-
-def _run(args, ctx) -> int:
-    accelerator = ctx["accelerator"] = make_accelerator(args)
-    insight.world_formed(accelerator)
-    try:
-        world_check.check(accelerator)
-        args.grad_accum = accumulation.resolve(args.grad_accum, accelerator)
-    except world_check.WorldCheckError as exc:
-        print(exc, file=sys.stderr, flush=True)
-        return EXIT_WORLD_CHECK
-    except accumulation.AccumulationError as exc:
-        return _fail(EXIT_CONFIG, f"config error: {exc}", accelerator)
-    out = Path(args.output_dir)
-    if accelerator.is_local_main_process:
-        out.mkdir(parents=True, exist_ok=True)
-    try:
-        splits, tokenizer, encoded = load_data(args, accelerator)
-    except data.DataError as exc:
-        print(f"bad data: {exc}", file=sys.stderr, flush=True)
-        return EXIT_BAD_DATA
-    problem = same_pipeline(args, accelerator, splits, tokenizer, encoded)
-    if problem:
-        return _fail(EXIT_WORLD_CHECK, problem, accelerator)
-    net, run_fingerprint = build_classifier(args, accelerator, splits, tokenizer)
-    try:
-        owner, shared, path = _decide_resume(args, accelerator, out, run_fingerprint)
-        _set_ds_micro_batch(accelerator, args.batch_size)
-        if path is None and pretrain.enabled(args):  # a fine-tuning checkpoint holds the whole model already
-            ctx["pretrain"] = pretrain.run(
-                args, accelerator, ctx, net, encoded, tokenizer, run_fingerprint, owner, shared
-            )
-            if ctx["pretrain"] is None:
-                return _stopped(accelerator, ctx["trainer"], out)
-            torch.manual_seed(args.seed)  # fine-tuning draws the same dropout whether it pretrained now or earlier
-        elif pretrain.enabled(args):
-            ctx["pretrain"] = pretrain.recorded(out)
-        trainer = ctx["trainer"] = build_trainer(args, accelerator, splits, tokenizer, encoded, net, run_fingerprint)
-        precision.require(accelerator, trainer, encoded["validation"])
-    except world_check.WorldCheckError as exc:
-        print(exc, file=sys.stderr, flush=True)
-        return EXIT_WORLD_CHECK
-    except precision.PrecisionError as exc:
-        return _fail(EXIT_WORLD_CHECK, str(exc), accelerator)
-    except resume.ResumeRefused as exc:
-        return _fail(EXIT_RESUME_REFUSED, str(exc), accelerator)
-    except resume.AlreadyFinished as exc:
-        return _finished_earlier(accelerator, exc)
-    trainer.preemption, trainer.pretrain = ctx["preemption"], ctx.get("pretrain")
-    _start(args, accelerator, trainer, out, owner, path)
-    return _train_and_report(args, accelerator, trainer, tokenizer, out)
 
 
 def _finished_earlier(accelerator, exc: resume.AlreadyFinished) -> int:
@@ -238,12 +260,10 @@ def _decide_resume(args, accelerator, out: Path, run_fingerprint: dict):
     return owner, shared, path
 
 
-def _start(args, accelerator, trainer, out: Path, owner: bool, path) -> None:
+def _start(accelerator, trainer, out: Path, owner: bool, path) -> None:
     """Collective: a clean start or the chosen checkpoint."""
     trainer.set_owner(owner)
     resume.start(out, owner, fresh=path is None)
-    if path is None and not pretrain.enabled(args):
-        pretrain.clear(out, owner)  # an earlier run's pretraining is no part of this one
     accelerator.wait_for_everyone()
     if path is not None:
         trainer.resume(path)
@@ -261,23 +281,8 @@ def _stopped(accelerator, trainer, out: Path) -> int:
     return EXIT_PREEMPTED
 
 
-def _train_and_report(args, accelerator, trainer, tokenizer, out: Path) -> int:
-    if not trainer.train():
-        return _stopped(accelerator, trainer, out)
-    trainer.preemption.raise_if_terminated()  # a SIGTERM in the last moments of the loop
-    results.finish(args, accelerator, trainer, tokenizer, out)
-    if accelerator.is_main_process:
-        resume.finish(out, trainer.state.step, trainer.fingerprint)
-    # Every rank destroys the process group together: a rank that tore down its gloo pairs while the main process
-    # still wrote its outputs died in C++ ("terminate called without an active exception", SIGABRT) after a
-    # finished run, seen once in CI.
-    accelerator.wait_for_everyone()
-    accelerator.end_training()
-    return 0
-
-
-def _preempted(args, ctx, signal_name: str) -> int:
-    accelerator, trainer = ctx["accelerator"], ctx["trainer"]
+def _preempted(args, live: Live, signal_name: str) -> int:
+    accelerator, trainer = live.accelerator, live.trainer
     return preempt.stopped_outside_loop(
         args.output_dir,
         trainer.state.step if trainer is not None else 0,

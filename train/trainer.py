@@ -12,7 +12,7 @@ from accelerate.utils import DistributedType
 from tqdm.auto import tqdm
 
 from train import checkpoint, insight, outputs, resources
-from train.model import is_ngram_head
+from train.model import clipped_parameters
 from train.preempt import Preemption
 from train.progress import progress_bar
 
@@ -34,33 +34,37 @@ class State:
 class Trainer:
     name = "train"  # the phase, in log lines and the progress bar (train/pretrain.py: "pretrain")
 
-    def __init__(self, args, accelerator, model, optimizer, scheduler, loaders: dict, sampler, labels: list[str]):
+    def __init__(
+        self,
+        args,
+        accelerator,
+        model,
+        optimizer,
+        scheduler,
+        loaders: dict,
+        sampler,
+        labels: list[str],
+        fingerprint: dict | None = None,
+        chars: bool = False,
+        preemption: Preemption | None = None,
+    ):
         self.args, self.accelerator = args, accelerator
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
         self.loaders, self.sampler, self.labels = loaders, sampler, labels
         self.state = State()
-        self.preemption = Preemption()
+        self.preemption = preemption or Preemption()  # the run's, installed at its start (train/run.py)
         self.steps_per_epoch = math.ceil(len(loaders["train"]) / args.grad_accum)
         self.total_steps = args.max_steps or max(1, round(args.epochs * self.steps_per_epoch))
         self.checkpoint_path = None  # last checkpoint written or resumed from
-        self.fingerprint = None  # what a checkpoint must match to be continued (train/fingerprint.py)
+        self.fingerprint = fingerprint  # what a checkpoint must match to be continued (train/fingerprint.py)
         self._owner = None  # does this process manage checkpoint directories on its file system?
         self._pending = (0.0, 0, 0)  # loss sum, micro-batches, tokens since the last log line (this rank)
         self.insight = insight.for_trainer(accelerator, model, self.name)  # kit's timeline, straggler sections
         self.resources = resources.Tracker(accelerator)  # per-rank memory, utilisation, samples/s per log line
         self._logged_time = 0.0  # state.train_time at the last log line
-        self.pretrain = None  # what the pretrain phase did (train/pretrain.py), for metrics.json
-        self.chars = False  # do the batches carry the text's characters (`char_ids`) for the n-gram head?
-        # Gradient clipping bounds BERT's step; the n-gram head's table, whose gradient norm dwarfs BERT's, stays
-        # out of it (clipped together, BERT barely moved: validation 0.856 against 0.865, seed 42). DeepSpeed's
-        # engine clips (or not) every parameter by its own config (`deepspeed.gradient_clipping`). Under FSDP
-        # the model is clipped whole: accelerate clips a subset of an FSDP model only by unscaling fp16 gradients
-        # twice (an error), and FSDP 1's flat parameters cannot be split.
-        self.clipped = (
-            list(model.parameters())
-            if accelerator.distributed_type == DistributedType.FSDP
-            else [p for name, p in model.named_parameters() if not is_ngram_head(name)]
-        )
+        self.chars = chars  # do the batches carry the text's characters (`char_ids`, train/batching.py)?
+        # What gradient clipping bounds: the model's choice (train/model.py), not the loop's.
+        self.clipped = clipped_parameters(model, accelerator.distributed_type == DistributedType.FSDP)
 
     @property
     def prefix(self) -> str:
@@ -101,28 +105,65 @@ class Trainer:
     def train(self) -> bool:
         """Train to total_steps; False if stopped by preemption (a checkpoint has been saved).
 
-        Signals only set a flag in here; all ranks act on it together at an optimizer-step boundary."""
+        The whole loop: an epoch's batches, the step (forward, backward, clip, optimizer and schedule, under
+        accelerate's accumulation), then between optimizer steps the log line, evaluation, checkpoint and
+        preemption check. Signals only set a flag in here; all ranks act on it together at a step boundary."""
         self.model.train()
         self.resources.probe.start()  # the first interval starts with the loop, not with building it
         bar = progress_bar(
             self.total_steps, self.state.step, disable=not self.accelerator.is_main_process, desc=self.name
         )
-        self.insight.event("train", step=self.state.step)
+        acc, state, per_epoch = self.accelerator, self.state, len(self.loaders["train"])
+        self.insight.event("train", step=state.step)
         try:
             with self.preemption.deferred():
-                if self.state.step < self.total_steps and not len(self.loaders["train"]):
+                if state.step < self.total_steps and not per_epoch:
                     # Empty epochs would come round for ever, deaf to SIGTERM (deferred in here). train/data.py
                     # refuses a split this small at start; this is the loop's own guard.
                     raise RuntimeError(
                         f"{self.name}: the training loader has no batch for this process; nothing to train on"
                     )
-                while self.state.step < self.total_steps:
-                    if not self._run_epoch(bar):
-                        self.insight.event("end", step=self.state.step)  # preempted: saved, ending
-                        return False
+                while state.step < self.total_steps:
+                    loss_sum, tokens, micro = (
+                        torch.zeros((), dtype=torch.float64),
+                        torch.zeros((), dtype=torch.int64),
+                        0,
+                    )
+                    mark = time.perf_counter()
+                    for batch in self.insight.batches(self._epoch_loader()):
+                        with acc.accumulate(self.model):  # the step
+                            loss = self.forward(batch).loss
+                            acc.backward(loss)
+                            if acc.sync_gradients and self.args.max_grad_norm > 0:
+                                acc.clip_grad_norm_(self.clipped, self.args.max_grad_norm)
+                            self.optimizer.step()
+                            if acc.sync_gradients:  # the schedule counts optimizer steps
+                                self.scheduler.step()
+                            self.optimizer.zero_grad(set_to_none=True)
+                        loss_sum += loss.detach().double().cpu()
+                        tokens += batch["attention_mask"].sum().cpu()
+                        micro += 1
+                        state.batches_done += 1
+                        if not acc.sync_gradients:
+                            continue
+                        state.step += 1
+                        bar.update(1)
+                        state.train_time += time.perf_counter() - mark
+                        self.insight.step_done(state.step)
+                        self._account(float(loss_sum), int(tokens), micro)
+                        loss_sum.zero_(), tokens.zero_()
+                        micro = 0
+                        if not self._between_steps(end_of_epoch=state.batches_done >= per_epoch):
+                            self.insight.event("end", step=state.step)  # preempted: saved, ending
+                            return False
+                        mark = time.perf_counter()
+                        if state.step >= self.total_steps:
+                            break
+                    if state.batches_done >= per_epoch:
+                        state.epoch, state.batches_done = state.epoch + 1, 0
         finally:
             bar.close()
-        self.insight.event("end", step=self.state.step)  # not on an exception: that is a failure, not an end
+        self.insight.event("end", step=state.step)  # not on an exception: that is a failure, not an end
         return True
 
     def _epoch_loader(self):
@@ -133,51 +174,12 @@ class Trainer:
             return self.accelerator.skip_first_batches(self.loaders["train"], self.state.batches_done)
         return self.loaders["train"]
 
-    def _run_epoch(self, bar) -> bool:
-        loss_sum, tokens, micro = torch.zeros((), dtype=torch.float64), torch.zeros((), dtype=torch.int64), 0
-        mark = time.perf_counter()
-        for batch in self.insight.batches(self._epoch_loader()):
-            loss_sum += self._micro_step(batch)
-            tokens += batch["attention_mask"].sum().cpu()
-            micro += 1
-            self.state.batches_done += 1
-            if not self.accelerator.sync_gradients:
-                continue
-            self.state.step += 1
-            bar.update(1)
-            self.state.train_time += time.perf_counter() - mark
-            self.insight.step_done(self.state.step)
-            self._account(float(loss_sum), int(tokens), micro)
-            loss_sum.zero_(), tokens.zero_()
-            micro = 0
-            end_of_epoch = self.state.batches_done >= len(self.loaders["train"])
-            if not self._between_steps(end_of_epoch):
-                return False
-            mark = time.perf_counter()
-            if self.state.step >= self.total_steps:
-                break
-        if self.state.batches_done >= len(self.loaders["train"]):
-            self.state.epoch, self.state.batches_done = self.state.epoch + 1, 0
-        return True
-
     def forward(self, batch):
         """Every forward of the loop, under the planned precision (train/precision.py checks this very path).
         accelerate's own wrapping of the prepared model is not relied on: whether it autocasts depends on its
         version and launch path (on CPU it has been seen not to)."""
         with self.accelerator.autocast():
             return self.model(**batch)
-
-    def _micro_step(self, batch) -> torch.Tensor:
-        with self.accelerator.accumulate(self.model):
-            loss = self.forward(batch).loss
-            self.accelerator.backward(loss)
-            if self.accelerator.sync_gradients and self.args.max_grad_norm > 0:
-                self.accelerator.clip_grad_norm_(self.clipped, self.args.max_grad_norm)
-            self.optimizer.step()
-            if self.accelerator.sync_gradients:  # the schedule counts optimizer steps
-                self.scheduler.step()
-            self.optimizer.zero_grad(set_to_none=True)
-        return loss.detach().double().cpu()
 
     def _account(self, loss_sum: float, tokens: int, micro: int) -> None:
         """Count samples/tokens; every log_every steps log the mean loss over ranks (collective)."""
