@@ -20,7 +20,8 @@ What a backend is (a package named by a `kit.backends` entry point, backends/reg
   `restart_refused`, `use`, `release`, `fetch_logs`, `read_output`, `fetch_output`, `doctor_rows`, `submit_many` /
   `cancel_many` (a job array), and the attributes `record_stays_here`, `outlives_supervisor`, `curve_read_seconds`.
 * its Placement (planning/placement.py): a subclass of `Placement` whose defaults fit nodes on the hosts the
-  cluster config lists; a backend overrides only what differs (22 public methods, every one called by the planner).
+  cluster config lists; a backend overrides only what differs (10 public methods: validate, at_edge, binding,
+  health_scope, place, layout, submission, dryrun, lanes, array_plan; what is constant per backend is attributes).
 * its typed handle (optional): a frozen `Handle` dataclass (backends/handle.py) of the facts only it keeps about a
   run (a SLURM job id, SSH connection settings), each field checked when read; kept in status.json under "handle".
 

@@ -68,11 +68,12 @@ __all__ = ["host_rows", "clear_host", "hosts"]
 
 def doctor_rows(cluster_path: str, request: Optional[Request] = None) -> tuple:
     """(the cluster's name, its rows); `request`: a job (file, script or module) whose entrypoint is looked for."""
+    from launcher.planning.placement import RUN
     from launcher.spec import Overrides, apply_overrides, load_cluster, load_user_deepspeed
 
     cluster = load_cluster(cluster_path)
     backend = registry.backend(cluster.backend)
-    registry.placement(cluster.backend).check_files(cluster)
+    registry.placement(cluster.backend).validate(cluster, RUN)
     job = plan = None
     if request is not None:
         from launcher.core.prepare import job_of

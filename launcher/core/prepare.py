@@ -69,7 +69,7 @@ def load(request: Request) -> Loaded:
     overrides = overrides_from(request)
     resolved_job, resolved_cluster = apply_overrides(job, cluster, overrides)
     # A local cluster with no `python:` runs kit's own interpreter, so the venv kit lives in is used.
-    default_python = registry.placement(resolved_cluster.backend).default_python(sys.executable)
+    default_python = sys.executable if registry.placement(resolved_cluster.backend).nodes_run_kits_python else "python"
     return Loaded(
         job,
         cluster,
@@ -123,21 +123,27 @@ def plan_for(loaded: Loaded, run_id: Optional[str], attempt: int = 1) -> LaunchP
         failed_hosts=loaded.failed_hosts,
     )
     # What only this machine can tell (an SSH cluster's sync file list), added here at the edge, not by the planner.
-    plan = registry.placement(loaded.resolved_cluster.backend).at_edge(
-        plan, loaded.resolved_cluster, loaded.resolved_job
-    )
-    check_code(plan, loaded.resolved_job, loaded.resolved_cluster)
-    return plan
+    edge = at_edge(plan, loaded.resolved_cluster, loaded.resolved_job)
+    check_code(edge, loaded.resolved_job)
+    return edge.plan
 
 
-def check_code(plan: LaunchPlan, job, cluster) -> None:
-    """The checks this machine makes before anything starts, a dry-run's too (preflight/here.py): secrets set; the
-    entrypoint there, compiling, its modules synced, DeepSpeed on CPU asking for gloo, where kit sees the code."""
+def at_edge(plan: LaunchPlan, cluster, job=None):
+    """The backend's Edge of the plan (planning/placement.py): the plan with what only this machine can tell
+    added, and where the nodes' code is seen from here (the directory kit runs in)."""
+    import os
+
+    return registry.placement(cluster.backend).at_edge(cluster, plan, job, cwd=os.getcwd())
+
+
+def check_code(edge, job) -> None:
+    """The checks this machine makes before anything starts, a dry-run's too (preflight/here.py), on an Edge's
+    plan: secrets set; the entrypoint there, compiling, its modules synced, DeepSpeed on CPU asking for gloo,
+    where kit sees the code (the Edge's code_dir)."""
     import os
     from launcher.preflight.here import check_here
 
-    code_dir = registry.placement(cluster.backend).code_here(plan, cluster, os.getcwd())
-    check_here(plan, job.entrypoint, job.args, code_dir, os.environ)
+    check_here(edge.plan, job.entrypoint, job.args, edge.code_dir, os.environ)
 
 
 def dry_checks(loaded: Loaded, plan: LaunchPlan) -> None:
@@ -145,20 +151,25 @@ def dry_checks(loaded: Loaded, plan: LaunchPlan) -> None:
     hosts are not reached)."""
     import os
 
+    from launcher.planning.placement import DRY
+
     cluster = loaded.resolved_cluster
-    registry.placement(cluster.backend).dry_checks(plan, cluster, loaded.resolved_job.entrypoint, os.getcwd())
+    registry.placement(cluster.backend).validate(
+        cluster, DRY, plan=plan, entrypoint=loaded.resolved_job.entrypoint, base_dir=os.getcwd()
+    )
 
 
 def prepare(loaded: Loaded, plan: LaunchPlan) -> Prepared:
     """The plain data for the launch: the backend's binding (a key file it names that is missing is a one-line
     error here) and the specs as the record keeps them."""
     from launcher.planning.inputs import PlanInputs
+    from launcher.planning.placement import RUN
     from launcher.records import spec_record
     from launcher.spec import load_user_deepspeed
 
     job, cluster = loaded.resolved_job, loaded.resolved_cluster
     placement = registry.placement(cluster.backend)
-    placement.check_files(cluster)  # first: the checks' logins use them
+    placement.validate(cluster, RUN)  # first: the checks' logins use them
     bound = placement.binding(cluster, job)
     inputs = PlanInputs.of(
         job, cluster, plan.run_id, loaded.default_python, load_user_deepspeed(job), loaded.failed_hosts
@@ -180,6 +191,7 @@ __all__ = [
     "Prepared",
     "load",
     "plan_for",
+    "at_edge",
     "check_code",
     "dry_checks",
     "prepare",

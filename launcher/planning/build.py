@@ -11,7 +11,7 @@ from launcher.planning.env import INHERIT, node_env, secret_names
 from launcher.planning.model import LaunchPlan, Limits, NodePlan, World
 from launcher.planning.placement import Placement, master_port
 from launcher.planning.placement import spares as spare_hosts
-from launcher.planning.shape import Shape, resolve_shape
+from launcher.planning.shape import Shape, check_limits, resolve_shape
 from launcher.planning.tags import WORKER_TAG_ENV, worker_tag_template
 from launcher.render import modules as module_check
 from launcher.render.accelerate import LaunchSettings, accelerate_config, distributed_type, fsdp_config, launch_argv
@@ -77,11 +77,10 @@ def _settings(job, shape, python, config_file, rank, master, port, run_dir, gpu_
 
 def _node(job, cluster, shape, rank, host, env, secrets, files, ctx) -> NodePlan:
     """One node's plan; adds the node's accelerate YAML to `files`."""
-    python, run_dir, master, port, section, placement = ctx
+    python, run_dir, layout, port, section, placement = ctx
     runtime_vars = placement.runtime_vars
-    config_file = placement.config_file(run_dir, rank)
-    rank_word = placement.rank_word(rank)
-    gpu_ids = placement.gpu_ids(cluster, shape.nodes, shape.gpus_per_node, rank) if shape.device == "cuda" else None
+    master, config_file, rank_word = layout.master, layout.config_files[rank], layout.ranks[rank]
+    gpu_ids = layout.gpu_ids[rank]
     settings = _settings(job, shape, python, config_file, rank_word, master, port, run_dir, gpu_ids)
     threads_at_node = shape.device == "cpu" and shape.cpu_threads is None
     threads = threads_lines(shape.procs_per_node) if threads_at_node else ()
@@ -182,19 +181,22 @@ def build_plan(
         raise KitError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-' only")
     job, cluster = apply_overrides(job, cluster, overrides)
     placement: Placement = registry.placement(cluster.backend)
-    cluster, notes = placement.away_from(job, cluster, dict(failed_hosts))
-    shape = resolve_shape(job, cluster)
+    check_limits(job)
+    placed = placement.place(job, cluster, dict(failed_hosts))
+    cluster, notes = placed.cluster, placed.notes
+    shape = resolve_shape(job, cluster, placed.hosts)
     # A scheduler that requeues the job itself runs the same script again (its ranks and master resolved anew
     # in the new allocation): its attempt k is attempt 1's plan.
     changed = Attempt() if placement.restarts_in_place else attempt
     hosts, spares = replace_lost(shape.hosts, spare_hosts(job, cluster), changed.lost_hosts)
     run_dir = posixpath.join(cluster.run_root, run_id)
     port = attempt_port(master_port(cluster.master_port, run_id), changed.number)
-    master = placement.master(hosts)
     section, files = _strategy_section(job, shape, run_dir, user_deepspeed)
     env = {**node_env(job, cluster, shape, run_id), **rdzv_env(changed.number)}
     secrets = secret_names(job, env)
-    ctx = (cluster.python or default_python, run_dir, master, port, section, placement)
+    layout = placement.layout(cluster, hosts, run_dir, shape.gpus_per_node)
+    master = layout.master
+    ctx = (cluster.python or default_python, run_dir, layout, port, section, placement)
     nodes = tuple(_node(job, cluster, shape, rank, host, env, secrets, files, ctx) for rank, host in enumerate(hosts))
     added, submission = placement.submission(
         cluster,

@@ -1,15 +1,15 @@
 """What the planner asks a backend: where the nodes go and what each node's launch looks like there. Every backend
 has one `Placement` (backends/<name>/placement.py), found through backends/registry.py; build_plan and the sweep
-planner call only these methods, so no planning code names a backend. Pure: no I/O, no environment reads
-(`at_submit` is the one exception, called at the edge by the spec loader). Also the rendezvous port, derived
-here for every backend: from the run id, and per sweep lane."""
+planner call only its ten methods, so no planning code names a backend. Pure: no I/O, no environment reads
+(`at_edge` is the one exception, called at the edge by the spec loader and the planner's caller). Also the
+rendezvous port, derived here for every backend: from the run id, and per sweep lane."""
 
 import zlib
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from launcher.errors import KitError, Option
-from launcher.planning.model import Submission
+from launcher.planning.model import LaunchPlan, Submission
 from launcher.spec.cluster import ClusterSpec, Host, PortPolicy
 from launcher.spec.job import JobSpec
 
@@ -55,8 +55,70 @@ def gpus_of(job: JobSpec, cluster: ClusterSpec) -> int:
     return job.gpus_per_node if job.gpus_per_node is not None else cluster.gpus_per_node
 
 
+@dataclass(frozen=True)
+class Edge:
+    """What only this machine can tell, added at the edge (never by the planner): the cluster with its facts
+    filled in; for a plan, the plan with its additions and where the nodes' code is seen from here."""
+
+    cluster: ClusterSpec
+    plan: Optional[LaunchPlan] = None
+    # The directory on this machine whose files the nodes see in their workdir, for the checks of the job's code
+    # made before anything starts (preflight/here.py); None when kit cannot read the nodes' code from here.
+    code_dir: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Where a run's nodes go: the cluster as the run uses it (placed away from hosts that failed lately), one
+    host per node, and what was done about the failed hosts (the plan's notes)."""
+
+    cluster: ClusterSpec
+    hosts: tuple[Host, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Each node's launch as its argv says it, node by node: the head's address, the machine rank (a number, or a
+    variable each task resolves), the accelerate config file, the `--gpu_ids` (when the backend picks GPUs)."""
+
+    master: str
+    ranks: tuple[str, ...]
+    config_files: tuple[str, ...]
+    gpu_ids: tuple[Optional[str], ...]
+
+
+# Stages of Placement.validate: the cluster config as loaded (ValueError, the schema's message), this machine's
+# files a real run needs (KitError), a dry-run's checks of what the backend's own checks would find here.
+CONFIG, RUN, DRY = "config", "run", "dry"
+
+
+def hosts_listed(job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
+    """Node i on the cluster's host i; one line when the cluster lists too few."""
+    if job.nodes > len(cluster.hosts):
+        raise KitError(
+            f"nodes: {job.nodes} nodes requested but cluster '{cluster.name}' lists {len(cluster.hosts)} hosts; lower ",
+            Option("nodes"),
+            " or add hosts",
+        )
+    return tuple(cluster.hosts[: job.nodes])
+
+
+def check_gpus(gpus: int, hosts: tuple[Host, ...], cluster: ClusterSpec, where: Callable[[Host], str]) -> None:
+    """Each host has the GPUs a node asks for (`where(host)`: how the error names where the node goes)."""
+    for host in hosts:
+        have = host.gpus if host.gpus is not None else cluster.gpus_per_node
+        if gpus > have:
+            raise KitError(
+                f"gpus_per_node: {gpus} GPUs per node requested but {where(host)} has {have}; lower ",
+                Option("gpus"),
+                " or fix the cluster's gpus_per_node",
+            )
+
+
 class Placement:
-    """Defaults fit a backend whose nodes are hosts the cluster config lists (SSH-like); others override."""
+    """Defaults fit a backend whose nodes are hosts the cluster config lists (SSH-like); others override. The
+    planner and the edge ask it the ten questions below; what is constant per backend is data (attributes)."""
 
     name = "?"
     # The cluster config's sections this backend owns: name -> its Section model (spec/cluster.py); they are
@@ -73,6 +135,12 @@ class Placement:
     # The nodes start from kit's own environment (filtered by the plan's inherit policy): kit then says what it
     # left out.
     inherits_submit_env = False
+    # The nodes' interpreter when the cluster sets no `python:`: kit's own (the nodes are processes of this
+    # machine, so the venv kit lives in is theirs), else `python` on the nodes' PATH.
+    nodes_run_kits_python = False
+    # All nodes share one machine's cores (simulated nodes): cpu_threads_per_process: auto divides the cores by
+    # every node's processes, not one node's.
+    nodes_share_cores = False
 
     # Where the nodes' environments are compared before training (render/envcheck.py): "task" (each task, before
     # its launcher, meeting the others in the shared run directory), "checks" (the backend's checks before
@@ -82,41 +150,33 @@ class Placement:
     # a backend whose nodes kit does not check itself before they start (its checks run no Python on the nodes).
     task_checks = False
 
-    # ---- the cluster config
     # A restart is the scheduler's requeue of the same job (SLURM): attempt k runs attempt 1's plan.
     restarts_in_place = False
 
-    def check_cluster(self, cluster: ClusterSpec) -> None:
-        """Raise ValueError (the schema's message) for a config this backend cannot use."""
-        if not cluster.hosts:
-            raise ValueError(f"backend {self.name} needs hosts: [...]")
-        if cluster.gpu_ids is not None:
-            raise ValueError(f"gpu_ids: only a local cluster picks GPU ids, not a {self.name} cluster; remove it")
+    # ---- the cluster config, and what this machine can tell
+    def validate(self, cluster: ClusterSpec, stage: str = CONFIG, *, plan=None, entrypoint=None, base_dir=".") -> None:
+        """The checks made here, by stage. CONFIG: a config this backend cannot use raises ValueError (the
+        schema's message). RUN: before a real run (not a dry-run), the files of this machine its sections name
+        (an SSH key) are there: a KitError naming the field otherwise. DRY: for a dry-run of `plan`, what this
+        backend's own checks (Backend.check) can tell without reaching beyond this machine (a local node's
+        interpreter finding `entrypoint`'s module); nothing by default."""
+        if stage == CONFIG:
+            if not cluster.hosts:
+                raise ValueError(f"backend {self.name} needs hosts: [...]")
+            if cluster.gpu_ids is not None:
+                raise ValueError(f"gpu_ids: only a local cluster picks GPU ids, not a {self.name} cluster; remove it")
 
-    def at_submit(self, cluster: ClusterSpec, embedded: bool = False) -> ClusterSpec:
-        """The cluster with facts read on this machine at submit time filled in (a local cluster: its cores and
-        visible GPUs). `embedded`: the cluster kit uses without --cluster. The spec loader calls this, never the
-        planner."""
-        return cluster
-
-    def at_edge(self, plan, cluster: ClusterSpec, job: Optional[JobSpec] = None):
-        """The plan with what only this machine can tell added at submit time (an SSH cluster's `sync:` file
-        list), by the caller of the planner (core/prepare.py), never by it. The dry-run shows the result."""
-        return plan
-
-    def code_here(self, plan, cluster: ClusterSpec, cwd: str) -> Optional[str]:
-        """The directory on this machine whose files the nodes see in their workdir, for the checks of the job's
-        code made before anything starts, a dry-run too (preflight/here.py): by default the sync source the
-        plan copies to the hosts; None when kit cannot read the nodes' code from here. A path: no I/O."""
-        return plan.sync.source if plan.sync is not None else None
-
-    def dry_checks(self, plan, cluster: ClusterSpec, entrypoint, base_dir: str) -> None:
-        """For a dry-run, what this backend's own checks (Backend.check) can tell without reaching beyond this
-        machine (a local node's interpreter finding the module). Nothing by default."""
-
-    def check_files(self, cluster: ClusterSpec) -> None:
-        """Before a real run (not a dry-run), the files of this machine its sections name (an SSH key) are there:
-        a KitError naming the field otherwise. Nothing by default."""
+    def at_edge(
+        self, cluster: ClusterSpec, plan=None, job: Optional[JobSpec] = None, *, cwd: str = ".", embedded: bool = False
+    ) -> Edge:
+        """What only this machine can tell, at submit time, by the callers of the planner, never by it. Without a
+        plan: the cluster with the facts read here filled in (a local cluster: its cores and visible GPUs;
+        `embedded`: the cluster kit uses without --cluster), as the spec loader asks. With one: the plan with
+        what this machine adds (an SSH cluster's `sync:` file list; the dry-run shows the result) and where the
+        nodes' code is seen from `cwd` (by default the sync source the plan copies to the hosts)."""
+        if plan is None:
+            return Edge(cluster)
+        return Edge(cluster, plan, plan.sync.source if plan.sync is not None else None)
 
     def binding(self, cluster: ClusterSpec, job: JobSpec):
         """What the backend takes from the validated specs besides the plan (connection settings, the entrypoint
@@ -124,70 +184,37 @@ class Placement:
         the argument of its Backend.use(). None when it needs nothing."""
         return None
 
-    def default_python(self, kit_python: str) -> str:
-        """The nodes' interpreter when the cluster sets no `python:`."""
-        return "python"
-
-    # ---- the shape
-    def hosts(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
-        if job.nodes > len(cluster.hosts):
-            raise KitError(
-                f"nodes: {job.nodes} nodes requested but cluster '{cluster.name}' lists {len(cluster.hosts)} "
-                "hosts; lower ",
-                Option("nodes"),
-                " or add hosts",
-            )
-        return tuple(cluster.hosts[: job.nodes])
-
     def health_scope(self, cluster: ClusterSpec) -> Optional[tuple]:
         """Which hosts' health the planner wants (read from the records at the edge): the cluster's listed hosts;
         () for every host this backend's runs used (a scheduler's nodes); None for none."""
         return tuple(h.name for h in cluster.hosts) or None
 
-    def away_from(self, job: JobSpec, cluster: ClusterSpec, failed: dict) -> tuple[ClusterSpec, tuple[str, ...]]:
-        """(the cluster as this run uses it, notes) given the hosts that caused a failure lately (host -> why; the
-        planner's input, planning/health.py): listed hosts are reordered so that healthy spares take their nodes."""
-        if not failed or not cluster.hosts:
-            return cluster, ()
-        from launcher.planning.health import away_from_failed
+    # ---- the plan
+    def place(self, job: JobSpec, cluster: ClusterSpec, failed: dict) -> Placed:
+        """Where the nodes go, given the hosts that caused a failure lately (host -> why; the planner's input,
+        planning/health.py): listed hosts are reordered so that healthy spares take the nodes of failed ones,
+        node i goes on host i, and each host must have the GPUs a node asks for."""
+        notes: tuple[str, ...] = ()
+        if failed and cluster.hosts:
+            from launcher.planning.health import away_from_failed
 
-        hosts, notes = away_from_failed(tuple(cluster.hosts), job.nodes, failed)
-        return cluster.model_copy(update={"hosts": list(hosts)}), notes
+            hosts, notes = away_from_failed(tuple(cluster.hosts), job.nodes, failed)
+            cluster = cluster.model_copy(update={"hosts": list(hosts)})
+        placed = hosts_listed(job, cluster)
+        check_gpus(gpus_of(job, cluster), placed, cluster, lambda host: f"host {host.name}")
+        return Placed(cluster, placed, notes)
 
-    def _where(self, host: Host, cluster: ClusterSpec) -> str:
-        """How check_gpus names where a node goes."""
-        return f"host {host.name}"
-
-    def check_gpus(self, gpus: int, hosts: tuple[Host, ...], cluster: ClusterSpec) -> None:
-        for host in hosts:
-            have = host.gpus if host.gpus is not None else cluster.gpus_per_node
-            if gpus > have:
-                raise KitError(
-                    f"gpus_per_node: {gpus} GPUs per node requested but {self._where(host, cluster)} has {have}; "
-                    "lower ",
-                    Option("gpus"),
-                    " or fix the cluster's gpus_per_node",
-                )
-
-    def cores_shared_by(self, nodes: int, procs: int) -> int:
-        """How many processes share one node's cores (cpu_threads_per_process: auto divides by this)."""
-        return procs
-
-    # ---- each node's launch
-    def master(self, hosts: tuple[Host, ...]) -> str:
+    def layout(self, cluster: ClusterSpec, hosts: tuple[Host, ...], run_dir: str, gpus_per_node: int) -> Layout:
+        """Each node's launch words (`hosts`: the run's, one per node, after any lost host was replaced): the
+        head's address, the machine rank as a number, one accelerate config file per node, no `--gpu_ids`."""
         head = hosts[0]
-        return head.address or head.name
-
-    def rank_word(self, rank: int) -> str:
-        """The machine rank as the node's argv says it: a number, or a variable each task resolves."""
-        return str(rank)
-
-    def config_file(self, run_dir: str, rank: int) -> str:
-        return f"{run_dir}/accelerate.node{rank}.yaml"
-
-    def gpu_ids(self, cluster: ClusterSpec, nodes: int, gpus_per_node: int, rank: int) -> Optional[str]:
-        """`--gpu_ids` of node `rank`, when this backend picks GPUs itself (simulated nodes on one machine)."""
-        return None
+        ranks = range(len(hosts))
+        return Layout(
+            master=head.address or head.name,
+            ranks=tuple(str(rank) for rank in ranks),
+            config_files=tuple(f"{run_dir}/accelerate.node{rank}.yaml" for rank in ranks),
+            gpu_ids=(None,) * len(hosts),
+        )
 
     def submission(
         self,
@@ -204,12 +231,9 @@ class Placement:
         return {}, Submission(kind="processes")
 
     # ---- the dry-run
-    def dryrun_head(self, plan) -> list[str]:
-        """Lines about delivery for the plan's head (after the world and the submission)."""
-        return []
-
-    def dryrun_node(self, plan, node) -> list[str]:
-        """Lines for one node's section (before its command)."""
+    def dryrun(self, plan, node=None) -> list[str]:
+        """The dry-run's lines of this backend: about delivery, for the plan's head (after the world and the
+        submission) when `node` is None; else for that node's section (before its command)."""
         return []
 
     # ---- sweeps

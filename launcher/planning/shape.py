@@ -72,7 +72,8 @@ def _cpu_threads(cluster: ClusterSpec, nodes: int, procs: int) -> Optional[int]:
         return wanted
     if cluster.cpus is None:
         return None
-    return max(1, cluster.cpus // registry.placement(cluster.backend).cores_shared_by(nodes, procs))
+    shared_by = nodes * procs if registry.placement(cluster.backend).nodes_share_cores else procs
+    return max(1, cluster.cpus // shared_by)
 
 
 def check_pipeline(job: JobSpec, world_size: int) -> int:
@@ -104,7 +105,8 @@ def check_pipeline(job: JobSpec, world_size: int) -> int:
 MAX_NODES, MAX_PROCS_PER_NODE = 10000, 1024  # beyond any cluster; a plan of 10^8 nodes would exhaust memory
 
 
-def resolve_shape(job: JobSpec, cluster: ClusterSpec) -> Shape:
+def check_limits(job: JobSpec) -> None:
+    """Node and process counts within what kit plans for, checked before anything is sized by them."""
     if job.nodes > MAX_NODES:
         raise KitError(f"nodes: {job.nodes} is more than kit plans for (at most {MAX_NODES}); check ", Option("nodes"))
     if (job.procs_per_node or 0) > MAX_PROCS_PER_NODE or (job.gpus_per_node or 0) > MAX_PROCS_PER_NODE:
@@ -114,10 +116,11 @@ def resolve_shape(job: JobSpec, cluster: ClusterSpec) -> Shape:
             "/",
             Option("gpus"),
         )
-    placement = registry.placement(cluster.backend)
-    hosts = placement.hosts(job, cluster)
+
+
+def resolve_shape(job: JobSpec, cluster: ClusterSpec, hosts: tuple[Host, ...]) -> Shape:
+    """The run's shape on `hosts` (one per node, placed by the backend's Placement.place after check_limits)."""
     gpus = job.gpus_per_node if job.gpus_per_node is not None else cluster.gpus_per_node
-    placement.check_gpus(gpus, hosts, cluster)
     if gpus == 0:
         _check_cpu(job)
     procs = _procs(job, cluster, gpus)

@@ -1,6 +1,6 @@
 """Checks kit makes on this machine before anything starts, the same for `--dry-run` as for a run: the `secret_env`
-variables are set, and, where the nodes' code can be read from here (the backend's Placement.code_here), the
-entrypoint is there and compiles, the modules it imports from beside it are among the files sync copies, a
+variables are set, and, where the nodes' code can be read from here (the code_dir of the backend's Placement.at_edge),
+the entrypoint is there and compiles, the modules it imports from beside it are among the files sync copies, a
 DeepSpeed job on CPU asks for the gloo process group, and the reference job (`python -m train`) accepts its
 arguments (its own parser, which imports no torch). One line naming the file and the fix, exit code 2."""
 

@@ -49,7 +49,7 @@ def _node_text(plan: LaunchPlan, node, secret_env: dict[str, str]) -> str:
     passthrough = [n for n in node.secret_env if n not in node.env]
     if passthrough:
         out.append("  secret env passed from your environment: " + ", ".join(f"{n}={MASK}" for n in passthrough))
-    out += registry.placement(plan.backend).dryrun_node(plan, node)
+    out += registry.placement(plan.backend).dryrun(plan, node)
     out.append("  command (bash -c):")
     out.append(_indent(node.command).rstrip("\n"))
     return "\n".join(out)
@@ -176,7 +176,7 @@ def _head_text(plan: LaunchPlan) -> str:
     if plan.attempt > 1:
         head.append(_attempt_line(plan))
     head.append("network: " + _network_text(plan))
-    head += registry.placement(plan.backend).dryrun_head(plan)
+    head += registry.placement(plan.backend).dryrun(plan)
     if plan.runtime_vars:
         head.append("resolved inside each task: " + ", ".join("$" + v for v in plan.runtime_vars))
     return "\n".join(head)

@@ -60,9 +60,9 @@ def load_cluster(path) -> ClusterSpec:
     backend's placement, never in the plan."""
     if path is None:
         default = default_cluster()
-        return registry.placement(default.backend).at_submit(default, embedded=True)
+        return registry.placement(default.backend).at_edge(default, embedded=True).cluster
     spec = _read_spec(ClusterSpec, path, "cluster")
-    return registry.placement(spec.backend).at_submit(spec)
+    return registry.placement(spec.backend).at_edge(spec).cluster
 
 
 def load_sweep_file(path: str) -> SweepSpec:

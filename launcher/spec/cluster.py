@@ -138,7 +138,7 @@ class ClusterSpec(StrictModel):
     @model_validator(mode="after")
     def backend_accepts(self):
         """What the backend accepts (hosts, GPU ids, how its sections go together): its placement says."""
-        registry.placement(self.backend).check_cluster(self)
+        registry.placement(self.backend).validate(self)
         return self
 
 

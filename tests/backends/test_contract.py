@@ -191,11 +191,38 @@ def test_the_scratch_backend_is_written_on_the_contract_alone():
 
 
 def test_the_contract_is_small():
-    """At most 10 abstract methods on Backend (TorchX's Scheduler has 5); Placement's public methods do not grow
-    beyond today's 22 (26 before issue 36)."""
+    """At most 10 abstract methods on Backend (TorchX's Scheduler has 5) and at most 10 public methods on Placement
+    (26 before issue 36, 22 after its first pass): what is constant per backend is data, not a method."""
     from launcher.backends.base import Backend
     from launcher.planning.placement import Placement
 
     assert len(Backend.__abstractmethods__) <= 10, sorted(Backend.__abstractmethods__)
     public = [n for n, v in vars(Placement).items() if callable(v) and not n.startswith("_")]
-    assert len(public) <= 22, public
+    assert len(public) <= 10, public
+
+
+def test_no_module_calls_a_private_method_of_a_placement():
+    """A method another module calls is public: no module of kit or of the plug-ins calls a Placement's `_name`
+    (its private helpers are its own), so the count above cannot be met by renaming."""
+    import ast
+    import glob
+
+    from launcher.backends import registry
+
+    private = set()
+    for name in ("local", "ssh", "slurm"):
+        for cls in type(registry.placement(name)).__mro__:
+            private |= {n for n in vars(cls) if n.startswith("_") and not n.startswith("__")}
+    calls = []
+    files = glob.glob(os.path.join(REPO, "launcher", "**", "*.py"), recursive=True)
+    files += glob.glob(os.path.join(REPO, "tests", "plugins", "**", "*.py"), recursive=True)
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        own = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in private:
+                base = node.value
+                if not (isinstance(base, ast.Name) and base.id in ("self", "cls", *own)):
+                    calls.append(f"{os.path.relpath(path, REPO)}:{node.lineno} .{node.attr}")
+    assert not calls, calls

@@ -62,10 +62,12 @@ def test_one_process_runs_what_the_simple_launcher_would(case, tmp_path, monkeyp
 def _settings(p, node, job_spec, cluster_spec, overrides):
     """The planner's launch settings for this one-process node, as its accelerate launch would have used them."""
     from launcher.planning.build import _settings as planned
+    from launcher.backends import registry
     from launcher.planning.shape import resolve_shape
     from launcher.spec.overrides import Overrides, apply_overrides
     j, c = apply_overrides(job_spec, cluster_spec, Overrides(**overrides))
-    return planned(j, resolve_shape(j, c), node.argv[0], "accelerate.yaml", "0", p.world.master_addr,
+    placed = registry.placement(c.backend).place(j, c, {})
+    return planned(j, resolve_shape(j, placed.cluster, placed.hosts), node.argv[0], "accelerate.yaml", "0", p.world.master_addr,
                    p.world.master_port, p.run_dir, node.env.get("CUDA_VISIBLE_DEVICES"))
 
 

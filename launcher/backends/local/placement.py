@@ -1,12 +1,13 @@
 """How the planner places a local run: every node is this machine, the nodes share its cores and GPUs, which it
-reads at submission (at_submit: the facts about this machine that kit feeds into the plan as inputs; the plan
+reads at submission (at_edge: the facts about this machine that kit feeds into the plan as inputs; the plan
 itself reads nothing)."""
 
+import dataclasses
 import os
 from typing import Optional
 
 from launcher.errors import KitError, Option
-from launcher.planning.placement import Lanes, Placement, gpus_of
+from launcher.planning.placement import CONFIG, DRY, Edge, Lanes, Layout, Placed, Placement, gpus_of
 from launcher.spec.cluster import ClusterSpec, Host
 from launcher.spec.job import JobSpec
 
@@ -49,57 +50,63 @@ def visible_gpu_ids(environ, driver_count: int) -> tuple[str, ...]:
 LOCALHOST = Host(name="localhost", address="127.0.0.1")
 
 
+def _code_dir(cluster: ClusterSpec, cwd: str) -> str:
+    return os.path.normpath(os.path.join(cwd, cluster.workdir))  # the nodes run here
+
+
 class LocalPlacement(Placement):
     name = "local"
     inherits_submit_env = True
+    nodes_run_kits_python = True  # kit's own interpreter: the venv kit lives in is the nodes' too
+    nodes_share_cores = True  # the simulated nodes of a local cluster all share this one machine's cores
 
-    def check_cluster(self, cluster: ClusterSpec) -> None:
-        if cluster.hosts:
-            raise ValueError("a local cluster runs every node on this machine: remove hosts")
-        if cluster.gpu_ids is not None and len(set(cluster.gpu_ids)) != len(cluster.gpu_ids):
-            raise ValueError("gpu_ids: each GPU id may appear only once")
+    def validate(self, cluster: ClusterSpec, stage: str = CONFIG, *, plan=None, entrypoint=None, base_dir=".") -> None:
+        if stage == CONFIG:
+            if cluster.hosts:
+                raise ValueError("a local cluster runs every node on this machine: remove hosts")
+            if cluster.gpu_ids is not None and len(set(cluster.gpu_ids)) != len(cluster.gpu_ids):
+                raise ValueError("gpu_ids: each GPU id may appear only once")
+        elif stage == DRY:
+            self._dry_checks(plan, cluster, entrypoint, base_dir)
 
-    def at_submit(self, cluster: ClusterSpec, embedded: bool = False) -> ClusterSpec:
-        """This machine's cores (its CPU affinity) and the GPUs CUDA_VISIBLE_DEVICES leaves visible."""
-
-        visible = list(visible_gpu_ids(os.environ, local_gpu_count()))
-        restricted = {"gpu_ids": visible} if "CUDA_VISIBLE_DEVICES" in os.environ else {}
-        if embedded:
-            return cluster.model_copy(update={"gpus_per_node": len(visible), "cpus": local_cpu_count(), **restricted})
-        if cluster.gpu_ids is None:
-            cluster = cluster.model_copy(update=restricted)
-        if cluster.cpus is None:
-            cluster = cluster.model_copy(update={"cpus": local_cpu_count()})
-        return cluster
-
-    def code_here(self, plan, cluster: ClusterSpec, cwd: str) -> str:
-        return os.path.normpath(os.path.join(cwd, cluster.workdir))  # the nodes run here
-
-    def dry_checks(self, plan, cluster: ClusterSpec, entrypoint, base_dir: str) -> None:
+    def _dry_checks(self, plan, cluster: ClusterSpec, entrypoint, base_dir: str) -> None:
         """A module that is no file of the workdir, looked for by the node's own interpreter after its setup lines, as
         the run checks it (it may be installed there); the master port is the run's own, not checked."""
         from launcher.preflight.source import module_file
 
-        code_dir = self.code_here(plan, cluster, base_dir)
+        code_dir = _code_dir(cluster, base_dir)
         if entrypoint.module is None or module_file(code_dir, [code_dir], entrypoint.module, run=True):
             return  # a script, or a module file of the workdir: preflight/here.py looked at it already
         from launcher.backends.local.preflight import check_entrypoint
 
         check_entrypoint(plan, entrypoint, cluster.workdir, base_dir)
 
-    def default_python(self, kit_python: str) -> str:
-        # kit's own interpreter: the venv kit lives in is the nodes' too.
-        return kit_python
+    def at_edge(
+        self, cluster: ClusterSpec, plan=None, job: Optional[JobSpec] = None, *, cwd: str = ".", embedded: bool = False
+    ) -> Edge:
+        """The cluster: this machine's cores (its CPU affinity) and the GPUs CUDA_VISIBLE_DEVICES leaves visible. A
+        plan: as it is; the nodes run here, in the workdir."""
+        if plan is not None:
+            return Edge(cluster, plan, _code_dir(cluster, cwd))
+        visible = list(visible_gpu_ids(os.environ, local_gpu_count()))
+        restricted = {"gpu_ids": visible} if "CUDA_VISIBLE_DEVICES" in os.environ else {}
+        if embedded:
+            return Edge(
+                cluster.model_copy(update={"gpus_per_node": len(visible), "cpus": local_cpu_count(), **restricted})
+            )
+        if cluster.gpu_ids is None:
+            cluster = cluster.model_copy(update=restricted)
+        if cluster.cpus is None:
+            cluster = cluster.model_copy(update={"cpus": local_cpu_count()})
+        return Edge(cluster)
 
-    def hosts(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
-        return (LOCALHOST,) * job.nodes
-
-    def check_gpus(self, gpus: int, hosts: tuple[Host, ...], cluster: ClusterSpec) -> None:
-        if not gpus:
-            return
-        # Simulated nodes share this machine's GPUs, each taking its own slice.
+    def place(self, job: JobSpec, cluster: ClusterSpec, failed: dict) -> Placed:
+        """Every node on this machine; the simulated nodes share its GPUs, each taking its own slice. (It lists no
+        hosts: none to place away from.)"""
+        hosts = (LOCALHOST,) * job.nodes
+        gpus = gpus_of(job, cluster)
         need = gpus * len(hosts)
-        if need > cluster.gpus_per_node:
+        if gpus and need > cluster.gpus_per_node:
             raise KitError(
                 f"gpus_per_node: {len(hosts)} local node(s) x {gpus} GPUs need {need} GPUs but this machine "
                 f"has {cluster.gpus_per_node}; lower ",
@@ -107,17 +114,17 @@ class LocalPlacement(Placement):
                 " or ",
                 Option("nodes"),
             )
+        return Placed(cluster, hosts)
 
-    def cores_shared_by(self, nodes: int, procs: int) -> int:
-        # The simulated nodes of a local cluster all share this one machine's cores.
-        return nodes * procs
-
-    def gpu_ids(self, cluster: ClusterSpec, nodes: int, gpus_per_node: int, rank: int) -> Optional[str]:
+    def layout(self, cluster: ClusterSpec, hosts: tuple[Host, ...], run_dir: str, gpus_per_node: int) -> Layout:
+        """Each node's `--gpu_ids`: its slice of the ids kit may use (cluster data, from CUDA_VISIBLE_DEVICES at
+        submit time), else of 0..N-1."""
+        words = super().layout(cluster, hosts, run_dir, gpus_per_node)
         if not gpus_per_node:
-            return None
-        # Slices of the ids kit may use (cluster data, from CUDA_VISIBLE_DEVICES at submit time), else 0..N-1.
+            return words
+        nodes = len(hosts)
         ids = cluster.gpu_ids if cluster.gpu_ids is not None else [str(i) for i in range(cluster.gpus_per_node)]
-        first, need = rank * gpus_per_node, nodes * gpus_per_node
+        need = nodes * gpus_per_node
         if need > len(ids):
             raise KitError(
                 f"gpu_ids: {nodes} local node(s) x {gpus_per_node} GPUs need {need} GPUs but "
@@ -126,7 +133,8 @@ class LocalPlacement(Placement):
                 " or ",
                 Option("nodes"),
             )
-        return ",".join(ids[first : first + gpus_per_node])
+        slices = tuple(",".join(ids[r * gpus_per_node : (r + 1) * gpus_per_node]) for r in range(nodes))
+        return dataclasses.replace(words, gpu_ids=slices)
 
     def binding(self, cluster: ClusterSpec, job: JobSpec) -> dict:
         from launcher.preflight.entrypoint import EntrypointRef

@@ -11,7 +11,7 @@ from pydantic import Field, StringConstraints
 
 from launcher.backends.handle import Handle
 from launcher.planning.model import Submission
-from launcher.planning.placement import Lanes, Placement
+from launcher.planning.placement import CONFIG, RUN, Edge, Lanes, Layout, Placed, Placement, check_gpus, gpus_of
 from launcher.render.shell import runtime_ref
 from launcher.render.slurm import MASTER_ADDR_PRELUDE, sbatch_script
 from launcher.spec.base import OneLine
@@ -91,6 +91,10 @@ class SlurmHandle(Handle):
 HANDLE = SlurmHandle
 
 
+def _logs_in(cluster: ClusterSpec) -> bool:
+    return cluster.slurm is not None and cluster.slurm.login_host is not None
+
+
 class SlurmPlacement(Placement):
     name = "slurm"
     sections = {"slurm": SlurmOptions, "ssh": SshOptions}
@@ -101,61 +105,59 @@ class SlurmPlacement(Placement):
     task_checks = True  # each task's python has the launch's modules (check_modules.py), before the env check
     env_check_where = "task"  # the tasks meet in the shared run directory (env_check.py) before training
 
-    def check_cluster(self, cluster: ClusterSpec) -> None:
-        if cluster.hosts:
-            raise ValueError("a slurm cluster takes its hosts from the allocation: remove hosts")
-        login_host = cluster.slurm.login_host if cluster.slurm is not None else None
-        if cluster.ssh is not None and login_host is None:
-            raise ValueError("ssh: section given but slurm.login_host is not set (ssh: says how to reach it)")
-        if cluster.gpu_ids is not None:
-            raise ValueError(f"gpu_ids: only a local cluster picks GPU ids, not a {self.name} cluster; remove it")
-
-    def code_here(self, plan, cluster: ClusterSpec, cwd: str):
-        """Without a login host the SLURM commands run here, on the filesystem the nodes share: their workdir."""
-        if self._logs_in(cluster):
-            return None
-        import os
-
-        return os.path.normpath(os.path.join(cwd, cluster.workdir))
-
-    def _logs_in(self, cluster: ClusterSpec) -> bool:
-        return cluster.slurm is not None and cluster.slurm.login_host is not None
-
-    def check_files(self, cluster: ClusterSpec) -> None:
-        if self._logs_in(cluster):
+    def validate(self, cluster: ClusterSpec, stage: str = CONFIG, *, plan=None, entrypoint=None, base_dir=".") -> None:
+        if stage == CONFIG:
+            if cluster.hosts:
+                raise ValueError("a slurm cluster takes its hosts from the allocation: remove hosts")
+            login_host = cluster.slurm.login_host if cluster.slurm is not None else None
+            if cluster.ssh is not None and login_host is None:
+                raise ValueError("ssh: section given but slurm.login_host is not set (ssh: says how to reach it)")
+            if cluster.gpu_ids is not None:
+                raise ValueError(f"gpu_ids: only a local cluster picks GPU ids, not a {self.name} cluster; remove it")
+        elif stage == RUN and _logs_in(cluster):
             check_key_files(cluster.ssh)
 
-    def hosts(self, job: JobSpec, cluster: ClusterSpec) -> tuple[Host, ...]:
-        # Placeholders: the allocation decides.
-        return tuple(Host(name=f"slurm-node-{i}") for i in range(job.nodes))
+    def at_edge(
+        self, cluster: ClusterSpec, plan=None, job: Optional[JobSpec] = None, *, cwd: str = ".", embedded: bool = False
+    ) -> Edge:
+        """Without a login host the SLURM commands run here, on the filesystem the nodes share: the nodes' code is
+        seen here in their workdir."""
+        if plan is None:
+            return Edge(cluster)
+        if _logs_in(cluster):
+            return Edge(cluster, plan, None)
+        import os
+
+        return Edge(cluster, plan, os.path.normpath(os.path.join(cwd, cluster.workdir)))
 
     def health_scope(self, cluster: ClusterSpec):
         return () if cluster.slurm is not None and cluster.slurm.exclude_failed_nodes else None
 
-    def away_from(self, job: JobSpec, cluster: ClusterSpec, failed: dict):
-        """With slurm.exclude_failed_nodes, the nodes that failed lately join slurm.exclude (`--exclude`)."""
+    def place(self, job: JobSpec, cluster: ClusterSpec, failed: dict) -> Placed:
+        """Placeholder hosts: the allocation decides. With slurm.exclude_failed_nodes, the nodes that failed lately
+        join slurm.exclude (`--exclude`)."""
+        notes: tuple[str, ...] = ()
         s = cluster.slurm
-        if not failed or s is None or not s.exclude_failed_nodes:
-            return cluster, ()
-        from launcher.planning.health import excluded_note
+        if failed and s is not None and s.exclude_failed_nodes:
+            from launcher.planning.health import excluded_note
 
-        names = sorted(n for n in failed if n not in s.exclude)
-        slurm = s.model_copy(update={"exclude": sorted({*s.exclude, *names})})
-        note = excluded_note(names, failed)
-        return cluster.model_copy(update={"slurm": slurm}), (note,) if note else ()
+            names = sorted(n for n in failed if n not in s.exclude)
+            slurm = s.model_copy(update={"exclude": sorted({*s.exclude, *names})})
+            note = excluded_note(names, failed)
+            cluster, notes = cluster.model_copy(update={"slurm": slurm}), (note,) if note else ()
+        hosts = tuple(Host(name=f"slurm-node-{i}") for i in range(job.nodes))
+        check_gpus(gpus_of(job, cluster), hosts, cluster, lambda host: f"cluster '{cluster.name}'")
+        return Placed(cluster, hosts, notes)
 
-    def _where(self, host: Host, cluster: ClusterSpec) -> str:
-        return f"cluster '{cluster.name}'"
-
-    def master(self, hosts) -> str:
-        return runtime_ref("KIT_MASTER_ADDR")
-
-    def rank_word(self, rank: int) -> str:
-        return runtime_ref("SLURM_NODEID")
-
-    def config_file(self, run_dir: str, rank: int) -> str:
-        # One file for every task: its rank comes from $SLURM_NODEID on the command line.
-        return f"{run_dir}/accelerate.yaml"
+    def layout(self, cluster: ClusterSpec, hosts: tuple[Host, ...], run_dir: str, gpus_per_node: int) -> Layout:
+        """Each task resolves the head's address and its rank; one config file for every task (its rank comes from
+        $SLURM_NODEID on the command line)."""
+        return Layout(
+            master=runtime_ref("KIT_MASTER_ADDR"),
+            ranks=(runtime_ref("SLURM_NODEID"),) * len(hosts),
+            config_files=(f"{run_dir}/accelerate.yaml",) * len(hosts),
+            gpu_ids=(None,) * len(hosts),
+        )
 
     def submission(self, cluster, *, run_id, job_name, nodes, gpus, run_dir, node_command):
         script_path = f"{run_dir}/job.sbatch"

@@ -8,7 +8,7 @@ from typing import Optional
 
 from launcher.backends.handle import Handle
 from launcher.planning.model import LaunchPlan, NodePlan
-from launcher.planning.placement import Placement
+from launcher.planning.placement import CONFIG, RUN, Edge, Placement
 from launcher.spec.base import OneLine
 from launcher.spec.cluster import ClusterSpec, Section
 from launcher.spec.job import JobSpec
@@ -60,27 +60,28 @@ class SshPlacement(Placement):
     uploads_files = True
     env_check_where = "checks"  # each host's fingerprint comes back with its checks (ssh/preflight.py)
 
-    def check_cluster(self, cluster: ClusterSpec) -> None:
-        if not cluster.hosts:
+    def validate(self, cluster: ClusterSpec, stage: str = CONFIG, *, plan=None, entrypoint=None, base_dir=".") -> None:
+        if stage == CONFIG and not cluster.hosts:
             raise ValueError("an ssh cluster needs hosts: [...]")
-        super().check_cluster(cluster)
+        if stage == RUN:
+            check_key_files(cluster.ssh)
+        super().validate(cluster, stage, plan=plan, entrypoint=entrypoint, base_dir=base_dir)
 
-    def check_files(self, cluster: ClusterSpec) -> None:
-        check_key_files(cluster.ssh)
-
-    def at_edge(self, plan: LaunchPlan, cluster: ClusterSpec, job: Optional[JobSpec] = None) -> LaunchPlan:
-        """The files of the cluster's `sync:`, listed here (this machine's disk) at submit time."""
-        if cluster.sync is None:
-            return plan
+    def at_edge(
+        self, cluster: ClusterSpec, plan=None, job: Optional[JobSpec] = None, *, cwd: str = ".", embedded: bool = False
+    ) -> Edge:
+        """A plan: the files of the cluster's `sync:`, listed here (this machine's disk) at submit time; the nodes'
+        code is seen here in the sync source."""
+        if plan is None or cluster.sync is None:
+            return super().at_edge(cluster, plan, job, cwd=cwd, embedded=embedded)
         import dataclasses
-        import os
 
         from launcher.backends.ssh.sync_list import check_script_synced, sync_plan
 
-        sync = sync_plan(cluster.sync, cluster.run_root, os.getcwd())
+        sync = sync_plan(cluster.sync, cluster.run_root, cwd)
         if job is not None and job.entrypoint.script is not None:
             check_script_synced(sync, job.entrypoint.script, cluster.workdir)
-        return dataclasses.replace(plan, sync=sync)
+        return super().at_edge(cluster, dataclasses.replace(plan, sync=sync), job, cwd=cwd)
 
     def binding(self, cluster: ClusterSpec, job: JobSpec) -> dict:
         from launcher.preflight.entrypoint import EntrypointRef
@@ -92,9 +93,14 @@ class SshPlacement(Placement):
             "entrypoint": EntrypointRef(job.entrypoint.module, job.entrypoint.script),
         }
 
-    def dryrun_head(self, plan: LaunchPlan) -> list[str]:
+    def dryrun(self, plan: LaunchPlan, node: Optional[NodePlan] = None) -> list[str]:
+        if node is not None:
+            files = uploads(plan, node)
+            return ["  uploads (host:path):" if files else "  uploads: none"] + [
+                f"    {node.host}:{path}" for _, path in files
+            ]
         workdirs = ", ".join(sorted({n.workdir for n in plan.nodes}))
-        return self.dryrun_sync(plan) + [
+        return self._dryrun_sync(plan) + [
             f"files: uploaded over SFTP into each host's workdir ({workdirs}) before any node starts, as listed "
             f"per node. A workdir the hosts share (one filesystem, such as the directory you submit from "
             f"mounted on every host) holds every node's accelerate.node<R>.yaml side by side and one copy of the "
@@ -103,7 +109,8 @@ class SshPlacement(Placement):
             f"{plan.run_dir} under the directory you submit from."
         ]
 
-    def dryrun_sync(self, plan: LaunchPlan) -> list[str]:
+    @staticmethod
+    def _dryrun_sync(plan: LaunchPlan) -> list[str]:
         s = plan.sync
         if s is None:
             return []
@@ -118,12 +125,6 @@ class SshPlacement(Placement):
             + [f"  {f}" for f in shown]
             + ([f"  ... and {more} more (--format json lists every one)"] if more else [])
         )
-
-    def dryrun_node(self, plan: LaunchPlan, node: NodePlan) -> list[str]:
-        files = uploads(plan, node)
-        return ["  uploads (host:path):" if files else "  uploads: none"] + [
-            f"    {node.host}:{path}" for _, path in files
-        ]
 
 
 PLACEMENT = SshPlacement()

@@ -21,7 +21,9 @@ class EchoPlacement(LocalPlacement):
         echo = cluster.echo or EchoOptions()
         return {**super().binding(cluster, job), "greeting": echo.greeting}
 
-    def dryrun_head(self, plan) -> list[str]:
+    def dryrun(self, plan, node=None) -> list[str]:
+        if node is not None:
+            return super().dryrun(plan, node)
         return [f"echo: {len(plan.nodes)} node(s) on this machine"]
 
 

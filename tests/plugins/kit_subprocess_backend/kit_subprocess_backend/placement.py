@@ -6,9 +6,7 @@ from launcher.planning.placement import Placement
 
 class SubprocessPlacement(Placement):
     name = "subprocess"
-
-    def default_python(self, kit_python: str) -> str:
-        return kit_python  # the nodes are processes of this machine: kit's interpreter is theirs
+    nodes_run_kits_python = True  # the nodes are processes of this machine: kit's interpreter is theirs
 
 
 PLACEMENT = SubprocessPlacement()
