@@ -276,12 +276,10 @@ def before_fine_tuning(
 ) -> tuple[dict | None, Trainer | None]:
     """Collective, called by train/run.py before fine-tuning: (what the phase did for metrics.json, the phase's
     trainer when preemption stopped it (every rank saved), else None). A fine-tuning checkpoint being resumed holds
-    the whole model already (its pretraining is only recorded); a run without the phase clears an earlier run's."""
+    the whole model already (its pretraining is only recorded)."""
     out = args.output_dir
     if not enabled(args):
-        if not resuming:
-            clear(out, owner)  # an earlier run's pretraining is no part of this one
-        return None, None
+        return None, None  # an earlier run's phase is cleared once the fine-tuning starts (train/run.py)
     if resuming:
         return recorded(out), None
     summary = run(args, accelerator, live, classifier, encoded, tokenizer, current, owner, shared)

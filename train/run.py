@@ -164,57 +164,67 @@ def run(args) -> int:
     quiet_library_bars()
     live = Live(preempt.Preemption())
     live.preemption.install()  # from the first moment: SIGTERM while loading data stops the run too
-    try:
-        accelerator = live.accelerator = make_accelerator(args)
-        insight.world_formed(accelerator)
-        world_check.check(accelerator)
-        args.grad_accum = accumulation.resolve(args.grad_accum, accelerator)
-        out = Path(args.output_dir)
-        if accelerator.is_local_main_process:
-            out.mkdir(parents=True, exist_ok=True)
-        splits, tokenizer, encoded = load_data(args, accelerator)
-        problem = same_pipeline(args, accelerator, splits, tokenizer, encoded)
-        if problem:
-            return _fail(EXIT_WORLD_CHECK, problem, accelerator)
-        net, run_fingerprint = build_classifier(args, accelerator, splits, tokenizer)
-        owner, shared, path = _decide_resume(args, accelerator, out, run_fingerprint)
-        _set_ds_micro_batch(accelerator, args.batch_size)
-        pretrained, stopped = pretrain.before_fine_tuning(
-            args, accelerator, live, net, encoded, tokenizer, run_fingerprint, owner, shared, resuming=path is not None
-        )
-        if stopped is not None:
-            return _stopped(accelerator, stopped, out)
-        trainer = live.trainer = build_trainer(
-            args, accelerator, splits, tokenizer, encoded, net, run_fingerprint, live.preemption
-        )
-        precision.require(accelerator, trainer, encoded["validation"])
-        _start(accelerator, trainer, out, owner, path)
-        if not trainer.train():
-            return _stopped(accelerator, trainer, out)
-        trainer.preemption.raise_if_terminated()  # a SIGTERM in the last moments of the loop
-        results.finish(args, accelerator, trainer, tokenizer, out, pretrained)
-        if accelerator.is_main_process:
-            resume.finish(out, trainer.state.step, trainer.fingerprint)
-        # Every rank destroys the process group together: a rank that tore down its gloo pairs while the main
-        # process still wrote its outputs died in C++ ("terminate called without an active exception", SIGABRT)
-        # after a finished run, seen once in CI.
-        accelerator.wait_for_everyone()
-        accelerator.end_training()
-        return 0
-    except world_check.WorldCheckError as exc:  # said by this rank, no collective: the world may not be whole
-        print(exc, file=sys.stderr, flush=True)
-        return EXIT_WORLD_CHECK
-    except data.DataError as exc:  # every rank read the same files and fails alike
-        print(f"bad data: {exc}", file=sys.stderr, flush=True)
-        return EXIT_BAD_DATA
-    except accumulation.AccumulationError as exc:
-        return _fail(EXIT_CONFIG, f"config error: {exc}", live.accelerator)
-    except precision.PrecisionError as exc:
-        return _fail(EXIT_WORLD_CHECK, str(exc), live.accelerator)
-    except resume.ResumeRefused as exc:
-        return _fail(EXIT_RESUME_REFUSED, str(exc), live.accelerator)
-    except resume.AlreadyFinished as exc:
-        return _finished_earlier(live.accelerator, exc)
+    try:  # the outer handlers also cover a signal or a broken world met while a failure is being said
+        try:
+            accelerator = live.accelerator = make_accelerator(args)
+            insight.world_formed(accelerator)
+            world_check.check(accelerator)
+            args.grad_accum = accumulation.resolve(args.grad_accum, accelerator)
+            out = Path(args.output_dir)
+            if accelerator.is_local_main_process:
+                out.mkdir(parents=True, exist_ok=True)
+            splits, tokenizer, encoded = load_data(args, accelerator)
+            problem = same_pipeline(args, accelerator, splits, tokenizer, encoded)
+            if problem:
+                return _fail(EXIT_WORLD_CHECK, problem, accelerator)
+            net, run_fingerprint = build_classifier(args, accelerator, splits, tokenizer)
+            owner, shared, path = _decide_resume(args, accelerator, out, run_fingerprint)
+            _set_ds_micro_batch(accelerator, args.batch_size)
+            pretrained, stopped = pretrain.before_fine_tuning(
+                args,
+                accelerator,
+                live,
+                net,
+                encoded,
+                tokenizer,
+                run_fingerprint,
+                owner,
+                shared,
+                resuming=path is not None,
+            )
+            if stopped is not None:
+                return _stopped(accelerator, stopped, out)
+            trainer = live.trainer = build_trainer(
+                args, accelerator, splits, tokenizer, encoded, net, run_fingerprint, live.preemption
+            )
+            precision.require(accelerator, trainer, encoded["validation"])
+            _start(args, accelerator, trainer, out, owner, path)
+            if not trainer.train():
+                return _stopped(accelerator, trainer, out)
+            trainer.preemption.raise_if_terminated()  # a SIGTERM in the last moments of the loop
+            results.finish(args, accelerator, trainer, tokenizer, out, pretrained)
+            if accelerator.is_main_process:
+                resume.finish(out, trainer.state.step, trainer.fingerprint)
+            # Every rank destroys the process group together: a rank that tore down its gloo pairs while the main
+            # process still wrote its outputs died in C++ ("terminate called without an active exception", SIGABRT)
+            # after a finished run, seen once in CI.
+            accelerator.wait_for_everyone()
+            accelerator.end_training()
+            return 0
+        except world_check.WorldCheckError as exc:  # said by this rank, no collective: the world may not be whole
+            print(exc, file=sys.stderr, flush=True)
+            return EXIT_WORLD_CHECK
+        except data.DataError as exc:  # every rank read the same files and fails alike
+            print(f"bad data: {exc}", file=sys.stderr, flush=True)
+            return EXIT_BAD_DATA
+        except accumulation.AccumulationError as exc:
+            return _fail(EXIT_CONFIG, f"config error: {exc}", live.accelerator)
+        except precision.PrecisionError as exc:
+            return _fail(EXIT_WORLD_CHECK, str(exc), live.accelerator)
+        except resume.ResumeRefused as exc:
+            return _fail(EXIT_RESUME_REFUSED, str(exc), live.accelerator)
+        except resume.AlreadyFinished as exc:
+            return _finished_earlier(live.accelerator, exc)
     except preempt.Preempted as exc:
         return _preempted(args, live, exc.signal_name)
     except Exception:
@@ -260,10 +270,13 @@ def _decide_resume(args, accelerator, out: Path, run_fingerprint: dict):
     return owner, shared, path
 
 
-def _start(accelerator, trainer, out: Path, owner: bool, path) -> None:
-    """Collective: a clean start or the chosen checkpoint."""
+def _start(args, accelerator, trainer, out: Path, owner: bool, path) -> None:
+    """Collective: a clean start or the chosen checkpoint. Only here, once everything is built and checked, is an
+    earlier run's output cleared (a run that fails before it has changed nothing)."""
     trainer.set_owner(owner)
     resume.start(out, owner, fresh=path is None)
+    if path is None and not pretrain.enabled(args):
+        pretrain.clear(out, owner)  # an earlier run's pretraining is no part of this one
     accelerator.wait_for_everyone()
     if path is not None:
         trainer.resume(path)
