@@ -18,11 +18,13 @@ holding the backend's parts, each a module loaded only when asked for:
 
 Nothing else in kit names a backend. The entry points are read from the distributions' metadata files on
 sys.path directly (entry_points.txt), not through importlib.metadata, whose import alone costs more than kit's
-start-up may (metadata_on_use.py). This module imports nothing of kit's, so every layer may ask it."""
+start-up may (metadata_on_use.py). This module imports nothing of kit's but its errors, so every layer may ask it."""
 
 import importlib
 import os
 import sys
+
+from launcher.errors import KitError
 
 GROUP = "kit.backends"
 # The cluster kit uses when no --cluster is given, and what a record without a backend field ran on.
@@ -120,8 +122,16 @@ def _part(name: str, module: str, attr: str, optional: bool = False):
 
 
 def placement(name: str):
-    """The backend's Placement instance (one per process)."""
-    return _part(name, "placement", "PLACEMENT")
+    """The backend's Placement instance (one per process); a plug-in written to the earlier, wider contract is
+    refused in one line rather than run with its overrides ignored."""
+    found = _part(name, "placement", "PLACEMENT")
+    old = getattr(found, "retired_overrides", ())
+    if old:
+        raise KitError(
+            f"backend {name}: its Placement defines {', '.join(old)}, methods of kit's earlier backend contract that "
+            f"kit no longer calls; port it to the ten methods of launcher/planning/placement.py (docs/internals.md)"
+        )
+    return found
 
 
 def backend_class(name: str):

@@ -116,9 +116,39 @@ def check_gpus(gpus: int, hosts: tuple[Host, ...], cluster: ClusterSpec, where: 
             )
 
 
+# Methods of the earlier, wider contract (22 methods). kit no longer calls them: a plug-in that still defines one
+# would have its override ignored in silence: each subclass notes those it defines, and the registry refuses it,
+# naming them (backends/registry.py).
+RETIRED = (
+    "check_cluster",
+    "at_submit",
+    "code_here",
+    "dry_checks",
+    "check_files",
+    "default_python",
+    "hosts",
+    "away_from",
+    "check_gpus",
+    "cores_shared_by",
+    "master",
+    "rank_word",
+    "config_file",
+    "gpu_ids",
+    "dryrun_head",
+    "dryrun_node",
+)
+
+
 class Placement:
     """Defaults fit a backend whose nodes are hosts the cluster config lists (SSH-like); others override. The
     planner and the edge ask it the ten questions below; what is constant per backend is data (attributes)."""
+
+    retired_overrides: tuple[str, ...] = ()  # methods of the earlier contract this class defines (RETIRED)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        mine = {name for klass in cls.__mro__ if klass is not Placement for name in RETIRED if name in vars(klass)}
+        cls.retired_overrides = tuple(sorted(mine))
 
     name = "?"
     # The cluster config's sections this backend owns: name -> its Section model (spec/cluster.py); they are

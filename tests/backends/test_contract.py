@@ -226,3 +226,26 @@ def test_no_module_calls_a_private_method_of_a_placement():
                 if not (isinstance(base, ast.Name) and base.id in ("self", "cls", *own)):
                     calls.append(f"{os.path.relpath(path, REPO)}:{node.lineno} .{node.attr}")
     assert not calls, calls
+
+
+def test_a_plugin_written_to_the_earlier_contract_is_refused_in_one_line(monkeypatch):
+    """Its overrides of retired methods would be ignored in silence; the registry names them instead."""
+    from launcher.backends import registry
+    from launcher.errors import KitError
+    from launcher.planning.placement import Placement
+
+    class OldStyle(Placement):
+        name = "oldstyle"
+
+        def hosts(self, job, cluster):
+            return ()
+
+        def rank_word(self, rank):
+            return str(rank)
+
+    monkeypatch.setitem(registry._parts, ("oldstyle", "placement", "PLACEMENT"), OldStyle())
+    with pytest.raises(KitError) as got:
+        registry.placement("oldstyle")
+    assert str(got.value).startswith("backend oldstyle: its Placement defines hosts, rank_word, methods of kit's")
+    for name in ("local", "ssh", "slurm"):
+        registry.placement(name)   # kit's own backends define none
