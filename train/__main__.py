@@ -1,5 +1,6 @@
 """`python -m train` (what `kit submit` starts on every rank)."""
 
+import os
 import sys
 
 import train  # noqa: F401  (sets HF_HUB_OFFLINE before transformers is imported)
@@ -18,4 +19,10 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Out without the interpreter's teardown: gloo's threads, destroyed with the process group's objects at exit,
+    # have aborted a rank (SIGABRT, "terminate called without an active exception") after it had said its
+    # one-line failure, and the run was then reported as killed by SIGABRT. Everything the job writes is closed.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -3,6 +3,7 @@ collective_crash.py, DDP over gloo): the console shows the failing rank's traceb
 the others' tracebacks (those are in the node logs, as every line is), and a warning every rank prints once."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -61,11 +62,21 @@ def test_a_rank_that_exits_without_a_traceback_leaves_the_console_without_any(tm
 @pytest.mark.slow
 def test_a_killed_rank_that_said_nothing_is_not_given_its_neighbours_traceback(tmp_path):
     """Issue 41: rank 3 SIGKILLed, rank 2 on the same node died in the all-reduce with a `[rank2]:` traceback; the
-    cause named rank 3 and quoted rank 2. Rank 3 said nothing of its death: nothing is quoted."""
+    cause named rank 3 and quoted rank 2. Rank 3 said nothing of its death: nothing is quoted. Which failure kit
+    sees first is a race it cannot win every time (a rank of the other node may abort in gloo before node 1's
+    launcher reports rank 3): the cause then names that rank, quoting only its own words."""
     r, logs = _run(tmp_path, "killed", "--nodes", "2", "--procs-per-node", "2",
                    args=["--fail-rank", "3", "--how", "kill", "--quiet"])
+    last = r.stderr.splitlines()[-1]
+    if "rank 3" not in last:   # another rank's failure was seen first: its own words, nobody else's
+        named = re.search(r"rank (\d) (?:exited|killed)", last)
+        assert named and r.returncode != 0, r.stderr
+        quoted = last.split("): ", 1)[1] if "): " in last else ""
+        assert not quoted or any(f"rank{named.group(1)}" in ln and quoted[:40] in ln for ln in logs.splitlines()), (
+            last, logs[-3000:])
+        return
     assert r.returncode == 137, r.stderr
     assert "[node1/rank2] [rank2]: RuntimeError" in logs   # its neighbour's words are in the node log
-    assert r.stderr.splitlines()[-1] == ("kit: run killed failed: node 1 (localhost) rank 3 killed by SIGKILL (exit "
-                                         "code 137; out of memory? the kernel's OOM killer sends SIGKILL: see dmesg "
-                                         "on the node)"), r.stderr
+    assert last == ("kit: run killed failed: node 1 (localhost) rank 3 killed by SIGKILL (exit "
+                    "code 137; out of memory? the kernel's OOM killer sends SIGKILL: see dmesg "
+                    "on the node)"), r.stderr
